@@ -1,0 +1,15 @@
+//===- GdnOps.h - gdn dialect operations ------------------------*- C++ -*-===//
+
+#ifndef GDN_DIALECT_GDN_IR_GDNOPS_H
+#define GDN_DIALECT_GDN_IR_GDNOPS_H
+
+#include "gdn/Dialect/Gdn/IR/GdnDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "gdn/Dialect/Gdn/IR/GdnOps.h.inc"
+
+#endif // GDN_DIALECT_GDN_IR_GDNOPS_H

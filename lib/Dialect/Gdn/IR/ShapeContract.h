@@ -1,0 +1,53 @@
+//===- ShapeContract.h - symbolic shape checks for verifiers ----*- C++ -*-===//
+//
+// The gdn ops relate many operands through shared symbolic dimensions
+// ([B, T, H, K], [B, T, Hv, V], ...). ShapeContract checks each operand and
+// result against such a pattern and reports mismatches with the operand name,
+// the expected shape and the actual type.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GDN_LIB_DIALECT_GDN_IR_SHAPECONTRACT_H
+#define GDN_LIB_DIALECT_GDN_IR_SHAPECONTRACT_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace mlir::gdn {
+
+/// Binds symbolic dimension names to sizes while the operands of one op are
+/// checked in order; the first static size seen for a symbol wins.
+class ShapeContract {
+public:
+  /// `staticSymbols` names the dimensions that must be static everywhere.
+  ShapeContract(Operation *op, ArrayRef<StringRef> staticSymbols);
+
+  /// Checks that `type` is a ranked tensor with one dimension per entry of
+  /// `dims` and that every dimension agrees with earlier bindings. `role` is
+  /// "operand" or "result"; `name` is the ODS name.
+  LogicalResult check(StringRef role, StringRef name, Type type,
+                      ArrayRef<StringRef> dims);
+
+  /// Returns the size bound to `symbol`, or ShapedType::kDynamic.
+  int64_t lookup(StringRef symbol) const;
+
+private:
+  struct Binding {
+    int64_t size;
+    std::string source;
+  };
+
+  std::string formatExpected(ArrayRef<StringRef> dims) const;
+
+  Operation *op;
+  llvm::StringSet<> staticSymbols;
+  llvm::StringMap<Binding> bindings;
+};
+
+/// Returns the element type of a ranked tensor type, or null.
+Type getTensorElementType(Type type);
+
+} // namespace mlir::gdn
+
+#endif // GDN_LIB_DIALECT_GDN_IR_SHAPECONTRACT_H

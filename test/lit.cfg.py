@@ -1,0 +1,33 @@
+# -*- Python -*-
+# lit configuration of the gdn regression and execution tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "GDN"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.gdn_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+config.environment["PYTHONPATH"] = os.path.join(config.gdn_src_root, "python")
+
+llvm_config.use_default_substitutions()
+
+lib = config.llvm_lib_dir
+config.substitutions.append(("%mlir_runner_utils", os.path.join(lib, "libmlir_runner_utils.so")))
+config.substitutions.append(("%mlir_c_runner_utils", os.path.join(lib, "libmlir_c_runner_utils.so")))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%gdn_src_root", config.gdn_src_root))
+
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.gdn_tools_dir, append_path=True)
+
+tool_dirs = [config.gdn_tools_dir, config.llvm_tools_dir]
+tools = ["gdn-opt", "mlir-opt", "mlir-runner", "mlir-translate"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
