@@ -7,7 +7,7 @@ strongest matching the design document's initialisation (A up to 16).
 
 import numpy as np
 
-GATE_REGIMES = ("moderate", "weak", "strong", "realistic", "none")
+GATE_REGIMES = ("moderate", "weak", "strong", "realistic", "design", "none")
 
 
 def _unit(x, axis=-1):
@@ -29,6 +29,9 @@ def gates(rng, shape, regime="moderate"):
         dt = np.exp(rng.uniform(np.log(1e-3), np.log(1e-1), size=shape[-1]))
         dt_bias = dt + np.log(-np.expm1(-dt))   # softplus^-1(dt)
         return -a * np.logaddexp(0.0, rng.standard_normal(shape) + dt_bias)
+    if regime == "design":         # the design document: -A softplus(W x),
+        a = rng.uniform(0.0, 16.0, size=shape[-1])   # A = exp(log U(0, 16))
+        return -a * np.logaddexp(0.0, rng.standard_normal(shape))
     if regime == "none":
         return np.zeros(shape)
     raise ValueError(f"unknown gate regime {regime!r}; one of {GATE_REGIMES}")

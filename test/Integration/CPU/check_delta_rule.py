@@ -25,6 +25,7 @@ PREFILL_CASES = [
     (1, 33, 2, 2, 16, 8, "f32", "f32", False, "realistic", False),
     (2, 9, 1, 3, 4, 6, "f32", "f32", True, "weak", True),
     (1, 10, 2, 2, 8, 8, "f32", "f32", True, "none", True),
+    (2, 21, 1, 2, 8, 8, "f32", "f32", True, "design", True),
     (2, 6, 2, 4, 8, 8, "bf16", "f32", True, "moderate", True),
     (2, 6, 1, 2, 8, 4, "bf16", "bf16", False, "moderate", False),
     (1, 5, 2, 2, 8, 8, "f16", "f16", True, "moderate", True),

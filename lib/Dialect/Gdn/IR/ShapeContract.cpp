@@ -63,6 +63,11 @@ LogicalResult ShapeContract::check(StringRef role, StringRef name, Type type,
              << formatExpected(dims) << "), but got " << type;
     if (ShapedType::isDynamic(actual))
       continue;
+    if (actual < 1 && staticSymbols.contains(symbol))
+      return op->emitOpError()
+             << role << " '" << name << "' must have a positive " << symbol
+             << " dimension (dimension " << index << " of "
+             << formatExpected(dims) << "), but got " << type;
     auto it = bindings.find(symbol);
     if (it != bindings.end() && !ShapedType::isDynamic(it->second.size) &&
         it->second.size != actual)

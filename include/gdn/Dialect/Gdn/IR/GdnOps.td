@@ -7,7 +7,7 @@ include "gdn/Dialect/Gdn/IR/GdnDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 
-// Operands are declared as ranked tensors and their ranks, shapes and element
+// Operands are declared as tensors and their ranks, shapes and element
 // types are checked by the op verifiers, so that every diagnostic can name the
 // operand and give the expected and the actual type. The tables in the op
 // descriptions are the contract.
@@ -67,15 +67,15 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure]> {
   }];
 
   let arguments = (ins
-    AnyRankedTensor:$q,
-    AnyRankedTensor:$k,
-    AnyRankedTensor:$v,
-    AnyRankedTensor:$g,
-    AnyRankedTensor:$beta,
-    Optional<AnyRankedTensor>:$initial_state,
+    AnyTensor:$q,
+    AnyTensor:$k,
+    AnyTensor:$v,
+    AnyTensor:$g,
+    AnyTensor:$beta,
+    Optional<AnyTensor>:$initial_state,
     DefaultValuedAttr<F32Attr, "1.0">:$scale
   );
-  let results = (outs AnyRankedTensor:$o, AnyRankedTensor:$final_state);
+  let results = (outs AnyTensor:$o, AnyTensor:$final_state);
 
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $g `,` $beta (`initial_state` `(` $initial_state^ `)`)?
@@ -129,15 +129,15 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step", [Pure]> {
   }];
 
   let arguments = (ins
-    AnyRankedTensor:$q,
-    AnyRankedTensor:$k,
-    AnyRankedTensor:$v,
-    AnyRankedTensor:$g,
-    AnyRankedTensor:$beta,
-    AnyRankedTensor:$state,
+    AnyTensor:$q,
+    AnyTensor:$k,
+    AnyTensor:$v,
+    AnyTensor:$g,
+    AnyTensor:$beta,
+    AnyTensor:$state,
     DefaultValuedAttr<F32Attr, "1.0">:$scale
   );
-  let results = (outs AnyRankedTensor:$o, AnyRankedTensor:$new_state);
+  let results = (outs AnyTensor:$o, AnyTensor:$new_state);
 
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $g `,` $beta `,` $state attr-dict `:`

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds, then compiles the bundled
+# example (examples/delta_rule.mlir: gdn ops in func.func) through gdn-opt's
+# gdn-lower-to-cpu pipeline and runs it with mlir-runner.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+LLVM=/usr/lib/llvm-22
+
+"$ROOT/scripts/setup.sh"
+
+echo "== compiling and running examples/delta_rule.mlir"
+"$BUILD_DIR/bin/gdn-opt" "$ROOT/examples/delta_rule.mlir" --gdn-lower-to-cpu |
+  "$LLVM/bin/mlir-runner" -e main -entry-point-result=void \
+    -shared-libs=$LLVM/lib/libmlir_runner_utils.so,$LLVM/lib/libmlir_c_runner_utils.so

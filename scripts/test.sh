@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Every test: installs what is missing, builds, and runs ctest (the lit suite,
+# the Python package tests and the generated-docs check).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+
+"$ROOT/scripts/setup.sh"
+
+echo "== running ctest"
+cd "$BUILD_DIR"
+ctest --output-on-failure
