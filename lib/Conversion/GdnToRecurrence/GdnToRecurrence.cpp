@@ -8,6 +8,7 @@
 #include "gdn/Conversion/GdnToRecurrence/GdnToRecurrence.h"
 #include "gdn/Conversion/Passes.h"
 #include "gdn/Dialect/Gdn/IR/GdnOps.h"
+#include "gdn/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -27,33 +28,6 @@ using namespace mlir::gdn;
 namespace {
 using utils::IteratorType;
 
-/// Returns a tensor.empty with the sizes of `like` (dynamic sizes read with
-/// tensor.dim), dimension `replacedDim` set to `replacedSize` when given.
-Value emptyLike(OpBuilder &b, Location loc, Value like, Type elementType,
-                int64_t replacedDim = -1, int64_t replacedSize = 0) {
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, like);
-  if (replacedDim >= 0)
-    sizes[replacedDim] = b.getIndexAttr(replacedSize);
-  return tensor::EmptyOp::create(b, loc, sizes, elementType);
-}
-
-Value zerosLike(OpBuilder &b, Location loc, Value like, Type elementType) {
-  Value empty = emptyLike(b, loc, like, elementType);
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
-  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
-      .getResult(0);
-}
-
-Value castFloat(OpBuilder &b, Location loc, Value x, Type to) {
-  unsigned fromWidth = x.getType().getIntOrFloatBitWidth();
-  unsigned toWidth = to.getIntOrFloatBitWidth();
-  if (x.getType() == to)
-    return x;
-  if (fromWidth < toWidth)
-    return arith::ExtFOp::create(b, loc, to, x);
-  return arith::TruncFOp::create(b, loc, to, x);
-}
-
 /// Converts `x` to f32 and, when `group` > 1, repeats each entry of the head
 /// dimension `headDim` `group` times (value head j reads head j / group).
 Value toF32ValueHeads(OpBuilder &b, Location loc, Value x, int64_t headDim,
@@ -63,25 +37,19 @@ Value toF32ValueHeads(OpBuilder &b, Location loc, Value x, int64_t headDim,
   if (type.getElementType() == f32 && group == 1)
     return x;
   int64_t rank = type.getRank();
-  Value out = group > 1 ? emptyLike(b, loc, x, f32, headDim,
-                                   type.getDimSize(headDim) * group)
-                        : emptyLike(b, loc, x, f32);
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+  sizes[headDim] = b.getIndexAttr(type.getDimSize(headDim) * group);
+  Value out = createEmpty(b, loc, sizes, f32);
   SmallVector<AffineExpr> inputExprs;
   for (int64_t d = 0; d < rank; ++d) {
     AffineExpr e = b.getAffineDimExpr(d);
     inputExprs.push_back(d == headDim && group > 1 ? e.floorDiv(group) : e);
   }
   AffineMap inputMap = AffineMap::get(rank, 0, inputExprs, b.getContext());
-  AffineMap outputMap = b.getMultiDimIdentityMap(rank);
-  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
-  return linalg::GenericOp::create(
-             b, loc, out.getType(), ValueRange{x}, ValueRange{out},
-             ArrayRef<AffineMap>{inputMap, outputMap}, iterators,
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               linalg::YieldOp::create(nb, nloc,
-                                       castFloat(nb, nloc, args[0], f32));
-             })
-      .getResult(0);
+  return buildElementwise(b, loc, x, out, inputMap,
+                          [&](OpBuilder &nb, Location nl, ValueRange args) {
+                            return convertFloat(nb, nl, args[0], f32);
+                          });
 }
 
 /// Operands of one recurrence step, all f32, with value heads expanded:
@@ -109,7 +77,7 @@ std::pair<Value, Value> buildRecurrenceStep(OpBuilder &b, Location loc,
   SmallVector<IteratorType> writeIterators(4, IteratorType::parallel);
 
   // v_hat[b, h, v] = sum_k exp(g[b, h]) * S[b, h, k, v] * k[b, h, k].
-  Value vHatInit = zerosLike(b, loc, in.v, f32);
+  Value vHatInit = createZeros(b, loc, tensor::getMixedSizes(b, loc, in.v), f32);
   Value vHat =
       linalg::GenericOp::create(
           b, loc, vHatInit.getType(), ValueRange{in.state, in.k, in.g},
@@ -149,7 +117,7 @@ std::pair<Value, Value> buildRecurrenceStep(OpBuilder &b, Location loc,
   // o[b, h, v] = scale * sum_k S[b, h, k, v] * q[b, h, k].
   Value scaleValue =
       arith::ConstantOp::create(b, loc, b.getF32FloatAttr(scale));
-  Value outInit = zerosLike(b, loc, in.v, f32);
+  Value outInit = createZeros(b, loc, tensor::getMixedSizes(b, loc, in.v), f32);
   Value out =
       linalg::GenericOp::create(
           b, loc, outInit.getType(), ValueRange{newState, in.q},
@@ -166,25 +134,6 @@ std::pair<Value, Value> buildRecurrenceStep(OpBuilder &b, Location loc,
           })
           .getResult(0);
   return {out, newState};
-}
-
-/// Converts an f32 tensor to `elementType` element-wise.
-Value castTensor(OpBuilder &b, Location loc, Value x, Type elementType) {
-  auto type = cast<RankedTensorType>(x.getType());
-  if (type.getElementType() == elementType)
-    return x;
-  Value out = emptyLike(b, loc, x, elementType);
-  int64_t rank = type.getRank();
-  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(rank));
-  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
-  return linalg::GenericOp::create(
-             b, loc, out.getType(), ValueRange{x}, ValueRange{out}, maps,
-             iterators,
-             [&](OpBuilder &nb, Location nl, ValueRange args) {
-               linalg::YieldOp::create(
-                   nb, nl, castFloat(nb, nl, args[0], elementType));
-             })
-      .getResult(0);
 }
 
 /// Extracts token `t` of a [B, T, ...] tensor as a [B, ...] tensor.
@@ -239,15 +188,11 @@ struct DeltaRuleToRecurrence : OpConversionPattern<DeltaRuleOp> {
           tensor::getMixedSize(rewriter, loc, adaptor.getV(), 0)};
       for (int64_t d = 1; d < 4; ++d)
         sizes.push_back(rewriter.getIndexAttr(stateType.getDimSize(d)));
-      Value empty = tensor::EmptyOp::create(rewriter, loc, sizes, f32);
-      Value zero =
-          arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(f32));
-      state = linalg::FillOp::create(rewriter, loc, ValueRange{zero},
-                                     ValueRange{empty})
-                  .getResult(0);
+      state = createZeros(rewriter, loc, sizes, f32);
     }
     Type outElementType = op.getO().getType().getElementType();
-    Value outInit = emptyLike(rewriter, loc, adaptor.getV(), outElementType);
+    Value outInit =
+        createEmptyLike(rewriter, loc, adaptor.getV(), outElementType);
 
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
@@ -263,7 +208,7 @@ struct DeltaRuleToRecurrence : OpConversionPattern<DeltaRuleOp> {
                         extractToken(b, l, g, t),
                         extractToken(b, l, beta, t)};
           auto [out, newState] = buildRecurrenceStep(b, l, in, scale);
-          Value outToken = castTensor(b, l, out, outElementType);
+          Value outToken = convertTensor(b, l, out, outElementType);
           Value outAll = insertToken(b, l, outToken, iterArgs[1], t);
           scf::YieldOp::create(b, l, ValueRange{newState, outAll});
         });
@@ -289,7 +234,7 @@ struct DeltaRuleStepToRecurrence : OpConversionPattern<DeltaRuleStepOp> {
     auto [out, newState] =
         buildRecurrenceStep(rewriter, loc, in, op.getScale().convertToFloat());
     Value outCast =
-        castTensor(rewriter, loc, out, op.getO().getType().getElementType());
+        convertTensor(rewriter, loc, out, op.getO().getType().getElementType());
     rewriter.replaceOp(op, {outCast, newState});
     return success();
   }

@@ -1,0 +1,56 @@
+//===- TensorBuilders.h - small builders for linalg on tensors --*- C++ -*-===//
+//
+// Helpers shared by the gdn lowerings: empty and zero tensors with mixed
+// static/dynamic sizes, float conversions, and linalg.generic with a body
+// given as a lambda that returns the yielded value.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GDN_UTILS_TENSORBUILDERS_H
+#define GDN_UTILS_TENSORBUILDERS_H
+
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpDefinition.h"
+
+namespace mlir::gdn {
+
+/// tensor.empty with the given sizes.
+Value createEmpty(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                  Type elementType);
+
+/// tensor.empty with the sizes of `like` (dynamic ones read with tensor.dim).
+Value createEmptyLike(OpBuilder &b, Location loc, Value like,
+                      Type elementType);
+
+/// A tensor of the given sizes filled with zeros by linalg.fill.
+Value createZeros(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                  Type elementType);
+
+/// Fills `init` with `value` (an f32 constant) by linalg.fill.
+Value fillWith(OpBuilder &b, Location loc, Value init, float value);
+
+/// Extends or truncates a float scalar to `to`; returns it when equal.
+Value convertFloat(OpBuilder &b, Location loc, Value scalar, Type to);
+
+/// Body of a linalg.generic: receives the block arguments (inputs, then the
+/// output) and returns the value to yield.
+using GenericBody = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// Builds a single-result linalg.generic and returns its result.
+Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
+                   ArrayRef<AffineMap> maps,
+                   ArrayRef<utils::IteratorType> iterators, GenericBody body);
+
+/// Builds an all-parallel linalg.generic whose inputs and output use the
+/// given maps over the output's iteration space.
+Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
+                       Value init, ArrayRef<AffineMap> inputMaps,
+                       GenericBody body);
+
+/// Converts every element of a ranked tensor to `elementType`.
+Value convertTensor(OpBuilder &b, Location loc, Value x, Type elementType);
+
+} // namespace mlir::gdn
+
+#endif // GDN_UTILS_TENSORBUILDERS_H

@@ -1,0 +1,82 @@
+//===- TensorBuilders.cpp - small builders for linalg on tensors ----------===//
+
+#include "gdn/Utils/TensorBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+Value mlir::gdn::createEmpty(OpBuilder &b, Location loc,
+                             ArrayRef<OpFoldResult> sizes, Type elementType) {
+  return tensor::EmptyOp::create(b, loc, sizes, elementType);
+}
+
+Value mlir::gdn::createEmptyLike(OpBuilder &b, Location loc, Value like,
+                                 Type elementType) {
+  return createEmpty(b, loc, tensor::getMixedSizes(b, loc, like), elementType);
+}
+
+Value mlir::gdn::fillWith(OpBuilder &b, Location loc, Value init,
+                          float value) {
+  Type elementType = cast<RankedTensorType>(init.getType()).getElementType();
+  Value constant = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(elementType, static_cast<double>(value)));
+  return linalg::FillOp::create(b, loc, ValueRange{constant}, ValueRange{init})
+      .getResult(0);
+}
+
+Value mlir::gdn::createZeros(OpBuilder &b, Location loc,
+                             ArrayRef<OpFoldResult> sizes, Type elementType) {
+  return fillWith(b, loc, createEmpty(b, loc, sizes, elementType), 0.0f);
+}
+
+Value mlir::gdn::convertFloat(OpBuilder &b, Location loc, Value scalar,
+                              Type to) {
+  Type from = scalar.getType();
+  if (from == to)
+    return scalar;
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, loc, to, scalar);
+  return arith::TruncFOp::create(b, loc, to, scalar);
+}
+
+Value mlir::gdn::buildGeneric(OpBuilder &b, Location loc, ValueRange inputs,
+                              Value init, ArrayRef<AffineMap> maps,
+                              ArrayRef<utils::IteratorType> iterators,
+                              GenericBody body) {
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), inputs, ValueRange{init}, maps,
+             iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(nb, nl, body(nb, nl, args));
+             })
+      .getResult(0);
+}
+
+Value mlir::gdn::buildElementwise(OpBuilder &b, Location loc,
+                                  ValueRange inputs, Value init,
+                                  ArrayRef<AffineMap> inputMaps,
+                                  GenericBody body) {
+  int64_t rank = cast<RankedTensorType>(init.getType()).getRank();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return buildGeneric(b, loc, inputs, init, maps, iterators, body);
+}
+
+Value mlir::gdn::convertTensor(OpBuilder &b, Location loc, Value x,
+                               Type elementType) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getElementType() == elementType)
+    return x;
+  Value init = createEmptyLike(b, loc, x, elementType);
+  return buildElementwise(
+      b, loc, x, init, b.getMultiDimIdentityMap(type.getRank()),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        return convertFloat(nb, nl, args[0], elementType);
+      });
+}
