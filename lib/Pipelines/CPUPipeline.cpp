@@ -1,6 +1,7 @@
 //===- CPUPipeline.cpp - gdn-lower-to-cpu ---------------------------------===//
 
 #include "gdn/Conversion/Passes.h"
+#include "gdn/Dialect/Gdn/Transforms/Passes.h"
 #include "gdn/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -10,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -42,11 +44,13 @@ void mlir::gdn::buildGdnBufferizedToLLVMPipeline(OpPassManager &pm) {
 
 void mlir::gdn::buildGdnToCPUPipeline(OpPassManager &pm,
                                       const CPUPipelineOptions &options) {
-  switch (options.deltaRuleForm) {
-  case DeltaRuleForm::Recurrent:
-    pm.addNestedPass<func::FuncOp>(createConvertGdnToRecurrencePass());
-    break;
+  if (options.deltaRuleForm == DeltaRuleForm::Chunked) {
+    GdnChunkDeltaRulePassOptions chunkOptions;
+    chunkOptions.chunkSize = options.chunkSize;
+    pm.addNestedPass<func::FuncOp>(createGdnChunkDeltaRulePass(chunkOptions));
   }
+  // Decode steps, and prefills left in the recurrent form.
+  pm.addNestedPass<func::FuncOp>(createConvertGdnToRecurrencePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
@@ -61,6 +65,7 @@ void mlir::gdn::buildGdnToCPUPipeline(OpPassManager &pm,
   bufferization::buildBufferDeallocationPipeline(pm);
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createForallToForLoopPass());
   pm.addPass(createCanonicalizerPass());
   buildGdnBufferizedToLLVMPipeline(pm);
 }

@@ -3,6 +3,7 @@
 #include "gdn/InitAllGdn.h"
 #include "gdn/Conversion/Passes.h"
 #include "gdn/Dialect/Gdn/IR/GdnDialect.h"
+#include "gdn/Dialect/Gdn/Transforms/Passes.h"
 #include "gdn/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -23,6 +24,7 @@ void mlir::gdn::registerAllGdnDialects(DialectRegistry &registry) {
 
 void mlir::gdn::registerAllGdnPasses() {
   registerAllPasses();
+  registerGdnPasses();
   registerGdnConversionPasses();
   registerGdnPipelines();
 }

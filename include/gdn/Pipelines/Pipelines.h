@@ -19,6 +19,8 @@ namespace mlir::gdn {
 enum class DeltaRuleForm {
   /// Token by token, literally as the op semantics state it.
   Recurrent,
+  /// Chunkwise parallel (gdn-chunk-delta-rule).
+  Chunked,
 };
 
 /// Options of the gdn-lower-to-cpu pipeline.
@@ -27,8 +29,15 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       *this, "delta-rule-form",
       llvm::cl::desc("How gdn.delta_rule is computed"),
       llvm::cl::init(DeltaRuleForm::Recurrent),
-      llvm::cl::values(clEnumValN(DeltaRuleForm::Recurrent, "recurrent",
-                                  "token-by-token recurrence (reference)"))};
+      llvm::cl::values(
+          clEnumValN(DeltaRuleForm::Recurrent, "recurrent",
+                     "token-by-token recurrence (reference)"),
+          clEnumValN(DeltaRuleForm::Chunked, "chunked",
+                     "chunkwise-parallel form (gdn-chunk-delta-rule)"))};
+  Option<int64_t> chunkSize{*this, "chunk-size",
+                            llvm::cl::desc("Tokens per chunk of the chunked "
+                                           "form"),
+                            llvm::cl::init(64)};
 };
 
 /// Lowers a module of func.func ops containing gdn ops on tensors to the LLVM

@@ -1,0 +1,17 @@
+//===- Transforms.h - gdn rewrite pattern entry points ----------*- C++ -*-===//
+
+#ifndef GDN_DIALECT_GDN_TRANSFORMS_TRANSFORMS_H
+#define GDN_DIALECT_GDN_TRANSFORMS_TRANSFORMS_H
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::gdn {
+
+/// Adds the pattern that rewrites gdn.delta_rule into its chunkwise-parallel
+/// form with `chunkSize` tokens per chunk.
+void populateGdnChunkDeltaRulePatterns(RewritePatternSet &patterns,
+                                       int64_t chunkSize);
+
+} // namespace mlir::gdn
+
+#endif // GDN_DIALECT_GDN_TRANSFORMS_TRANSFORMS_H

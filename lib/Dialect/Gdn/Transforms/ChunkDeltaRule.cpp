@@ -1,0 +1,492 @@
+//===- ChunkDeltaRule.cpp - gdn.delta_rule to its chunked form ------------===//
+//
+// Rewrites gdn.delta_rule into the chunkwise-parallel (WY / UT-transform)
+// form: an scf.forall over batch x value heads; in each task a sequential
+// pass over chunks whose per-chunk work is linalg on static f32 tiles.
+// The float64 specification of the same algorithm is
+// python/gdn/reference.py:delta_rule_chunked.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gdn/Dialect/Gdn/IR/GdnOps.h"
+#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/Dialect/Gdn/Transforms/Transforms.h"
+#include "gdn/Utils/TensorBuilders.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::gdn {
+#define GEN_PASS_DEF_GDNCHUNKDELTARULEPASS
+#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+} // namespace mlir::gdn
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+using utils::IteratorType;
+
+/// Emits the per-chunk computation of one (batch entry, value head) task.
+class ChunkEmitter {
+public:
+  ChunkEmitter(OpBuilder &b, Location loc, DeltaRuleOp op, int64_t chunkSize,
+               Value batch, Value head, Value keyHead)
+      : b(b), loc(loc), op(op), chunk(chunkSize), batch(batch), head(head),
+        keyHead(keyHead), f32(b.getF32Type()) {
+    keyDim = op.getQ().getType().getDimSize(3);
+    valueDim = op.getV().getType().getDimSize(3);
+  }
+
+  /// Emits one chunk starting at token `start` with `length` valid rows
+  /// (static `chunk` unless `partial`). Returns the new state [K, V] and the
+  /// chunk's output rows [length, V] in the element type of o.
+  std::pair<Value, Value> emit(Value state, Value start, OpFoldResult length,
+                               bool partial);
+
+private:
+  AffineMap map2(ArrayRef<AffineExpr> exprs) {
+    return AffineMap::get(2, 0, exprs, b.getContext());
+  }
+  AffineMap rowMap() { return map2({b.getAffineDimExpr(0)}); }
+  AffineMap colMap() { return map2({b.getAffineDimExpr(1)}); }
+  AffineMap identity2() { return b.getMultiDimIdentityMap(2); }
+  Value constF32(float value) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+  }
+  Value zeros(ArrayRef<int64_t> shape) {
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t size : shape)
+      sizes.push_back(b.getIndexAttr(size));
+    return createZeros(b, loc, sizes, f32);
+  }
+  Value empty(ArrayRef<int64_t> shape) {
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t size : shape)
+      sizes.push_back(b.getIndexAttr(size));
+    return createEmpty(b, loc, sizes, f32);
+  }
+  Value matmul(Value lhs, Value rhs, Value acc) {
+    return linalg::MatmulOp::create(b, loc, TypeRange{acc.getType()},
+                                    ValueRange{lhs, rhs}, ValueRange{acc})
+        .getResult(0);
+  }
+
+  Value packRows(Value x, Value xHead, Value start, OpFoldResult length,
+                 bool partial);
+  Value packGates(Value x, Value start, OpFoldResult length, bool partial);
+  std::pair<Value, Value> cumulativeGates(Value gates);
+  Value decayedMask(Value scores, Value cum, Value rowScale, bool strict);
+  Value invertUnitLower(Value a);
+
+  OpBuilder &b;
+  Location loc;
+  DeltaRuleOp op;
+  int64_t chunk, keyDim, valueDim;
+  Value batch, head, keyHead;
+  Type f32;
+};
+
+/// Copies rows [start, start + length) of head `xHead` of x ([B, T, H, D])
+/// into an f32 [chunk, D] tile; rows past `length` are zero.
+Value ChunkEmitter::packRows(Value x, Value xHead, Value start,
+                             OpFoldResult length, bool partial) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t dim = type.getDimSize(3);
+  SmallVector<OpFoldResult> offsets = {batch, start, xHead, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), length,
+                                     b.getIndexAttr(1), b.getIndexAttr(dim)};
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  int64_t rows = partial ? ShapedType::kDynamic : chunk;
+  auto sliceType = RankedTensorType::get({rows, dim}, type.getElementType());
+  Value slice = tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets,
+                                               sizes, strides);
+  auto convert = [&](OpBuilder &nb, Location nl, ValueRange args) {
+    return convertFloat(nb, nl, args[0], f32);
+  };
+  if (!partial)
+    return buildElementwise(b, loc, slice, empty({chunk, dim}), identity2(),
+                            convert);
+  Value tile = zeros({chunk, dim});
+  SmallVector<OpFoldResult> tileOffsets(2, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> tileSizes = {length, b.getIndexAttr(dim)};
+  SmallVector<OpFoldResult> tileStrides(2, b.getIndexAttr(1));
+  Value valid = tensor::ExtractSliceOp::create(b, loc, tile, tileOffsets,
+                                               tileSizes, tileStrides);
+  Value packed = buildElementwise(b, loc, slice, valid, identity2(), convert);
+  return tensor::InsertSliceOp::create(b, loc, packed, tile, tileOffsets,
+                                       tileSizes, tileStrides);
+}
+
+/// Copies g or beta ([B, T, Hv]) rows of this task into an f32 [chunk]
+/// vector; rows past `length` are zero (no decay, no write).
+Value ChunkEmitter::packGates(Value x, Value start, OpFoldResult length,
+                              bool partial) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<OpFoldResult> offsets = {batch, start, head};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), length,
+                                     b.getIndexAttr(1)};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  int64_t rows = partial ? ShapedType::kDynamic : chunk;
+  auto sliceType = RankedTensorType::get({rows}, type.getElementType());
+  Value slice = tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets,
+                                               sizes, strides);
+  AffineMap id1 = b.getMultiDimIdentityMap(1);
+  auto convert = [&](OpBuilder &nb, Location nl, ValueRange args) {
+    return convertFloat(nb, nl, args[0], f32);
+  };
+  if (!partial)
+    return buildElementwise(b, loc, slice, empty({chunk}), id1, convert);
+  Value tile = zeros({chunk});
+  SmallVector<OpFoldResult> tileOffsets = {b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> tileSizes = {length};
+  SmallVector<OpFoldResult> tileStrides = {b.getIndexAttr(1)};
+  Value valid = tensor::ExtractSliceOp::create(b, loc, tile, tileOffsets,
+                                               tileSizes, tileStrides);
+  Value packed = buildElementwise(b, loc, slice, valid, id1, convert);
+  return tensor::InsertSliceOp::create(b, loc, packed, tile, tileOffsets,
+                                       tileSizes, tileStrides);
+}
+
+/// Chunk-local inclusive prefix sums of the log gates, in f32, and their
+/// total (the cumulative gate of the last valid row, since padding is 0).
+std::pair<Value, Value> ChunkEmitter::cumulativeGates(Value gates) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = arith::ConstantIndexOp::create(b, loc, chunk);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{constF32(0.0f), empty({chunk})},
+      [&](OpBuilder &nb, Location nl, Value i, ValueRange iterArgs) {
+        Value gate = tensor::ExtractOp::create(nb, nl, gates, i);
+        Value sum = arith::AddFOp::create(nb, nl, iterArgs[0], gate);
+        Value cum = tensor::InsertOp::create(nb, nl, sum, iterArgs[1], i);
+        scf::YieldOp::create(nb, nl, ValueRange{sum, cum});
+      });
+  return {loop.getResult(1), loop.getResult(0)};
+}
+
+/// Applies the causal decay to a [chunk, chunk] score matrix:
+/// out[i,j] = rowScale[i] * scores[i,j] * exp(cum[i] - cum[j]) where i > j
+/// (strict) or i >= j, and 0 elsewhere. The exponent is selected before exp
+/// so masked positions never evaluate exp of a positive number.
+Value ChunkEmitter::decayedMask(Value scores, Value cum, Value rowScale,
+                                bool strict) {
+  SmallVector<Value> inputs = {scores, cum, cum};
+  SmallVector<AffineMap> maps = {identity2(), rowMap(), colMap()};
+  if (rowScale) {
+    inputs.push_back(rowScale);
+    maps.push_back(rowMap());
+  }
+  return buildElementwise(
+      b, loc, inputs, empty({chunk, chunk}), maps,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value i = linalg::IndexOp::create(nb, nl, 0);
+        Value j = linalg::IndexOp::create(nb, nl, 1);
+        Value inside = arith::CmpIOp::create(
+            nb, nl, strict ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::uge,
+            i, j);
+        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+        Value diff = arith::SubFOp::create(nb, nl, args[1], args[2]);
+        Value exponent = arith::SelectOp::create(nb, nl, inside, diff, zero);
+        Value decay = math::ExpOp::create(nb, nl, exponent);
+        Value value = arith::MulFOp::create(nb, nl, args[0], decay);
+        if (rowScale)
+          value = arith::MulFOp::create(nb, nl, value, args[3]);
+        return arith::SelectOp::create(nb, nl, inside, value, zero).getResult();
+      });
+}
+
+/// Returns (I + a)^-1 for a strictly lower triangular [chunk, chunk] a, by
+/// forward substitution: row i of X = e_i - a[i, :] X, which only reads the
+/// rows j < i that are already final.
+Value ChunkEmitter::invertUnitLower(Value a) {
+  Value identity = buildElementwise(
+      b, loc, ValueRange{}, empty({chunk, chunk}), {},
+      [&](OpBuilder &nb, Location nl, ValueRange) {
+        Value i = linalg::IndexOp::create(nb, nl, 0);
+        Value j = linalg::IndexOp::create(nb, nl, 1);
+        Value diagonal =
+            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, i, j);
+        return arith::UIToFPOp::create(nb, nl, nb.getF32Type(), diagonal)
+            .getResult();
+      });
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = arith::ConstantIndexOp::create(b, loc, chunk);
+  auto loop = scf::ForOp::create(
+      b, loc, one, count, one, ValueRange{identity},
+      [&](OpBuilder &nb, Location nl, Value i, ValueRange iterArgs) {
+        Value x = iterArgs[0];
+        SmallVector<OpFoldResult> offsets = {i, nb.getIndexAttr(0)};
+        SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
+                                           nb.getIndexAttr(chunk)};
+        SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
+        auto rowType = RankedTensorType::get({chunk}, f32);
+        Value aRow = tensor::ExtractSliceOp::create(nb, nl, rowType, a,
+                                                    offsets, sizes, strides);
+        Value product =
+            linalg::VecmatOp::create(
+                nb, nl, TypeRange{rowType}, ValueRange{aRow, x},
+                ValueRange{createZeros(nb, nl, {nb.getIndexAttr(chunk)}, f32)})
+                .getResult(0);
+        Value row = buildElementwise(
+            nb, nl, product,
+            createEmpty(nb, nl, {nb.getIndexAttr(chunk)}, f32),
+            nb.getMultiDimIdentityMap(1),
+            [&](OpBuilder &bb, Location bl, ValueRange args) {
+              Value c = linalg::IndexOp::create(bb, bl, 0);
+              Value diagonal = arith::CmpIOp::create(
+                  bb, bl, arith::CmpIPredicate::eq, c, i);
+              Value unit =
+                  arith::UIToFPOp::create(bb, bl, bb.getF32Type(), diagonal);
+              return arith::SubFOp::create(bb, bl, unit, args[0]).getResult();
+            });
+        Value updated = tensor::InsertSliceOp::create(nb, nl, row, x, offsets,
+                                                      sizes, strides);
+        scf::YieldOp::create(nb, nl, updated);
+      });
+  return loop.getResult(0);
+}
+
+std::pair<Value, Value> ChunkEmitter::emit(Value state, Value start,
+                                           OpFoldResult length, bool partial) {
+  Value q = packRows(op.getQ(), keyHead, start, length, partial);
+  Value k = packRows(op.getK(), keyHead, start, length, partial);
+  Value v = packRows(op.getV(), head, start, length, partial);
+  Value g = packGates(op.getG(), start, length, partial);
+  Value beta = packGates(op.getBeta(), start, length, partial);
+  auto [cum, total] = cumulativeGates(g);
+
+  // k^T once per chunk: the row-major right operand of k k^T and q k^T.
+  Value kT = linalg::TransposeOp::create(b, loc, k, empty({keyDim, chunk}),
+                                         ArrayRef<int64_t>{1, 0})
+                 .getResult()[0];
+
+  // A = strictly lower (beta_i k_i . k_j exp(b_i - b_j)); Tinv = (I + A)^-1.
+  Value gram = matmul(k, kT, zeros({chunk, chunk}));
+  Value a = decayedMask(gram, cum, beta, /*strict=*/true);
+  Value tInv = invertUnitLower(a);
+
+  // U = Tinv (beta v);  -W = Tinv (-beta exp(b) k).
+  Value betaV =
+      buildElementwise(b, loc, ValueRange{beta, v}, empty({chunk, valueDim}),
+                       {rowMap(), identity2()},
+                       [&](OpBuilder &nb, Location nl, ValueRange args) {
+                         return arith::MulFOp::create(nb, nl, args[0], args[1])
+                             .getResult();
+                       });
+  Value negBetaDecayK = buildElementwise(
+      b, loc, ValueRange{beta, cum, k}, empty({chunk, keyDim}),
+      {rowMap(), rowMap(), identity2()},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value decay = math::ExpOp::create(nb, nl, args[1]);
+        Value scale = arith::MulFOp::create(nb, nl, args[0], decay);
+        Value scaled = arith::MulFOp::create(nb, nl, scale, args[2]);
+        return arith::NegFOp::create(nb, nl, scaled).getResult();
+      });
+  Value u = matmul(tInv, betaV, zeros({chunk, valueDim}));
+  Value negW = matmul(tInv, negBetaDecayK, zeros({chunk, keyDim}));
+
+  // v_new = U - W S: the corrections of the chunk's tokens.
+  Value vNew = matmul(negW, state, u);
+
+  // o = exp(b) (q S) + ((q k^T) . D) v_new, from the state at chunk start.
+  Value decayQ = buildElementwise(
+      b, loc, ValueRange{cum, q}, empty({chunk, keyDim}),
+      {rowMap(), identity2()},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value decay = math::ExpOp::create(nb, nl, args[0]);
+        return arith::MulFOp::create(nb, nl, decay, args[1]).getResult();
+      });
+  Value scores = matmul(q, kT, zeros({chunk, chunk}));
+  Value causal = decayedMask(scores, cum, Value(), /*strict=*/false);
+  Value out = matmul(decayQ, state, zeros({chunk, valueDim}));
+  out = matmul(causal, vNew, out);
+
+  // S = exp(b_last) S + k^T (exp(b_last - b) v_new).
+  Value decayedVNew = buildElementwise(
+      b, loc, ValueRange{cum, vNew}, empty({chunk, valueDim}),
+      {rowMap(), identity2()},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value exponent = arith::SubFOp::create(nb, nl, total, args[0]);
+        Value decay = math::ExpOp::create(nb, nl, exponent);
+        return arith::MulFOp::create(nb, nl, decay, args[1]).getResult();
+      });
+  Value totalDecay = math::ExpOp::create(b, loc, total);
+  Value decayedState = buildElementwise(
+      b, loc, ValueRange{}, state, {},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        return arith::MulFOp::create(nb, nl, totalDecay, args[0]).getResult();
+      });
+  Value newState = matmul(kT, decayedVNew, decayedState);
+
+  // The valid rows of the output, scaled and rounded to o's element type.
+  Type outType = op.getO().getType().getElementType();
+  Value scale = constF32(op.getScale().convertToFloat());
+  SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes = {length, b.getIndexAttr(valueDim)};
+  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+  int64_t rows = partial ? ShapedType::kDynamic : chunk;
+  Value validOut = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({rows, valueDim}, f32), out, offsets,
+      sizes, strides);
+  Value outRows = buildElementwise(
+      b, loc, validOut,
+      createEmpty(b, loc, {length, b.getIndexAttr(valueDim)}, outType),
+      identity2(), [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value scaled = arith::MulFOp::create(nb, nl, args[0], scale);
+        return convertFloat(nb, nl, scaled, outType);
+      });
+  return {newState, outRows};
+}
+
+struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
+  ChunkDeltaRule(MLIRContext *ctx, int64_t chunkSize)
+      : OpRewritePattern(ctx), chunkSize(chunkSize) {}
+
+  LogicalResult matchAndRewrite(DeltaRuleOp op,
+                                PatternRewriter &rewriter) const override {
+    if (chunkSize < 1)
+      return rewriter.notifyMatchFailure(op, "chunk size must be positive");
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto oType = op.getO().getType();
+    auto stateType = op.getFinalState().getType();
+    int64_t valueHeads = oType.getDimSize(2);
+    int64_t keyDim = stateType.getDimSize(2);
+    int64_t valueDim = oType.getDimSize(3);
+    int64_t group = op.getGroupSize();
+
+    Value v = op.getV();
+    OpFoldResult batchSize = tensor::getMixedSize(rewriter, loc, v, 0);
+    Value tokens = tensor::DimOp::create(rewriter, loc, v, 1);
+    Value oInit = createEmptyLike(rewriter, loc, v, oType.getElementType());
+    Value stateInit = op.getInitialState();
+    if (!stateInit)
+      stateInit = createEmpty(
+          rewriter, loc,
+          {batchSize, rewriter.getIndexAttr(valueHeads),
+           rewriter.getIndexAttr(keyDim), rewriter.getIndexAttr(valueDim)},
+          f32);
+
+    auto forall = scf::ForallOp::create(
+        rewriter, loc,
+        ArrayRef<OpFoldResult>{batchSize, rewriter.getIndexAttr(valueHeads)},
+        ValueRange{oInit, stateInit}, std::nullopt);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(forall.getTerminator());
+    Value batch = forall.getInductionVar(0);
+    Value head = forall.getInductionVar(1);
+    Value oShared = forall.getRegionIterArgs()[0];
+    Value stateShared = forall.getRegionIterArgs()[1];
+    Value groupValue = arith::ConstantIndexOp::create(rewriter, loc, group);
+    Value keyHead = arith::DivUIOp::create(rewriter, loc, head, groupValue);
+
+    // This task's slices of the shared output and state.
+    SmallVector<OpFoldResult> oOffsets = {batch, rewriter.getIndexAttr(0),
+                                          head, rewriter.getIndexAttr(0)};
+    SmallVector<OpFoldResult> oSizes = {rewriter.getIndexAttr(1), tokens,
+                                        rewriter.getIndexAttr(1),
+                                        rewriter.getIndexAttr(valueDim)};
+    SmallVector<OpFoldResult> sOffsets = {batch, head, rewriter.getIndexAttr(0),
+                                          rewriter.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sSizes = {
+        rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
+        rewriter.getIndexAttr(keyDim), rewriter.getIndexAttr(valueDim)};
+    SmallVector<OpFoldResult> unitStrides(4, rewriter.getIndexAttr(1));
+    auto oTaskType = RankedTensorType::get({ShapedType::kDynamic, valueDim},
+                                           oType.getElementType());
+    auto sTaskType = RankedTensorType::get({keyDim, valueDim}, f32);
+    Value oTask = tensor::ExtractSliceOp::create(
+        rewriter, loc, oTaskType, oShared, oOffsets, oSizes, unitStrides);
+    Value sTask = tensor::ExtractSliceOp::create(
+        rewriter, loc, sTaskType, stateShared, sOffsets, sSizes, unitStrides);
+    if (!op.getInitialState())
+      sTask = fillWith(rewriter, loc, sTask, 0.0f);
+
+    Value chunkValue = arith::ConstantIndexOp::create(rewriter, loc, chunkSize);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value fullChunks = arith::DivUIOp::create(rewriter, loc, tokens, chunkValue);
+    Value fullTokens =
+        arith::MulIOp::create(rewriter, loc, fullChunks, chunkValue);
+    auto insertRows = [&](OpBuilder &nb, Location nl, Value rows, Value dest,
+                          Value start, OpFoldResult length) {
+      SmallVector<OpFoldResult> offsets = {start, nb.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes = {length, nb.getIndexAttr(valueDim)};
+      SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
+      return tensor::InsertSliceOp::create(nb, nl, rows, dest, offsets, sizes,
+                                           strides)
+          .getResult();
+    };
+
+    // Full chunks: static shapes throughout.
+    auto fullLoop = scf::ForOp::create(
+        rewriter, loc, zero, fullTokens, chunkValue, ValueRange{sTask, oTask},
+        [&](OpBuilder &nb, Location nl, Value start, ValueRange iterArgs) {
+          ChunkEmitter body(nb, nl, op, chunkSize, batch, head, keyHead);
+          auto [newState, rows] = body.emit(iterArgs[0], start,
+                                            nb.getIndexAttr(chunkSize), false);
+          Value out = insertRows(nb, nl, rows, iterArgs[1], start,
+                                 nb.getIndexAttr(chunkSize));
+          scf::YieldOp::create(nb, nl, ValueRange{newState, out});
+        });
+
+    // The last, partial chunk, zero-padded to the chunk size.
+    Value remainder = arith::SubIOp::create(rewriter, loc, tokens, fullTokens);
+    Value hasTail = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ugt, remainder, zero);
+    auto tail = scf::IfOp::create(
+        rewriter, loc, hasTail,
+        [&](OpBuilder &nb, Location nl) {
+          ChunkEmitter body(nb, nl, op, chunkSize, batch, head, keyHead);
+          auto [newState, rows] = body.emit(fullLoop.getResult(0), fullTokens,
+                                            remainder, true);
+          Value out = insertRows(nb, nl, rows, fullLoop.getResult(1),
+                                 fullTokens, remainder);
+          scf::YieldOp::create(nb, nl, ValueRange{newState, out});
+        },
+        [&](OpBuilder &nb, Location nl) {
+          scf::YieldOp::create(nb, nl, fullLoop.getResults());
+        });
+
+    rewriter.setInsertionPointToEnd(forall.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, tail.getResult(1),
+                                          oShared, oOffsets, oSizes,
+                                          unitStrides);
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, tail.getResult(0),
+                                          stateShared, sOffsets, sSizes,
+                                          unitStrides);
+    rewriter.replaceOp(op, forall.getResults());
+    return success();
+  }
+
+  int64_t chunkSize;
+};
+
+struct GdnChunkDeltaRulePass
+    : gdn::impl::GdnChunkDeltaRulePassBase<GdnChunkDeltaRulePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (chunkSize < 1) {
+      getOperation().emitError() << "gdn-chunk-delta-rule: chunk-size must be "
+                                    "positive, but got "
+                                 << chunkSize;
+      return signalPassFailure();
+    }
+    RewritePatternSet patterns(&getContext());
+    populateGdnChunkDeltaRulePatterns(patterns, chunkSize);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+} // namespace
+
+void mlir::gdn::populateGdnChunkDeltaRulePatterns(RewritePatternSet &patterns,
+                                                  int64_t chunkSize) {
+  patterns.add<ChunkDeltaRule>(patterns.getContext(), chunkSize);
+}
