@@ -13,4 +13,4 @@ LLVM=/usr/lib/llvm-22
 echo "== compiling and running examples/delta_rule.mlir"
 "$BUILD_DIR/bin/gdn-opt" "$ROOT/examples/delta_rule.mlir" --gdn-lower-to-cpu |
   "$LLVM/bin/mlir-runner" -e main -entry-point-result=void \
-    -shared-libs=$LLVM/lib/libmlir_runner_utils.so,$LLVM/lib/libmlir_c_runner_utils.so
+    -shared-libs=$LLVM/lib/libmlir_runner_utils.so,$LLVM/lib/libmlir_c_runner_utils.so,$LLVM/lib/libomp.so

@@ -22,6 +22,7 @@ llvm_config.use_default_substitutions()
 lib = config.llvm_lib_dir
 config.substitutions.append(("%mlir_runner_utils", os.path.join(lib, "libmlir_runner_utils.so")))
 config.substitutions.append(("%mlir_c_runner_utils", os.path.join(lib, "libmlir_c_runner_utils.so")))
+config.substitutions.append(("%libomp", os.path.join(lib, "libomp.so")))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%gdn_src_root", config.gdn_src_root))
 

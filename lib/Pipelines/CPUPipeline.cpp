@@ -5,6 +5,7 @@
 #include "gdn/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -18,7 +19,63 @@
 using namespace mlir;
 using namespace mlir::gdn;
 
-void mlir::gdn::buildGdnBufferizedToLLVMPipeline(OpPassManager &pm) {
+void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
+                                         const CPUPipelineOptions &options) {
+  if (options.deltaRuleForm == DeltaRuleForm::Chunked) {
+    GdnChunkDeltaRulePassOptions chunkOptions;
+    chunkOptions.chunkSize = options.chunkSize;
+    pm.addNestedPass<func::FuncOp>(createGdnChunkDeltaRulePass(chunkOptions));
+  }
+  // Decode steps, and prefills left in the recurrent form.
+  pm.addNestedPass<func::FuncOp>(createConvertGdnToRecurrencePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+/// Leftover n-D transfers are unrolled: left as loops, their scratch
+/// allocas would grow the stack in every iteration (docs/cpu-codegen.md).
+static VectorTransferToSCFOptions vectorToSCFOptions() {
+  VectorTransferToSCFOptions options;
+  options.enableFullUnroll();
+  return options;
+}
+
+void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
+    OpPassManager &pm, const CPUPipelineOptions &options) {
+  // Whole-module bufferization so that function arguments and results become
+  // memrefs with the identity layout, the form the C ABI wrappers expect.
+  bufferization::OneShotBufferizePassOptions bufferizeOptions;
+  bufferizeOptions.bufferizeFunctionBoundaries = true;
+  bufferizeOptions.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
+  // On request, results become caller-allocated out-parameters: the C ABI then has no
+  // ownership transfer, and the kernels write o and the final state directly
+  // into the caller's buffers (no copy, also for dynamic shapes).
+  if (options.resultsAsOutParams) {
+    bufferization::BufferResultsToOutParamsPassOptions outParamOptions;
+    outParamOptions.hoistStaticAllocs = true;
+    outParamOptions.hoistDynamicAllocs = true;
+    outParamOptions.modifyPublicFunctions = true;
+    pm.addPass(
+        bufferization::createBufferResultsToOutParamsPass(outParamOptions));
+  }
+  // Temporaries are freed again.
+  bufferization::buildBufferDeallocationPipeline(pm);
+
+  // Register tiles and vectors for the ops whose shapes allow them; the
+  // rest become scalar loops.
+  pm.addNestedPass<func::FuncOp>(createGdnCPUVectorizePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Tasks over batch x heads run as OpenMP parallel loops.
+  pm.addPass(createForallToParallelLoopPass());
+  ConvertSCFToOpenMPPassOptions openMPOptions;
+  openMPOptions.numThreads = options.numThreads;
+  pm.addPass(createConvertSCFToOpenMPPass(openMPOptions));
+  pm.addPass(createCanonicalizerPass());
+
   // Copies made by the deallocation pipeline (bufferization.clone).
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Subviews become explicit offset arithmetic (affine.apply) before
@@ -33,41 +90,29 @@ void mlir::gdn::buildGdnBufferizedToLLVMPipeline(OpPassManager &pm) {
   expandOptions.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expandOptions));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertVectorToSCFPass(vectorToSCFOptions()));
   pm.addPass(createSCFToControlFlowPass());
+  // Contractions were lowered to outer products by gdn-cpu-vectorize; any
+  // left would otherwise get the slow "dot" strategy.
+  ConvertVectorToLLVMPassOptions vectorOptions;
+  vectorOptions.vectorContractLowering =
+      vector::VectorContractLowering::OuterProduct;
+  pm.addPass(createConvertVectorToLLVMPass(vectorOptions));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
+  // Vectorization leaves ub.poison as the padding of transfers.
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 void mlir::gdn::buildGdnToCPUPipeline(OpPassManager &pm,
                                       const CPUPipelineOptions &options) {
-  if (options.deltaRuleForm == DeltaRuleForm::Chunked) {
-    GdnChunkDeltaRulePassOptions chunkOptions;
-    chunkOptions.chunkSize = options.chunkSize;
-    pm.addNestedPass<func::FuncOp>(createGdnChunkDeltaRulePass(chunkOptions));
-  }
-  // Decode steps, and prefills left in the recurrent form.
-  pm.addNestedPass<func::FuncOp>(createConvertGdnToRecurrencePass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-
-  // Whole-module bufferization so that function arguments and results become
-  // memrefs with the identity layout, the form the C ABI wrappers expect.
-  bufferization::OneShotBufferizePassOptions bufferizeOptions;
-  bufferizeOptions.bufferizeFunctionBoundaries = true;
-  bufferizeOptions.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
-  // Temporaries allocated per token are freed again.
-  bufferization::buildBufferDeallocationPipeline(pm);
-
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createForallToForLoopPass());
-  pm.addPass(createCanonicalizerPass());
-  buildGdnBufferizedToLLVMPipeline(pm);
+  buildGdnToLinalgPipeline(pm, options);
+  buildGdnLinalgToLLVMCPUPipeline(pm, options);
 }
 
 void mlir::gdn::registerGdnPipelines() {

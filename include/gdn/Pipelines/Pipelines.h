@@ -38,16 +38,36 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                             llvm::cl::desc("Tokens per chunk of the chunked "
                                            "form"),
                             llvm::cl::init(64)};
+  Option<int64_t> numThreads{
+      *this, "num-threads",
+      llvm::cl::desc("Threads of the OpenMP parallel regions over batch x "
+                     "heads (0: the OpenMP runtime's default, "
+                     "OMP_NUM_THREADS)"),
+      llvm::cl::init(0)};
+  Option<bool> resultsAsOutParams{
+      *this, "results-as-out-params",
+      llvm::cl::desc("Turn function results into caller-allocated trailing "
+                     "memref arguments (the C ABI of gdn-compile's shared "
+                     "libraries); dynamically shaped results then cannot be "
+                     "returned to callers inside the module"),
+      llvm::cl::init(false)};
 };
 
 /// Lowers a module of func.func ops containing gdn ops on tensors to the LLVM
-/// dialect for the host CPU.
+/// dialect for the host CPU: buildGdnToLinalgPipeline, then
+/// buildGdnLinalgToLLVMCPUPipeline.
 void buildGdnToCPUPipeline(OpPassManager &pm,
                            const CPUPipelineOptions &options);
 
-/// Lowers bufferized code (memrefs, scf, arith, math, cf, func) to the LLVM
-/// dialect. The last stage of every CPU pipeline.
-void buildGdnBufferizedToLLVMPipeline(OpPassManager &pm);
+/// First stage: gdn ops to linalg/scf/tensor on tensors (the chunked or the
+/// recurrent form of gdn.delta_rule, the recurrence step for decode).
+void buildGdnToLinalgPipeline(OpPassManager &pm,
+                              const CPUPipelineOptions &options);
+
+/// Second stage: linalg on tensors to the LLVM dialect for the CPU
+/// (bufferization with results as out-parameters, loops, OpenMP, LLVM).
+void buildGdnLinalgToLLVMCPUPipeline(OpPassManager &pm,
+                                     const CPUPipelineOptions &options);
 
 /// Registers the named pipelines with the global pass-pipeline registry.
 void registerGdnPipelines();

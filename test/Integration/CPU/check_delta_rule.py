@@ -29,12 +29,17 @@ PREFILL_CASES = [
     (2, 6, 2, 4, 8, 8, "bf16", "f32", True, "moderate", True),
     (2, 6, 1, 2, 8, 4, "bf16", "bf16", False, "moderate", False),
     (1, 5, 2, 2, 8, 8, "f16", "f16", True, "moderate", True),
+    # Tiles that the CPU pipeline vectorizes (K, V multiples of 32).
+    (1, 130, 1, 2, 32, 32, "f32", "f32", True, "design", True),
+    (2, 64, 2, 2, 64, 32, "f32", "f32", False, "moderate", True),
+    (1, 70, 1, 1, 32, 64, "bf16", "f32", True, "realistic", True),
 ]
 STEP_CASES = [
     (1, 1, 1, 4, 4, "f32", "f32", "moderate", True),
     (3, 2, 4, 8, 16, "f32", "f32", "strong", True),
     (2, 1, 2, 8, 8, "bf16", "f32", "realistic", False),
     (2, 2, 2, 8, 8, "f16", "f16", "weak", True),
+    (2, 2, 4, 32, 32, "f32", "f32", "design", True),
 ]
 
 

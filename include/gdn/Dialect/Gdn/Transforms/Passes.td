@@ -44,4 +44,43 @@ def GdnChunkDeltaRulePass : Pass<"gdn-chunk-delta-rule", "func::FuncOp"> {
   ];
 }
 
+def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
+  let summary = "Tile and vectorize bufferized linalg ops for AVX-512 CPUs";
+  let description = [{
+    Picks a schedule for every linalg op on memrefs whose iteration domain is
+    static and divides the register tiles, records it on the op as the
+    `gdn.cpu_schedule` attribute, and applies a transform-dialect schedule
+    that implements them:
+
+    - `matmul`: `linalg.matmul` tiled `[matmul-tile-m, matmul-tile-n, 1]`
+      (N outer), vectorized into named contractions, the accumulators hoisted
+      out of the reduction loop and lowered to outer products: a register
+      tile of FMAs with broadcast A elements and row-major B vectors;
+    - `vecmat`: `linalg.vecmat` tiled `[matmul-tile-n, 1]`, the same way;
+    - `rows`: two-dimensional element-wise ops, one vectorized row at a time;
+    - `whole`: one-dimensional element-wise ops, vectorized whole;
+    - `transpose`: `linalg.transpose` in 16 x 16 vectorized blocks.
+
+    `math.exp` is then replaced by its polynomial approximation so that it
+    vectorizes. Ops without a schedule are left for convert-linalg-to-loops.
+    Run `-mlir-print-ir-before=gdn-cpu-vectorize` to see the chosen schedules.
+  }];
+  let options = [
+    Option<"matmulTileM", "matmul-tile-m", "int64_t", /*default=*/"8",
+           "Rows of the matmul register tile">,
+    Option<"matmulTileN", "matmul-tile-n", "int64_t", /*default=*/"32",
+           "Columns of the matmul register tile (a multiple of 16)">,
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::transform::TransformDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 #endif // GDN_DIALECT_GDN_TRANSFORMS_PASSES_TD

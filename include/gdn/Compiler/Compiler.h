@@ -1,0 +1,67 @@
+//===- Compiler.h - the library behind gdn-compile --------------*- C++ -*-===//
+//
+// Compiles a module of func.func ops with gdn ops on tensors, stage by stage,
+// to MLIR, LLVM IR, an object file, a shared library or an executable.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GDN_COMPILER_COMPILER_H
+#define GDN_COMPILER_COMPILER_H
+
+#include "gdn/Pipelines/Pipelines.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+
+namespace mlir::gdn {
+
+/// What to write, in lowering order; each stage implies the ones before it.
+enum class EmitAction {
+  /// The parsed and verified input.
+  MLIR,
+  /// After the gdn ops are lowered to linalg/scf/tensor on tensors.
+  MLIRLinalg,
+  /// The LLVM dialect.
+  MLIRLLVM,
+  /// LLVM IR (text), optimized.
+  LLVMIR,
+  /// An object file for the target CPU.
+  Object,
+  /// A shared library whose public functions have a C ABI.
+  SharedLibrary,
+  /// An executable that runs the module's @main.
+  Executable,
+};
+
+/// The machine the code is compiled for.
+enum class CompileTarget { CPU, CUDA };
+
+/// Everything gdn-compile can be asked to do.
+struct CompileOptions {
+  CompileTarget target = CompileTarget::CPU;
+  EmitAction emit = EmitAction::Executable;
+  /// Output path; "-" is standard output (text stages only).
+  std::string outputPath;
+  /// LLVM CPU name for code generation; "native" is the host.
+  std::string cpu = "native";
+  /// The chunk size, form and threads of the CPU pipeline.
+  int64_t chunkSize = 64;
+  DeltaRuleForm deltaRuleForm = DeltaRuleForm::Chunked;
+  int64_t numThreads = 0;
+  /// The C++ compiler driver used to link shared libraries and executables.
+  std::string linker = "/usr/lib/llvm-22/bin/clang++";
+  /// Directory of libomp and the MLIR runner utility libraries.
+  std::string llvmLibDir = "/usr/lib/llvm-22/lib";
+};
+
+/// Lowers `module` to `options.emit` and writes the result to
+/// `options.outputPath`. Errors are emitted as diagnostics on the module's
+/// context; nothing is left at the output path on failure.
+LogicalResult compileModule(ModuleOp module, const CompileOptions &options);
+
+} // namespace mlir::gdn
+
+#endif // GDN_COMPILER_COMPILER_H

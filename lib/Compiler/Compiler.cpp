@@ -1,0 +1,230 @@
+//===- Compiler.cpp - the library behind gdn-compile ----------------------===//
+
+#include "gdn/Compiler/Compiler.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/ADT/ScopeExit.h"
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+/// Writes text produced by `print` to the output path, atomically: the file
+/// only appears when everything was written.
+LogicalResult writeText(ModuleOp module, StringRef path,
+                        function_ref<void(llvm::raw_ostream &)> print) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(path, &error);
+  if (!out)
+    return module.emitError() << "cannot open output '" << path
+                              << "': " << error;
+  print(out->os());
+  out->os().flush();
+  if (out->os().has_error())
+    return module.emitError() << "cannot write output '" << path << "'";
+  out->keep();
+  return success();
+}
+
+LogicalResult runPipeline(ModuleOp module, StringRef stage,
+                          function_ref<void(OpPassManager &)> build) {
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return module.emitError() << "invalid pass manager options";
+  build(pm);
+  if (failed(pm.run(module)))
+    return module.emitError() << "lowering failed in stage '" << stage << "'";
+  return success();
+}
+
+/// Marks every public function with llvm.emit_c_interface so the shared
+/// library exports _mlir_ciface_<name> wrappers with memref descriptors.
+void addCInterfaces(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func.isPublic() && !func.isExternal())
+      func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                    UnitAttr::get(module.getContext()));
+}
+
+FailureOr<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(ModuleOp module, StringRef cpuName) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return module.emitError() << "no LLVM target for '" << triple.str()
+                              << "': " << error;
+  std::string cpu = cpuName.str();
+  std::string features;
+  if (cpuName == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures featureSet;
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      featureSet.AddFeature(feature.first(), feature.second);
+    features = featureSet.getString();
+  }
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return module.emitError() << "cannot create a target machine for CPU '"
+                              << cpu << "'";
+  return machine;
+}
+
+LogicalResult emitObject(ModuleOp module, llvm::Module &llvmModule,
+                         llvm::TargetMachine &machine, StringRef path) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(path, &error);
+  if (!out)
+    return module.emitError() << "cannot open output '" << path
+                              << "': " << error;
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, out->os(), nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return module.emitError() << "the target cannot emit object files";
+  codegen.run(llvmModule);
+  out->os().flush();
+  if (out->os().has_error())
+    return module.emitError() << "cannot write object file '" << path << "'";
+  out->keep();
+  return success();
+}
+
+/// Links `object` into a shared library or an executable at `output`,
+/// through a temporary file renamed into place on success.
+LogicalResult link(ModuleOp module, const CompileOptions &options,
+                   StringRef object, StringRef output) {
+  auto linker = llvm::sys::findProgramByName(options.linker);
+  if (!linker)
+    return module.emitError() << "cannot find the linker driver '"
+                              << options.linker << "'";
+  std::string partial = (output + ".partial").str();
+  std::string rpath = "-Wl,-rpath," + options.llvmLibDir;
+  std::string libDir = "-L" + options.llvmLibDir;
+  SmallVector<StringRef> args = {*linker, object, "-o", partial, libDir,
+                                 rpath, "-lomp", "-lm"};
+  if (options.emit == EmitAction::SharedLibrary)
+    args.insert(args.begin() + 1, "-shared");
+  else {
+    // Executables print through the MLIR runner utilities (printMemref*).
+    args.push_back("-lmlir_runner_utils");
+    args.push_back("-lmlir_c_runner_utils");
+  }
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
+                                         &message);
+  if (status != 0) {
+    llvm::sys::fs::remove(partial);
+    return module.emitError() << "linking '" << output << "' failed ("
+                              << options.linker << " exited with " << status
+                              << (message.empty() ? "" : ": ") << message
+                              << ")";
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(partial, output)) {
+    llvm::sys::fs::remove(partial);
+    return module.emitError() << "cannot write '" << output
+                              << "': " << ec.message();
+  }
+  return success();
+}
+} // namespace
+
+LogicalResult mlir::gdn::compileModule(ModuleOp module,
+                                       const CompileOptions &options) {
+  auto printModule = [&](llvm::raw_ostream &os) { module.print(os); };
+  if (options.target == CompileTarget::CUDA)
+    return module.emitError()
+           << "--target=cuda is not supported by this build of gdn-compile";
+  if (options.emit == EmitAction::MLIR)
+    return writeText(module, options.outputPath, printModule);
+
+  CPUPipelineOptions pipeline;
+  pipeline.chunkSize = options.chunkSize;
+  pipeline.deltaRuleForm = options.deltaRuleForm;
+  pipeline.numThreads = options.numThreads;
+  pipeline.resultsAsOutParams = options.emit == EmitAction::SharedLibrary;
+  if (options.chunkSize < 1)
+    return module.emitError() << "--chunk-size must be positive, but got "
+                              << options.chunkSize;
+
+  if (failed(runPipeline(module, "gdn-to-linalg", [&](OpPassManager &pm) {
+        buildGdnToLinalgPipeline(pm, pipeline);
+      })))
+    return failure();
+  if (options.emit == EmitAction::MLIRLinalg)
+    return writeText(module, options.outputPath, printModule);
+
+  if (options.emit == EmitAction::SharedLibrary)
+    addCInterfaces(module);
+  if (options.emit == EmitAction::Executable) {
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main || main.isExternal() || main.getNumArguments() != 0 ||
+        main.getNumResults() != 0)
+      return module.emitError()
+             << "--emit=exe needs a function 'func.func @main()' without "
+                "arguments or results to run";
+  }
+  if (failed(runPipeline(module, "linalg-to-llvm", [&](OpPassManager &pm) {
+        buildGdnLinalgToLLVMCPUPipeline(pm, pipeline);
+      })))
+    return failure();
+  if (options.emit == EmitAction::MLIRLLVM)
+    return writeText(module, options.outputPath, printModule);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule)
+    return module.emitError() << "translation to LLVM IR failed";
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(module, options.cpu);
+  if (failed(machine))
+    return failure();
+  llvmModule->setDataLayout((*machine)->createDataLayout());
+  llvmModule->setTargetTriple((*machine)->getTargetTriple());
+  auto optimize = makeOptimizingTransformer(3, 0, machine->get());
+  if (llvm::Error error = optimize(llvmModule.get()))
+    return module.emitError() << "LLVM optimization failed: "
+                              << llvm::toString(std::move(error));
+  if (options.emit == EmitAction::LLVMIR)
+    return writeText(module, options.outputPath,
+                     [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
+
+  if (options.emit == EmitAction::Object)
+    return emitObject(module, *llvmModule, **machine, options.outputPath);
+
+  SmallString<128> objectPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("gdn", "o", objectPath))
+    return module.emitError() << "cannot create a temporary object file: "
+                              << ec.message();
+  llvm::scope_exit removeObject(
+      [&] { llvm::sys::fs::remove(objectPath); });
+  if (failed(emitObject(module, *llvmModule, **machine, objectPath)))
+    return failure();
+  return link(module, options, objectPath, options.outputPath);
+}

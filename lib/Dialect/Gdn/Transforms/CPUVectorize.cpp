@@ -1,0 +1,187 @@
+//===- CPUVectorize.cpp - register tiles and vectors for the CPU ----------===//
+//
+// Chooses a schedule per bufferized linalg op (recorded as an attribute, so
+// it is visible in the IR) and applies a transform-dialect schedule that
+// implements them: the recipe of docs/cpu-codegen.md for the chunk matmuls,
+// row-wise vectors for element-wise ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::gdn {
+#define GEN_PASS_DEF_GDNCPUVECTORIZEPASS
+#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+} // namespace mlir::gdn
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+constexpr StringLiteral kScheduleAttr = "gdn.cpu_schedule";
+
+/// The transform schedule; @TILE_M@ and @TILE_N@ are the matmul register
+/// tile.
+constexpr StringLiteral kSchedule = R"mlir(
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(
+      %root: !transform.any_op {transform.consumed}) {
+    %mm = transform.structured.match ops{["linalg.matmul"]}
+        attributes {gdn.cpu_schedule = "matmul"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %mt, %m0, %m1, %m2 = transform.structured.tile_using_for %mm
+        tile_sizes [@TILE_M@, @TILE_N@, 1] interchange = [1, 0, 2]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op, !transform.any_op)
+    transform.structured.vectorize %mt {create_named_contraction}
+        : !transform.any_op
+    %vm = transform.structured.match ops{["linalg.vecmat"]}
+        attributes {gdn.cpu_schedule = "vecmat"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %vt, %v0, %v1 = transform.structured.tile_using_for %vm
+        tile_sizes [@TILE_N@, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    transform.structured.vectorize %vt {create_named_contraction}
+        : !transform.any_op
+    %rows = transform.structured.match
+        attributes {gdn.cpu_schedule = "rows"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %rt, %r0 = transform.structured.tile_using_for %rows tile_sizes [1, 0]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %rt : !transform.any_op
+    %whole = transform.structured.match
+        attributes {gdn.cpu_schedule = "whole"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %whole : !transform.any_op
+    %tr = transform.structured.match
+        attributes {gdn.cpu_schedule = "transpose"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tt, %t0, %t1 = transform.structured.tile_using_for %tr
+        tile_sizes [16, 16]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    transform.structured.vectorize %tt : !transform.any_op
+
+    transform.apply_patterns to %root {
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.memref.fold_memref_alias_ops
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_cse to %root : !transform.any_op
+    %hoisted = transform.structured.hoist_redundant_vector_transfers %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %hoisted {
+      transform.apply_patterns.vector.lower_contraction
+          lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.transfer_to_scf
+          max_transfer_rank = 1 full_unroll = true
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.vector.lower_transpose
+          lowering_strategy = "shuffle_16x16"
+      transform.apply_patterns.vector.lower_shape_cast
+      transform.apply_patterns.vector.lower_broadcast
+    } : !transform.any_op
+    transform.yield
+  }
+}
+)mlir";
+
+void replaceAll(std::string &text, StringRef from, StringRef to) {
+  for (size_t pos = text.find(from); pos != std::string::npos;
+       pos = text.find(from, pos + to.size()))
+    text.replace(pos, from.size(), to.str());
+}
+
+bool hasStaticDomain(linalg::LinalgOp op) {
+  return llvm::none_of(op.getStaticLoopRanges(), ShapedType::isDynamic);
+}
+
+bool isAllParallel(linalg::LinalgOp op) {
+  return op.getNumReductionLoops() == 0;
+}
+
+/// The schedule for `op`, or an empty string to leave it to loops.
+StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
+  if (!op.hasPureBufferSemantics() || !hasStaticDomain(op))
+    return "";
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (isa<linalg::MatmulOp>(op))
+    return ranges[0] % tileM == 0 && ranges[1] % tileN == 0 ? "matmul" : "";
+  if (isa<linalg::VecmatOp>(op))
+    return ranges[0] % tileN == 0 ? "vecmat" : "";
+  if (isa<linalg::TransposeOp>(op))
+    return ranges.size() == 2 && ranges[0] % 16 == 0 && ranges[1] % 16 == 0
+               ? "transpose"
+               : "";
+  if (!isa<linalg::GenericOp, linalg::FillOp>(op) || !isAllParallel(op))
+    return "";
+  if (ranges.size() == 2 && ranges[1] % 16 == 0)
+    return "rows";
+  if (ranges.size() == 1 && ranges[0] % 16 == 0 && ranges[0] <= 512)
+    return "whole";
+  return "";
+}
+
+struct GdnCPUVectorizePass
+    : gdn::impl::GdnCPUVectorizePassBase<GdnCPUVectorizePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (matmulTileM < 1 || matmulTileN < 16 || matmulTileN % 16 != 0) {
+      func.emitError() << "gdn-cpu-vectorize: matmul-tile-m must be positive "
+                          "and matmul-tile-n a multiple of 16, but got "
+                       << matmulTileM << " and " << matmulTileN;
+      return signalPassFailure();
+    }
+    Builder builder(&getContext());
+    bool any = false;
+    func.walk([&](linalg::LinalgOp op) {
+      StringRef schedule = chooseSchedule(op, matmulTileM, matmulTileN);
+      if (schedule.empty())
+        return;
+      op->setAttr(kScheduleAttr, builder.getStringAttr(schedule));
+      any = true;
+    });
+
+    if (any) {
+      std::string text = kSchedule.str();
+      replaceAll(text, "@TILE_M@", std::to_string(matmulTileM));
+      replaceAll(text, "@TILE_N@", std::to_string(matmulTileN));
+      OwningOpRef<ModuleOp> scheduleModule =
+          parseSourceString<ModuleOp>(text, &getContext());
+      if (!scheduleModule) {
+        func.emitError() << "gdn-cpu-vectorize: the built-in schedule does "
+                            "not parse";
+        return signalPassFailure();
+      }
+      Operation *entry = transform::detail::findTransformEntryPoint(
+          *scheduleModule, *scheduleModule,
+          transform::TransformDialect::kTransformEntryPointSymbolName);
+      if (!entry ||
+          failed(transform::applyTransformNamedSequence(
+              func, entry, *scheduleModule, transform::TransformOptions())))
+        return signalPassFailure();
+    }
+    func.walk([&](Operation *op) { op->removeAttr(kScheduleAttr); });
+
+    // exp in vector form: a polynomial instead of a libm call per lane.
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(
+        patterns, [](StringRef name) { return name == "exp"; });
+    if (failed(applyPatternsGreedily(func, std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+} // namespace
