@@ -125,14 +125,15 @@ LogicalResult link(ModuleOp module, const CompileOptions &options,
   std::string partial = (output + ".partial").str();
   std::string rpath = "-Wl,-rpath," + options.llvmLibDir;
   std::string libDir = "-L" + options.llvmLibDir;
+  // memref.copy of strided views calls memrefCopy in the C runner utils.
   SmallVector<StringRef> args = {*linker, object, "-o", partial, libDir,
-                                 rpath, "-lomp", "-lm"};
+                                 rpath, "-lomp", "-lmlir_c_runner_utils",
+                                 "-lm"};
   if (options.emit == EmitAction::SharedLibrary)
     args.insert(args.begin() + 1, "-shared");
   else {
     // Executables print through the MLIR runner utilities (printMemref*).
     args.push_back("-lmlir_runner_utils");
-    args.push_back("-lmlir_c_runner_utils");
   }
   std::string message;
   int status = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,

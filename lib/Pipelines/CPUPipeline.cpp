@@ -44,6 +44,11 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
     OpPassManager &pm, const CPUPipelineOptions &options) {
   // Whole-module bufferization so that function arguments and results become
   // memrefs with the identity layout, the form the C ABI wrappers expect.
+  // Callers keep their inputs: results never reuse argument buffers.
+  pm.addNestedPass<func::FuncOp>(createGdnReadOnlyArgumentsPass());
+  // Outputs computed into fresh tiles and then inserted into a larger tensor
+  // are computed in place instead (no copy per chunk).
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferizeOptions;
   bufferizeOptions.bufferizeFunctionBoundaries = true;
   bufferizeOptions.functionBoundaryTypeConversion =
@@ -62,6 +67,8 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
   }
   // Temporaries are freed again.
   bufferization::buildBufferDeallocationPipeline(pm);
+  // Chunk scratch is allocated once per task, not once per chunk.
+  pm.addNestedPass<func::FuncOp>(createGdnHoistLoopBuffersPass());
 
   // Register tiles and vectors for the ops whose shapes allow them; the
   // rest become scalar loops.
@@ -76,6 +83,8 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
   pm.addPass(createConvertSCFToOpenMPPass(openMPOptions));
   pm.addPass(createCanonicalizerPass());
 
+  if (options.flushDenormals)
+    pm.addNestedPass<func::FuncOp>(createGdnFlushDenormalsPass());
   // Copies made by the deallocation pipeline (bufferization.clone).
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Subviews become explicit offset arithmetic (affine.apply) before

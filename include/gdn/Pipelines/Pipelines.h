@@ -44,6 +44,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "heads (0: the OpenMP runtime's default, "
                      "OMP_NUM_THREADS)"),
       llvm::cl::init(0)};
+  Option<bool> flushDenormals{
+      *this, "flush-denormals",
+      llvm::cl::desc("Run public functions with x86 FTZ/DAZ set (subnormal "
+                     "operands are otherwise several times slower)"),
+      llvm::cl::init(true)};
   Option<bool> resultsAsOutParams{
       *this, "results-as-out-params",
       llvm::cl::desc("Turn function results into caller-allocated trailing "

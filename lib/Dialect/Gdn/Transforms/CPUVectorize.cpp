@@ -124,7 +124,8 @@ StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
     return ranges.size() == 2 && ranges[0] % 16 == 0 && ranges[1] % 16 == 0
                ? "transpose"
                : "";
-  if (!isa<linalg::GenericOp, linalg::FillOp>(op) || !isAllParallel(op))
+  if (!isa<linalg::GenericOp, linalg::FillOp, linalg::CopyOp>(op) ||
+      !isAllParallel(op))
     return "";
   if (ranges.size() == 2 && ranges[1] % 16 == 0)
     return "rows";
@@ -179,7 +180,8 @@ struct GdnCPUVectorizePass
     // exp in vector form: a polynomial instead of a libm call per lane.
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) { return name == "exp"; });
+        patterns,
+        [](StringRef name) { return name == "exp" || name == "math.exp"; });
     if (failed(applyPatternsGreedily(func, std::move(patterns))))
       return signalPassFailure();
   }

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -44,10 +45,10 @@ public:
   }
 
   /// Emits one chunk starting at token `start` with `length` valid rows
-  /// (static `chunk` unless `partial`). Returns the new state [K, V] and the
-  /// chunk's output rows [length, V] in the element type of o.
-  std::pair<Value, Value> emit(Value state, Value start, OpFoldResult length,
-                               bool partial);
+  /// (static `chunk` unless `partial`). Returns the new state [K, V] and
+  /// `out` ([T, V], this task's output) with the chunk's rows written.
+  std::pair<Value, Value> emit(Value state, Value out, Value start,
+                               OpFoldResult length, bool partial);
 
 private:
   AffineMap map2(ArrayRef<AffineExpr> exprs) {
@@ -59,17 +60,15 @@ private:
   Value constF32(float value) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
   }
-  Value zeros(ArrayRef<int64_t> shape) {
-    SmallVector<OpFoldResult> sizes;
-    for (int64_t size : shape)
-      sizes.push_back(b.getIndexAttr(size));
-    return createZeros(b, loc, sizes, f32);
-  }
+  /// A fresh f32 scratch tile. bufferization.alloc_tensor rather than
+  /// tensor.empty: identical empty tensors would be merged by CSE, and every
+  /// extra use of the merged tile would then cost a copy.
   Value empty(ArrayRef<int64_t> shape) {
-    SmallVector<OpFoldResult> sizes;
-    for (int64_t size : shape)
-      sizes.push_back(b.getIndexAttr(size));
-    return createEmpty(b, loc, sizes, f32);
+    return bufferization::AllocTensorOp::create(
+        b, loc, RankedTensorType::get(shape, f32), ValueRange{});
+  }
+  Value zeros(ArrayRef<int64_t> shape) {
+    return fillWith(b, loc, empty(shape), 0.0f);
   }
   Value matmul(Value lhs, Value rhs, Value acc) {
     return linalg::MatmulOp::create(b, loc, TypeRange{acc.getType()},
@@ -81,7 +80,8 @@ private:
                  bool partial);
   Value packGates(Value x, Value start, OpFoldResult length, bool partial);
   std::pair<Value, Value> cumulativeGates(Value gates);
-  Value decayedMask(Value scores, Value cum, Value rowScale, bool strict);
+  Value causalDecay(Value cum);
+  Value maskedProduct(Value scores, Value decay, Value rowScale, bool strict);
   Value invertUnitLower(Value a);
 
   OpBuilder &b;
@@ -109,6 +109,12 @@ Value ChunkEmitter::packRows(Value x, Value xHead, Value start,
   auto convert = [&](OpBuilder &nb, Location nl, ValueRange args) {
     return convertFloat(nb, nl, args[0], f32);
   };
+  // Full tiles of f32 inputs are still copied: read in place, their rows lie
+  // H*D elements apart and the matmul operand rows collide in the L1 sets.
+  // linalg.copy, unlike an identity linalg.generic, is not folded away.
+  if (!partial && type.getElementType() == f32)
+    return linalg::CopyOp::create(b, loc, slice, empty({chunk, dim}))
+        .getResult(0);
   if (!partial)
     return buildElementwise(b, loc, slice, empty({chunk, dim}), identity2(),
                             convert);
@@ -170,14 +176,32 @@ std::pair<Value, Value> ChunkEmitter::cumulativeGates(Value gates) {
   return {loop.getResult(1), loop.getResult(0)};
 }
 
-/// Applies the causal decay to a [chunk, chunk] score matrix:
-/// out[i,j] = rowScale[i] * scores[i,j] * exp(cum[i] - cum[j]) where i > j
-/// (strict) or i >= j, and 0 elsewhere. The exponent is selected before exp
-/// so masked positions never evaluate exp of a positive number.
-Value ChunkEmitter::decayedMask(Value scores, Value cum, Value rowScale,
-                                bool strict) {
-  SmallVector<Value> inputs = {scores, cum, cum};
-  SmallVector<AffineMap> maps = {identity2(), rowMap(), colMap()};
+/// The causal decay matrix D[i,j] = exp(cum[i] - cum[j]) for i >= j and 0
+/// above the diagonal. The exponent is selected before exp, so masked
+/// positions never evaluate exp of a positive number.
+Value ChunkEmitter::causalDecay(Value cum) {
+  return buildElementwise(
+      b, loc, ValueRange{cum, cum}, empty({chunk, chunk}),
+      {rowMap(), colMap()}, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value i = linalg::IndexOp::create(nb, nl, 0);
+        Value j = linalg::IndexOp::create(nb, nl, 1);
+        Value causal =
+            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::uge, i, j);
+        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+        Value diff = arith::SubFOp::create(nb, nl, args[0], args[1]);
+        Value exponent = arith::SelectOp::create(nb, nl, causal, diff, zero);
+        Value value = math::ExpOp::create(nb, nl, exponent);
+        return arith::SelectOp::create(nb, nl, causal, value, zero)
+            .getResult();
+      });
+}
+
+/// out[i,j] = rowScale[i] * scores[i,j] * decay[i,j] where i > j (strict) or
+/// i >= j, and exactly 0 elsewhere.
+Value ChunkEmitter::maskedProduct(Value scores, Value decay, Value rowScale,
+                                  bool strict) {
+  SmallVector<Value> inputs = {scores, decay};
+  SmallVector<AffineMap> maps = {identity2(), identity2()};
   if (rowScale) {
     inputs.push_back(rowScale);
     maps.push_back(rowMap());
@@ -185,19 +209,18 @@ Value ChunkEmitter::decayedMask(Value scores, Value cum, Value rowScale,
   return buildElementwise(
       b, loc, inputs, empty({chunk, chunk}), maps,
       [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value value = arith::MulFOp::create(nb, nl, args[0], args[1]);
+        if (rowScale)
+          value = arith::MulFOp::create(nb, nl, value, args[2]);
+        if (!strict)
+          return value;
         Value i = linalg::IndexOp::create(nb, nl, 0);
         Value j = linalg::IndexOp::create(nb, nl, 1);
-        Value inside = arith::CmpIOp::create(
-            nb, nl, strict ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::uge,
-            i, j);
+        Value lower =
+            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt, i, j);
         Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-        Value diff = arith::SubFOp::create(nb, nl, args[1], args[2]);
-        Value exponent = arith::SelectOp::create(nb, nl, inside, diff, zero);
-        Value decay = math::ExpOp::create(nb, nl, exponent);
-        Value value = arith::MulFOp::create(nb, nl, args[0], decay);
-        if (rowScale)
-          value = arith::MulFOp::create(nb, nl, value, args[3]);
-        return arith::SelectOp::create(nb, nl, inside, value, zero).getResult();
+        return arith::SelectOp::create(nb, nl, lower, value, zero)
+            .getResult();
       });
 }
 
@@ -252,8 +275,9 @@ Value ChunkEmitter::invertUnitLower(Value a) {
   return loop.getResult(0);
 }
 
-std::pair<Value, Value> ChunkEmitter::emit(Value state, Value start,
-                                           OpFoldResult length, bool partial) {
+std::pair<Value, Value> ChunkEmitter::emit(Value state, Value taskOut,
+                                           Value start, OpFoldResult length,
+                                           bool partial) {
   Value q = packRows(op.getQ(), keyHead, start, length, partial);
   Value k = packRows(op.getK(), keyHead, start, length, partial);
   Value v = packRows(op.getV(), head, start, length, partial);
@@ -266,9 +290,11 @@ std::pair<Value, Value> ChunkEmitter::emit(Value state, Value start,
                                          ArrayRef<int64_t>{1, 0})
                  .getResult()[0];
 
-  // A = strictly lower (beta_i k_i . k_j exp(b_i - b_j)); Tinv = (I + A)^-1.
+  // D[i,j] = exp(b_i - b_j) for i >= j, else 0: shared by A and the output.
+  Value decay = causalDecay(cum);
+  // A = strictly lower (beta_i k_i . k_j D[i,j]); Tinv = (I + A)^-1.
   Value gram = matmul(k, kT, zeros({chunk, chunk}));
-  Value a = decayedMask(gram, cum, beta, /*strict=*/true);
+  Value a = maskedProduct(gram, decay, beta, /*strict=*/true);
   Value tInv = invertUnitLower(a);
 
   // U = Tinv (beta v);  -W = Tinv (-beta exp(b) k).
@@ -303,7 +329,7 @@ std::pair<Value, Value> ChunkEmitter::emit(Value state, Value start,
         return arith::MulFOp::create(nb, nl, decay, args[1]).getResult();
       });
   Value scores = matmul(q, kT, zeros({chunk, chunk}));
-  Value causal = decayedMask(scores, cum, Value(), /*strict=*/false);
+  Value causal = maskedProduct(scores, decay, Value(), /*strict=*/false);
   Value out = matmul(decayQ, state, zeros({chunk, valueDim}));
   out = matmul(causal, vNew, out);
 
@@ -334,14 +360,19 @@ std::pair<Value, Value> ChunkEmitter::emit(Value state, Value start,
   Value validOut = tensor::ExtractSliceOp::create(
       b, loc, RankedTensorType::get({rows, valueDim}, f32), out, offsets,
       sizes, strides);
+  SmallVector<OpFoldResult> rowOffsets = {start, b.getIndexAttr(0)};
+  Value destination = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({rows, valueDim}, outType), taskOut,
+      rowOffsets, sizes, strides);
   Value outRows = buildElementwise(
-      b, loc, validOut,
-      createEmpty(b, loc, {length, b.getIndexAttr(valueDim)}, outType),
-      identity2(), [&](OpBuilder &nb, Location nl, ValueRange args) {
+      b, loc, validOut, destination, identity2(),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
         Value scaled = arith::MulFOp::create(nb, nl, args[0], scale);
         return convertFloat(nb, nl, scaled, outType);
       });
-  return {newState, outRows};
+  Value written = tensor::InsertSliceOp::create(b, loc, outRows, taskOut,
+                                                rowOffsets, sizes, strides);
+  return {newState, written};
 }
 
 struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
@@ -413,25 +444,15 @@ struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
     Value fullChunks = arith::DivUIOp::create(rewriter, loc, tokens, chunkValue);
     Value fullTokens =
         arith::MulIOp::create(rewriter, loc, fullChunks, chunkValue);
-    auto insertRows = [&](OpBuilder &nb, Location nl, Value rows, Value dest,
-                          Value start, OpFoldResult length) {
-      SmallVector<OpFoldResult> offsets = {start, nb.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {length, nb.getIndexAttr(valueDim)};
-      SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
-      return tensor::InsertSliceOp::create(nb, nl, rows, dest, offsets, sizes,
-                                           strides)
-          .getResult();
-    };
 
     // Full chunks: static shapes throughout.
     auto fullLoop = scf::ForOp::create(
         rewriter, loc, zero, fullTokens, chunkValue, ValueRange{sTask, oTask},
         [&](OpBuilder &nb, Location nl, Value start, ValueRange iterArgs) {
           ChunkEmitter body(nb, nl, op, chunkSize, batch, head, keyHead);
-          auto [newState, rows] = body.emit(iterArgs[0], start,
-                                            nb.getIndexAttr(chunkSize), false);
-          Value out = insertRows(nb, nl, rows, iterArgs[1], start,
-                                 nb.getIndexAttr(chunkSize));
+          auto [newState, out] =
+              body.emit(iterArgs[0], iterArgs[1], start,
+                        nb.getIndexAttr(chunkSize), /*partial=*/false);
           scf::YieldOp::create(nb, nl, ValueRange{newState, out});
         });
 
@@ -443,10 +464,9 @@ struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
         rewriter, loc, hasTail,
         [&](OpBuilder &nb, Location nl) {
           ChunkEmitter body(nb, nl, op, chunkSize, batch, head, keyHead);
-          auto [newState, rows] = body.emit(fullLoop.getResult(0), fullTokens,
-                                            remainder, true);
-          Value out = insertRows(nb, nl, rows, fullLoop.getResult(1),
-                                 fullTokens, remainder);
+          auto [newState, out] =
+              body.emit(fullLoop.getResult(0), fullLoop.getResult(1),
+                        fullTokens, remainder, /*partial=*/true);
           scf::YieldOp::create(nb, nl, ValueRange{newState, out});
         },
         [&](OpBuilder &nb, Location nl) {

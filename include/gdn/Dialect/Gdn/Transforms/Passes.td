@@ -37,6 +37,7 @@ def GdnChunkDeltaRulePass : Pass<"gdn-chunk-delta-rule", "func::FuncOp"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
@@ -80,6 +81,55 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
     "::mlir::scf::SCFDialect",
     "::mlir::transform::TransformDialect",
     "::mlir::vector::VectorDialect",
+  ];
+}
+
+def GdnHoistLoopBuffersPass : Pass<"gdn-hoist-loop-buffers",
+                                   "func::FuncOp"> {
+  let summary = "Reuse per-iteration scratch buffers across sequential loops";
+  let description = [{
+    Moves a statically shaped `memref.alloc` out of an `scf.for` when the
+    buffer lives for one iteration only (it is freed by a `memref.dealloc` in
+    the same loop body and never yielded), together with its dealloc, which
+    goes after the loop. Applied until nothing moves, scratch tiles of the
+    chunk loop are allocated once per task instead of once per chunk.
+
+    Allocations never leave `scf.forall` or `scf.parallel` bodies: every
+    parallel task keeps scratch of its own. Unlike upstream
+    `buffer-loop-hoisting`, which moves allocations out of any loop, this
+    pass only crosses sequential loops.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def GdnFlushDenormalsPass : Pass<"gdn-flush-denormals", "func::FuncOp"> {
+  let summary = "Run public functions with x86 flush-to-zero and "
+                "denormals-are-zero";
+  let description = [{
+    Strong forget gates make the decayed terms of the delta rule underflow
+    into subnormal floats, and x86 cores take microcode assists on every
+    subnormal operand: the chunked scan then runs several times slower.
+    This pass sets MXCSR's FTZ and DAZ bits on entry to every public
+    function with a body (stmxcsr/ldmxcsr intrinsics in the LLVM dialect)
+    and restores the caller's MXCSR before every return. OpenMP worker
+    threads inherit the setting at the fork. Results change only for values
+    below 1.2e-38, which become 0.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def GdnReadOnlyArgumentsPass : Pass<"gdn-read-only-arguments",
+                                    "func::FuncOp"> {
+  let summary = "Keep the tensor arguments of public functions unmodified";
+  let description = [{
+    Marks every tensor argument of a public function with
+    `bufferization.writable = false`. One-shot bufferization otherwise treats
+    function arguments as writable and may compute results in the caller's
+    input buffers, for example the final state in `initial_state`; callers of
+    a compiled library expect value semantics.
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
   ];
 }
 
