@@ -35,7 +35,7 @@ func.func @decode(%q: tensor<1x1x4xf32>, %k: tensor<1x1x4xf32>,
 }
 
 func.func @print(%t: tensor<*xf32>) {
-  %m = bufferization.to_buffer %t : tensor<*xf32> to memref<*xf32>
+  %m = bufferization.to_buffer %t read_only : tensor<*xf32> to memref<*xf32>
   call @printMemrefF32(%m) : (memref<*xf32>) -> ()
   return
 }

@@ -3,20 +3,24 @@
 // RUN: not gdn-opt %s --pass-pipeline='builtin.module(gdn-lower-to-cpu{delta-rule-form=bogus})' 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 
 // The pipeline leaves only the LLVM dialect: memref descriptors at the
-// function boundary, the token loop as branches, exp as the LLVM intrinsic,
-// and bf16 conversions expanded to integer arithmetic.
+// function boundary, the token loop as branches, exp as a polynomial, bf16
+// conversions expanded to integer arithmetic, and MXCSR set to flush
+// denormals on entry and restored on return.
 
 // CHECK-NOT: gdn.
 // CHECK-LABEL: llvm.func @prefill
+// CHECK: llvm.call_intrinsic "llvm.x86.sse.stmxcsr"
+// CHECK: llvm.or %{{.+}}, %{{.+}} : i32
+// CHECK: llvm.call_intrinsic "llvm.x86.sse.ldmxcsr"
 // CHECK-NOT: linalg.
 // CHECK-NOT: scf.
 // CHECK-NOT: memref.
 // CHECK-NOT: tensor.
-// CHECK: llvm.intr.exp
-// CHECK-NOT: arith.extf
+// CHECK-NOT: math.
+// CHECK-NOT: arith.
+// CHECK: llvm.call_intrinsic "llvm.x86.sse.ldmxcsr"
 // CHECK: llvm.return
 // CHECK-LABEL: llvm.func @step
-// CHECK: llvm.intr.exp
 // CHECK: llvm.return
 
 // BAD-OPTION: for the --delta-rule-form option: Cannot find option named 'bogus'!
