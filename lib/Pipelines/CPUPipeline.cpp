@@ -25,8 +25,10 @@ void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
     GdnChunkDeltaRulePassOptions chunkOptions;
     chunkOptions.chunkSize = options.chunkSize;
     pm.addNestedPass<func::FuncOp>(createGdnChunkDeltaRulePass(chunkOptions));
+    // Decode steps as one task per head, vectorized later.
+    pm.addNestedPass<func::FuncOp>(createGdnParallelizeDeltaRuleStepPass());
   }
-  // Decode steps, and prefills left in the recurrent form.
+  // Whatever is left takes the reference recurrence.
   pm.addNestedPass<func::FuncOp>(createConvertGdnToRecurrencePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

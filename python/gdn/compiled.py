@@ -400,13 +400,16 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     return o, final_state
 
 
-def delta_rule_step(q, k, v, g, beta, state, scale=1.0):
+def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False):
     """One decode token of the gated delta rule, compiled.
 
     q, k: [B, H, K]; v: [B, Hv, V] (float32, or float16 for all three);
     g: [B, Hv] float32; beta: [B, Hv] float32 or v's dtype; state:
     [B, Hv, K, V] float32. All arrays C-contiguous. Returns (o [B, Hv, V]
-    of v's dtype, new_state [B, Hv, K, V] float32); `state` is not modified.
+    of v's dtype, new_state [B, Hv, K, V] float32). With inplace=False
+    `state` is not modified; with inplace=True the new state is written into
+    `state` itself, which is returned: the decode loop then moves the state
+    through memory once per token and allocates nothing.
     """
     _check_array("q", q, 3, "[B, H, K]")
     _check_array("k", k, 3, "[B, H, K]")
@@ -436,7 +439,9 @@ def delta_rule_step(q, k, v, g, beta, state, scale=1.0):
         return o, np.array(state, dtype=np.float32, copy=True)
     library = _library(heads, value_heads, key_dim, value_dim, et, bt, 64,
                        scale)
-    new_state = np.empty(state_shape, dtype=np.float32)
+    # The compiled step reads each state element before it writes the same
+    # element (gdn-parallelize-delta-rule-step), so aliasing is safe.
+    new_state = state if inplace else np.empty(state_shape, dtype=np.float32)
     arrays = (q, k, v, g, beta, state, o, new_state)
     descriptors = [descriptor(a) for a in arrays]
     getattr(library, STEP_SYMBOL)(*[ctypes.addressof(d) for d in descriptors])

@@ -133,4 +133,32 @@ def GdnReadOnlyArgumentsPass : Pass<"gdn-read-only-arguments",
   ];
 }
 
+def GdnParallelizeDeltaRuleStepPass
+    : Pass<"gdn-parallelize-delta-rule-step", "func::FuncOp"> {
+  let summary = "Rewrite gdn.delta_rule_step into one task per head";
+  let description = [{
+    Rewrites every `gdn.delta_rule_step` into an `scf.forall` over batch x
+    value heads. Each task works on its head's static `[K, V]` state:
+
+    - `kS = k^T S` (`linalg.vecmat`), then `delta = beta (v - exp(g) kS)`;
+    - `S' = exp(g) S + k delta^T`, written straight into the task's slice of
+      the new state;
+    - `o = scale * q^T S'` (`linalg.vecmat`).
+
+    The state is read twice and written once per token; the second read and
+    the output read hit the head's 64 KiB (K = V = 128) in cache. Every
+    element of the new state depends only on the same element of the old
+    state, so a caller may pass the same buffer as state and new state and
+    update the state in place.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // GDN_DIALECT_GDN_TRANSFORMS_PASSES_TD

@@ -12,6 +12,10 @@ namespace mlir::gdn {
 void populateGdnChunkDeltaRulePatterns(RewritePatternSet &patterns,
                                        int64_t chunkSize);
 
+/// Adds the pattern that rewrites gdn.delta_rule_step into an scf.forall of
+/// per-head tasks on static [K, V] states.
+void populateGdnParallelizeDeltaRuleStepPatterns(RewritePatternSet &patterns);
+
 } // namespace mlir::gdn
 
 #endif // GDN_DIALECT_GDN_TRANSFORMS_TRANSFORMS_H
