@@ -167,6 +167,7 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
   pipeline.chunkSize = options.chunkSize;
   pipeline.deltaRuleForm = options.deltaRuleForm;
   pipeline.numThreads = options.numThreads;
+  pipeline.recurrentBelow = options.recurrentBelow;
   pipeline.resultsAsOutParams = options.emit == EmitAction::SharedLibrary;
   if (options.chunkSize < 1)
     return module.emitError() << "--chunk-size must be positive, but got "

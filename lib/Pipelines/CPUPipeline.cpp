@@ -24,6 +24,7 @@ void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
   if (options.deltaRuleForm == DeltaRuleForm::Chunked) {
     GdnChunkDeltaRulePassOptions chunkOptions;
     chunkOptions.chunkSize = options.chunkSize;
+    chunkOptions.recurrentBelow = options.recurrentBelow;
     pm.addNestedPass<func::FuncOp>(createGdnChunkDeltaRulePass(chunkOptions));
     // Decode steps as one task per head, vectorized later.
     pm.addNestedPass<func::FuncOp>(createGdnParallelizeDeltaRuleStepPass());

@@ -61,6 +61,11 @@ static cl::opt<DeltaRuleForm> deltaRuleForm(
                           "chunkwise parallel"),
                clEnumValN(DeltaRuleForm::Recurrent, "recurrent",
                           "token by token (reference)")));
+static cl::opt<int64_t> recurrentBelow(
+    "recurrent-below",
+    cl::desc("Prefills shorter than this many tokens run the token "
+             "recurrence instead of chunks (chosen at run time)"),
+    cl::init(-1));
 static cl::opt<int64_t> numThreads(
     "num-threads", cl::desc("OpenMP threads (0: OMP_NUM_THREADS or all cores)"),
     cl::init(0));
@@ -108,5 +113,7 @@ int main(int argc, char **argv) {
   options.chunkSize = chunkSize;
   options.deltaRuleForm = deltaRuleForm;
   options.numThreads = numThreads;
+  if (recurrentBelow >= 0)
+    options.recurrentBelow = recurrentBelow;
   return failed(compileModule(*module, options)) ? 1 : 0;
 }

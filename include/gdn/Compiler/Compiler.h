@@ -51,6 +51,7 @@ struct CompileOptions {
   int64_t chunkSize = 64;
   DeltaRuleForm deltaRuleForm = DeltaRuleForm::Chunked;
   int64_t numThreads = 0;
+  int64_t recurrentBelow = 64;
   /// The C++ compiler driver used to link shared libraries and executables.
   std::string linker = "/usr/lib/llvm-22/bin/clang++";
   /// Directory of libomp and the MLIR runner utility libraries.

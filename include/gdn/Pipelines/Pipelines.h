@@ -38,6 +38,14 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                             llvm::cl::desc("Tokens per chunk of the chunked "
                                            "form"),
                             llvm::cl::init(64)};
+  Option<int64_t> recurrentBelow{
+      *this, "recurrent-below",
+      llvm::cl::desc("Prefills shorter than this many tokens run the "
+                     "vectorized token recurrence instead of chunks (chosen "
+                     "at run time; 0: always chunks). The default is the "
+                     "measured crossover on 2-core AVX-512 machines "
+                     "(docs/performance.md)"),
+      llvm::cl::init(64)};
   Option<int64_t> numThreads{
       *this, "num-threads",
       llvm::cl::desc("Threads of the OpenMP parallel regions over batch x "

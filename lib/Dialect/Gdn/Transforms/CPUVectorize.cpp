@@ -179,9 +179,9 @@ struct GdnCPUVectorizePass
 
     // exp in vector form: a polynomial instead of a libm call per lane.
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(
-        patterns,
-        [](StringRef name) { return name == "exp" || name == "math.exp"; });
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+      return name == "exp" || name == "math.exp";
+    });
     if (failed(applyPatternsGreedily(func, std::move(patterns))))
       return signalPassFailure();
   }

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HeadStep.h"
 #include "gdn/Dialect/Gdn/IR/GdnOps.h"
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
 #include "gdn/Dialect/Gdn/Transforms/Transforms.h"
@@ -181,8 +182,8 @@ std::pair<Value, Value> ChunkEmitter::cumulativeGates(Value gates) {
 /// positions never evaluate exp of a positive number.
 Value ChunkEmitter::causalDecay(Value cum) {
   return buildElementwise(
-      b, loc, ValueRange{cum, cum}, empty({chunk, chunk}),
-      {rowMap(), colMap()}, [&](OpBuilder &nb, Location nl, ValueRange args) {
+      b, loc, ValueRange{cum, cum}, empty({chunk, chunk}), {rowMap(), colMap()},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
         Value i = linalg::IndexOp::create(nb, nl, 0);
         Value j = linalg::IndexOp::create(nb, nl, 1);
         Value causal =
@@ -191,8 +192,7 @@ Value ChunkEmitter::causalDecay(Value cum) {
         Value diff = arith::SubFOp::create(nb, nl, args[0], args[1]);
         Value exponent = arith::SelectOp::create(nb, nl, causal, diff, zero);
         Value value = math::ExpOp::create(nb, nl, exponent);
-        return arith::SelectOp::create(nb, nl, causal, value, zero)
-            .getResult();
+        return arith::SelectOp::create(nb, nl, causal, value, zero).getResult();
       });
 }
 
@@ -219,8 +219,7 @@ Value ChunkEmitter::maskedProduct(Value scores, Value decay, Value rowScale,
         Value lower =
             arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt, i, j);
         Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-        return arith::SelectOp::create(nb, nl, lower, value, zero)
-            .getResult();
+        return arith::SelectOp::create(nb, nl, lower, value, zero).getResult();
       });
 }
 
@@ -249,21 +248,20 @@ Value ChunkEmitter::invertUnitLower(Value a) {
                                            nb.getIndexAttr(chunk)};
         SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
         auto rowType = RankedTensorType::get({chunk}, f32);
-        Value aRow = tensor::ExtractSliceOp::create(nb, nl, rowType, a,
-                                                    offsets, sizes, strides);
+        Value aRow = tensor::ExtractSliceOp::create(nb, nl, rowType, a, offsets,
+                                                    sizes, strides);
         Value product =
             linalg::VecmatOp::create(
                 nb, nl, TypeRange{rowType}, ValueRange{aRow, x},
                 ValueRange{createZeros(nb, nl, {nb.getIndexAttr(chunk)}, f32)})
                 .getResult(0);
         Value row = buildElementwise(
-            nb, nl, product,
-            createEmpty(nb, nl, {nb.getIndexAttr(chunk)}, f32),
+            nb, nl, product, createEmpty(nb, nl, {nb.getIndexAttr(chunk)}, f32),
             nb.getMultiDimIdentityMap(1),
             [&](OpBuilder &bb, Location bl, ValueRange args) {
               Value c = linalg::IndexOp::create(bb, bl, 0);
-              Value diagonal = arith::CmpIOp::create(
-                  bb, bl, arith::CmpIPredicate::eq, c, i);
+              Value diagonal =
+                  arith::CmpIOp::create(bb, bl, arith::CmpIPredicate::eq, c, i);
               Value unit =
                   arith::UIToFPOp::create(bb, bl, bb.getF32Type(), diagonal);
               return arith::SubFOp::create(bb, bl, unit, args[0]).getResult();
@@ -283,7 +281,8 @@ std::pair<Value, Value> ChunkEmitter::emit(Value state, Value taskOut,
   Value v = packRows(op.getV(), head, start, length, partial);
   Value g = packGates(op.getG(), start, length, partial);
   Value beta = packGates(op.getBeta(), start, length, partial);
-  auto [cum, total] = cumulativeGates(g);
+  Value cum, total;
+  std::tie(cum, total) = cumulativeGates(g);
 
   // k^T once per chunk: the row-major right operand of k k^T and q k^T.
   Value kT = linalg::TransposeOp::create(b, loc, k, empty({keyDim, chunk}),
@@ -298,13 +297,12 @@ std::pair<Value, Value> ChunkEmitter::emit(Value state, Value taskOut,
   Value tInv = invertUnitLower(a);
 
   // U = Tinv (beta v);  -W = Tinv (-beta exp(b) k).
-  Value betaV =
-      buildElementwise(b, loc, ValueRange{beta, v}, empty({chunk, valueDim}),
-                       {rowMap(), identity2()},
-                       [&](OpBuilder &nb, Location nl, ValueRange args) {
-                         return arith::MulFOp::create(nb, nl, args[0], args[1])
-                             .getResult();
-                       });
+  Value betaV = buildElementwise(
+      b, loc, ValueRange{beta, v}, empty({chunk, valueDim}),
+      {rowMap(), identity2()},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        return arith::MulFOp::create(nb, nl, args[0], args[1]).getResult();
+      });
   Value negBetaDecayK = buildElementwise(
       b, loc, ValueRange{beta, cum, k}, empty({chunk, keyDim}),
       {rowMap(), rowMap(), identity2()},
@@ -358,26 +356,84 @@ std::pair<Value, Value> ChunkEmitter::emit(Value state, Value taskOut,
   SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
   int64_t rows = partial ? ShapedType::kDynamic : chunk;
   Value validOut = tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get({rows, valueDim}, f32), out, offsets,
-      sizes, strides);
+      b, loc, RankedTensorType::get({rows, valueDim}, f32), out, offsets, sizes,
+      strides);
   SmallVector<OpFoldResult> rowOffsets = {start, b.getIndexAttr(0)};
   Value destination = tensor::ExtractSliceOp::create(
       b, loc, RankedTensorType::get({rows, valueDim}, outType), taskOut,
       rowOffsets, sizes, strides);
-  Value outRows = buildElementwise(
-      b, loc, validOut, destination, identity2(),
-      [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value scaled = arith::MulFOp::create(nb, nl, args[0], scale);
-        return convertFloat(nb, nl, scaled, outType);
-      });
+  Value outRows =
+      buildElementwise(b, loc, validOut, destination, identity2(),
+                       [&](OpBuilder &nb, Location nl, ValueRange args) {
+                         Value scaled =
+                             arith::MulFOp::create(nb, nl, args[0], scale);
+                         return convertFloat(nb, nl, scaled, outType);
+                       });
   Value written = tensor::InsertSliceOp::create(b, loc, outRows, taskOut,
                                                 rowOffsets, sizes, strides);
   return {newState, written};
 }
 
+/// The token recurrence of one task's head over all T tokens, in place on
+/// the task's state; returns {state, output}.
+std::pair<Value, Value> buildRecurrentTask(OpBuilder &b, Location loc,
+                                           DeltaRuleOp op, Value batch,
+                                           Value head, Value keyHead,
+                                           Value tokens, Value state,
+                                           Value out) {
+  Type f32 = b.getF32Type();
+  Type outType = op.getO().getType().getElementType();
+  int64_t valueDim = op.getO().getType().getDimSize(3);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, tokens, one, ValueRange{state, out},
+      [&](OpBuilder &nb, Location nl, Value t, ValueRange iterArgs) {
+        OpFoldResult c0 = nb.getIndexAttr(0), c1 = nb.getIndexAttr(1);
+        auto tokenVector = [&](Value x, Value xHead) {
+          auto type = cast<RankedTensorType>(x.getType());
+          int64_t dim = type.getDimSize(3);
+          Value slice = tensor::ExtractSliceOp::create(
+              nb, nl, RankedTensorType::get({dim}, type.getElementType()), x,
+              ArrayRef<OpFoldResult>{batch, t, xHead, c0},
+              ArrayRef<OpFoldResult>{c1, c1, c1, nb.getIndexAttr(dim)},
+              ArrayRef<OpFoldResult>{c1, c1, c1, c1});
+          return convertTensor(nb, nl, slice, f32);
+        };
+        auto tokenScalar = [&](Value x) {
+          Value scalar =
+              tensor::ExtractOp::create(nb, nl, x, ValueRange{batch, t, head});
+          return convertFloat(nb, nl, scalar, f32);
+        };
+        HeadStepInputs in{tokenVector(op.getQ(), keyHead),
+                          tokenVector(op.getK(), keyHead),
+                          tokenVector(op.getV(), head), tokenScalar(op.getG()),
+                          tokenScalar(op.getBeta())};
+        auto [read, newState] =
+            buildHeadStep(nb, nl, iterArgs[0], iterArgs[0], in,
+                          op.getScale().convertToFloat());
+        SmallVector<OpFoldResult> offsets = {t, c0};
+        SmallVector<OpFoldResult> sizes = {c1, nb.getIndexAttr(valueDim)};
+        SmallVector<OpFoldResult> strides = {c1, c1};
+        Value row = tensor::ExtractSliceOp::create(
+            nb, nl, RankedTensorType::get({valueDim}, outType), iterArgs[1],
+            offsets, sizes, strides);
+        Value converted =
+            buildElementwise(nb, nl, read, row, nb.getMultiDimIdentityMap(1),
+                             [&](OpBuilder &bb, Location bl, ValueRange args) {
+                               return convertFloat(bb, bl, args[0], outType);
+                             });
+        Value written = tensor::InsertSliceOp::create(
+            nb, nl, converted, iterArgs[1], offsets, sizes, strides);
+        scf::YieldOp::create(nb, nl, ValueRange{newState, written});
+      });
+  return {loop.getResult(0), loop.getResult(1)};
+}
+
 struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
-  ChunkDeltaRule(MLIRContext *ctx, int64_t chunkSize)
-      : OpRewritePattern(ctx), chunkSize(chunkSize) {}
+  ChunkDeltaRule(MLIRContext *ctx, int64_t chunkSize, int64_t recurrentBelow)
+      : OpRewritePattern(ctx), chunkSize(chunkSize),
+        recurrentBelow(recurrentBelow) {}
 
   LogicalResult matchAndRewrite(DeltaRuleOp op,
                                 PatternRewriter &rewriter) const override {
@@ -398,11 +454,11 @@ struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
     Value oInit = createEmptyLike(rewriter, loc, v, oType.getElementType());
     Value stateInit = op.getInitialState();
     if (!stateInit)
-      stateInit = createEmpty(
-          rewriter, loc,
-          {batchSize, rewriter.getIndexAttr(valueHeads),
-           rewriter.getIndexAttr(keyDim), rewriter.getIndexAttr(valueDim)},
-          f32);
+      stateInit = createEmpty(rewriter, loc,
+                              {batchSize, rewriter.getIndexAttr(valueHeads),
+                               rewriter.getIndexAttr(keyDim),
+                               rewriter.getIndexAttr(valueDim)},
+                              f32);
 
     auto forall = scf::ForallOp::create(
         rewriter, loc,
@@ -418,8 +474,8 @@ struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
     Value keyHead = arith::DivUIOp::create(rewriter, loc, head, groupValue);
 
     // This task's slices of the shared output and state.
-    SmallVector<OpFoldResult> oOffsets = {batch, rewriter.getIndexAttr(0),
-                                          head, rewriter.getIndexAttr(0)};
+    SmallVector<OpFoldResult> oOffsets = {batch, rewriter.getIndexAttr(0), head,
+                                          rewriter.getIndexAttr(0)};
     SmallVector<OpFoldResult> oSizes = {rewriter.getIndexAttr(1), tokens,
                                         rewriter.getIndexAttr(1),
                                         rewriter.getIndexAttr(valueDim)};
@@ -439,52 +495,80 @@ struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
     if (!op.getInitialState())
       sTask = fillWith(rewriter, loc, sTask, 0.0f);
 
-    Value chunkValue = arith::ConstantIndexOp::create(rewriter, loc, chunkSize);
-    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value fullChunks = arith::DivUIOp::create(rewriter, loc, tokens, chunkValue);
-    Value fullTokens =
-        arith::MulIOp::create(rewriter, loc, fullChunks, chunkValue);
+    auto buildChunked = [&](OpBuilder &rb, Location rl, Value state,
+                            Value out) -> std::pair<Value, Value> {
+      Value chunkValue = arith::ConstantIndexOp::create(rb, rl, chunkSize);
+      Value zero = arith::ConstantIndexOp::create(rb, rl, 0);
+      Value fullChunks = arith::DivUIOp::create(rb, rl, tokens, chunkValue);
+      Value fullTokens = arith::MulIOp::create(rb, rl, fullChunks, chunkValue);
 
-    // Full chunks: static shapes throughout.
-    auto fullLoop = scf::ForOp::create(
-        rewriter, loc, zero, fullTokens, chunkValue, ValueRange{sTask, oTask},
-        [&](OpBuilder &nb, Location nl, Value start, ValueRange iterArgs) {
-          ChunkEmitter body(nb, nl, op, chunkSize, batch, head, keyHead);
-          auto [newState, out] =
-              body.emit(iterArgs[0], iterArgs[1], start,
-                        nb.getIndexAttr(chunkSize), /*partial=*/false);
-          scf::YieldOp::create(nb, nl, ValueRange{newState, out});
-        });
+      // Full chunks: static shapes throughout.
+      auto fullLoop = scf::ForOp::create(
+          rb, rl, zero, fullTokens, chunkValue, ValueRange{state, out},
+          [&](OpBuilder &nb, Location nl, Value start, ValueRange iterArgs) {
+            ChunkEmitter body(nb, nl, op, chunkSize, batch, head, keyHead);
+            auto [newState, out] =
+                body.emit(iterArgs[0], iterArgs[1], start,
+                          nb.getIndexAttr(chunkSize), /*partial=*/false);
+            scf::YieldOp::create(nb, nl, ValueRange{newState, out});
+          });
 
-    // The last, partial chunk, zero-padded to the chunk size.
-    Value remainder = arith::SubIOp::create(rewriter, loc, tokens, fullTokens);
-    Value hasTail = arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::ugt, remainder, zero);
-    auto tail = scf::IfOp::create(
-        rewriter, loc, hasTail,
-        [&](OpBuilder &nb, Location nl) {
-          ChunkEmitter body(nb, nl, op, chunkSize, batch, head, keyHead);
-          auto [newState, out] =
-              body.emit(fullLoop.getResult(0), fullLoop.getResult(1),
-                        fullTokens, remainder, /*partial=*/true);
-          scf::YieldOp::create(nb, nl, ValueRange{newState, out});
-        },
-        [&](OpBuilder &nb, Location nl) {
-          scf::YieldOp::create(nb, nl, fullLoop.getResults());
-        });
+      // The last, partial chunk, zero-padded to the chunk size.
+      Value remainder = arith::SubIOp::create(rb, rl, tokens, fullTokens);
+      Value hasTail = arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::ugt,
+                                            remainder, zero);
+      auto tail = scf::IfOp::create(
+          rb, rl, hasTail,
+          [&](OpBuilder &nb, Location nl) {
+            ChunkEmitter body(nb, nl, op, chunkSize, batch, head, keyHead);
+            auto [newState, out] =
+                body.emit(fullLoop.getResult(0), fullLoop.getResult(1),
+                          fullTokens, remainder, /*partial=*/true);
+            scf::YieldOp::create(nb, nl, ValueRange{newState, out});
+          },
+          [&](OpBuilder &nb, Location nl) {
+            scf::YieldOp::create(nb, nl, fullLoop.getResults());
+          });
+
+      return {tail.getResult(0), tail.getResult(1)};
+    };
+
+    Value finalState, finalOut;
+    if (recurrentBelow > 0) {
+      // A run-time choice: short sequences take the token recurrence.
+      Value threshold =
+          arith::ConstantIndexOp::create(rewriter, loc, recurrentBelow);
+      Value isShort = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ult, tokens, threshold);
+      auto choice = scf::IfOp::create(
+          rewriter, loc, isShort,
+          [&](OpBuilder &nb, Location nl) {
+            auto [state, out] = buildRecurrentTask(
+                nb, nl, op, batch, head, keyHead, tokens, sTask, oTask);
+            scf::YieldOp::create(nb, nl, ValueRange{state, out});
+          },
+          [&](OpBuilder &nb, Location nl) {
+            auto [state, out] = buildChunked(nb, nl, sTask, oTask);
+            scf::YieldOp::create(nb, nl, ValueRange{state, out});
+          });
+      finalState = choice.getResult(0);
+      finalOut = choice.getResult(1);
+    } else {
+      std::tie(finalState, finalOut) =
+          buildChunked(rewriter, loc, sTask, oTask);
+    }
 
     rewriter.setInsertionPointToEnd(forall.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(rewriter, loc, tail.getResult(1),
-                                          oShared, oOffsets, oSizes,
-                                          unitStrides);
-    tensor::ParallelInsertSliceOp::create(rewriter, loc, tail.getResult(0),
-                                          stateShared, sOffsets, sSizes,
-                                          unitStrides);
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, finalOut, oShared,
+                                          oOffsets, oSizes, unitStrides);
+    tensor::ParallelInsertSliceOp::create(
+        rewriter, loc, finalState, stateShared, sOffsets, sSizes, unitStrides);
     rewriter.replaceOp(op, forall.getResults());
     return success();
   }
 
   int64_t chunkSize;
+  int64_t recurrentBelow;
 };
 
 struct GdnChunkDeltaRulePass
@@ -499,7 +583,7 @@ struct GdnChunkDeltaRulePass
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    populateGdnChunkDeltaRulePatterns(patterns, chunkSize);
+    populateGdnChunkDeltaRulePatterns(patterns, chunkSize, recurrentBelow);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
@@ -507,6 +591,8 @@ struct GdnChunkDeltaRulePass
 } // namespace
 
 void mlir::gdn::populateGdnChunkDeltaRulePatterns(RewritePatternSet &patterns,
-                                                  int64_t chunkSize) {
-  patterns.add<ChunkDeltaRule>(patterns.getContext(), chunkSize);
+                                                  int64_t chunkSize,
+                                                  int64_t recurrentBelow) {
+  patterns.add<ChunkDeltaRule>(patterns.getContext(), chunkSize,
+                               recurrentBelow);
 }

@@ -32,15 +32,15 @@ struct GdnFlushDenormalsPass
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     Value one = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(1));
     Value slot = LLVM::AllocaOp::create(b, loc, ptr, i32, one, 4);
-    LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.x86.sse.stmxcsr"),
-                                  ValueRange{slot});
+    LLVM::CallIntrinsicOp::create(
+        b, loc, b.getStringAttr("llvm.x86.sse.stmxcsr"), ValueRange{slot});
     Value saved = LLVM::LoadOp::create(b, loc, i32, slot);
     Value bits = LLVM::ConstantOp::create(
         b, loc, i32, b.getI32IntegerAttr(kFlushDenormalsBits));
     Value flushing = LLVM::OrOp::create(b, loc, saved, bits);
     LLVM::StoreOp::create(b, loc, flushing, slot);
-    LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.x86.sse.ldmxcsr"),
-                                  ValueRange{slot});
+    LLVM::CallIntrinsicOp::create(
+        b, loc, b.getStringAttr("llvm.x86.sse.ldmxcsr"), ValueRange{slot});
     func.walk([&](func::ReturnOp ret) {
       OpBuilder rb(ret);
       LLVM::StoreOp::create(rb, ret.getLoc(), saved, slot);

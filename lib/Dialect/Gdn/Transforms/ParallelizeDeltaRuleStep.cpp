@@ -1,5 +1,6 @@
 //===- ParallelizeDeltaRuleStep.cpp - decode step as per-head tasks -------===//
 
+#include "HeadStep.h"
 #include "gdn/Dialect/Gdn/IR/GdnOps.h"
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
 #include "gdn/Dialect/Gdn/Transforms/Transforms.h"
@@ -65,25 +66,14 @@ struct ParallelizeDeltaRuleStep : OpRewritePattern<DeltaRuleStepOp> {
       return convertTensor(b, loc, slice, f32);
     };
     auto headScalar = [&](Value x) {
-      Value scalar = tensor::ExtractOp::create(b, loc, x,
-                                               ValueRange{batch, head});
+      Value scalar =
+          tensor::ExtractOp::create(b, loc, x, ValueRange{batch, head});
       return convertFloat(b, loc, scalar, f32);
     };
-    auto scratch = [&](ArrayRef<int64_t> shape) {
-      return bufferization::AllocTensorOp::create(
-          b, loc, RankedTensorType::get(shape, f32), ValueRange{});
-    };
-    auto vecmat = [&](Value vec, Value mat) {
-      Value init = fillWith(b, loc, scratch({valueDim}), 0.0f);
-      return linalg::VecmatOp::create(b, loc, TypeRange{init.getType()},
-                                      ValueRange{vec, mat}, ValueRange{init})
-          .getResult(0);
-    };
-
     Value q = headVector(op.getQ(), keyHead);
     Value k = headVector(op.getK(), keyHead);
     Value v = headVector(op.getV(), head);
-    Value decay = math::ExpOp::create(b, loc, headScalar(op.getG()));
+    Value g = headScalar(op.getG());
     Value beta = headScalar(op.getBeta());
 
     SmallVector<OpFoldResult> stateOffsets = {batch, head, zero, zero};
@@ -97,50 +87,24 @@ struct ParallelizeDeltaRuleStep : OpRewritePattern<DeltaRuleStepOp> {
         b, loc, headStateType, forall.getRegionIterArgs()[1], stateOffsets,
         stateSizes, unit4);
 
-    // delta = beta (v - exp(g) k^T S): the correction written under k.
-    Value keyRead = vecmat(k, state);
-    AffineMap id1 = b.getMultiDimIdentityMap(1);
-    Value delta = buildElementwise(
-        b, loc, ValueRange{v, keyRead}, scratch({valueDim}), {id1, id1},
-        [&](OpBuilder &nb, Location nl, ValueRange args) {
-          Value read = arith::MulFOp::create(nb, nl, decay, args[1]);
-          Value error = arith::SubFOp::create(nb, nl, args[0], read);
-          return arith::MulFOp::create(nb, nl, beta, error).getResult();
-        });
-    // S' = exp(g) S + k delta^T.
-    AffineMap rows = AffineMap::get(2, 0, {b.getAffineDimExpr(0)},
-                                    b.getContext());
-    AffineMap cols = AffineMap::get(2, 0, {b.getAffineDimExpr(1)},
-                                    b.getContext());
-    Value newState = buildElementwise(
-        b, loc, ValueRange{state, k, delta}, stateOut,
-        {b.getMultiDimIdentityMap(2), rows, cols},
-        [&](OpBuilder &nb, Location nl, ValueRange args) {
-          Value decayed = arith::MulFOp::create(nb, nl, decay, args[0]);
-          Value write = arith::MulFOp::create(nb, nl, args[1], args[2]);
-          return arith::AddFOp::create(nb, nl, decayed, write).getResult();
-        });
-    // o = scale q^T S'.
-    Value scale = arith::ConstantOp::create(
-        b, loc, b.getF32FloatAttr(op.getScale().convertToFloat()));
-    Value read = vecmat(q, newState);
+    auto [read, newState] =
+        buildHeadStep(b, loc, state, stateOut, HeadStepInputs{q, k, v, g, beta},
+                      op.getScale().convertToFloat());
     SmallVector<OpFoldResult> oOffsets = {batch, head, zero};
     SmallVector<OpFoldResult> oSizes = {one, one, b.getIndexAttr(valueDim)};
     SmallVector<OpFoldResult> unit3(3, one);
     Value oSlice = tensor::ExtractSliceOp::create(
         b, loc, RankedTensorType::get({valueDim}, outElementType),
         forall.getRegionIterArgs()[0], oOffsets, oSizes, unit3);
-    Value out = buildElementwise(
-        b, loc, read, oSlice, id1,
-        [&](OpBuilder &nb, Location nl, ValueRange args) {
-          Value scaled = arith::MulFOp::create(nb, nl, args[0], scale);
-          return convertFloat(nb, nl, scaled, outElementType);
-        });
+    Value out =
+        buildElementwise(b, loc, read, oSlice, b.getMultiDimIdentityMap(1),
+                         [&](OpBuilder &nb, Location nl, ValueRange args) {
+                           return convertFloat(nb, nl, args[0], outElementType);
+                         });
 
     rewriter.setInsertionPointToEnd(forall.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(b, loc, out,
-                                          forall.getRegionIterArgs()[0],
-                                          oOffsets, oSizes, unit3);
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, out, forall.getRegionIterArgs()[0], oOffsets, oSizes, unit3);
     tensor::ParallelInsertSliceOp::create(b, loc, newState,
                                           forall.getRegionIterArgs()[1],
                                           stateOffsets, stateSizes, unit4);

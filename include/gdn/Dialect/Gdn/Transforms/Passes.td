@@ -30,10 +30,19 @@ def GdnChunkDeltaRulePass : Pass<"gdn-chunk-delta-rule", "func::FuncOp"> {
     multiplying with 0, so masked positions cannot produce inf or NaN.
     The matmuls are `linalg.matmul` on tiles of static shape, the form the
     CPU and GPU pipelines tile and vectorize.
+
+    With `recurrent-below=N`, each task first checks `T < N` and then runs
+    the token recurrence on its head instead (the body of
+    gdn-parallelize-delta-rule-step, in place on the task's state): a short
+    prefill pays for whole padded chunks otherwise.
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
            "Tokens per chunk (16, 32 or 64 are the usual choices)">,
+    Option<"recurrentBelow", "recurrent-below", "int64_t", /*default=*/"0",
+           "Sequences shorter than this many tokens run the token "
+           "recurrence inside the same per-head tasks instead of chunks, "
+           "chosen at run time on T (0: always chunks)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

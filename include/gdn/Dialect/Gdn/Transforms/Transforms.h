@@ -8,9 +8,11 @@
 namespace mlir::gdn {
 
 /// Adds the pattern that rewrites gdn.delta_rule into its chunkwise-parallel
-/// form with `chunkSize` tokens per chunk.
+/// form with `chunkSize` tokens per chunk; sequences shorter than
+/// `recurrentBelow` tokens take the token recurrence at run time.
 void populateGdnChunkDeltaRulePatterns(RewritePatternSet &patterns,
-                                       int64_t chunkSize);
+                                       int64_t chunkSize,
+                                       int64_t recurrentBelow = 0);
 
 /// Adds the pattern that rewrites gdn.delta_rule_step into an scf.forall of
 /// per-head tasks on static [K, V] states.

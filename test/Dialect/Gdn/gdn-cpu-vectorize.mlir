@@ -1,0 +1,212 @@
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize="matmul-tile-m=4 matmul-tile-n=16" \
+// RUN:   | FileCheck %s --check-prefix=SMALL
+// RUN: not gdn-opt %s -split-input-file -gdn-cpu-vectorize=matmul-tile-n=20 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-N
+// RUN: not gdn-opt %s -split-input-file -gdn-cpu-vectorize=matmul-tile-m=0 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-M
+
+// BAD-N: error: gdn-cpu-vectorize: matmul-tile-m must be positive and matmul-tile-n a multiple of 16, but got
+// BAD-M: error: gdn-cpu-vectorize: matmul-tile-m must be positive and matmul-tile-n a multiple of 16, but got
+
+// A 16x32 by 32x32 matmul on the default 8 x 32 register tile: two row
+// blocks, the accumulator tile loaded before and stored after the reduction
+// loop, and in it one broadcast A element times a row-major B vector per
+// accumulator row.
+
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: (%[[A:[a-z0-9]+]]: memref<16x32xf32>, %[[B:[a-z0-9]+]]: memref<32x32xf32>, %[[C:[a-z0-9]+]]: memref<16x32xf32>)
+// CHECK-NOT: linalg.matmul
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
+// CHECK-DAG: %[[C8:.+]] = arith.constant 8 : index
+// CHECK-DAG: %[[C16:.+]] = arith.constant 16 : index
+// CHECK-DAG: %[[C32:.+]] = arith.constant 32 : index
+// CHECK: scf.for %[[I:.+]] = %[[C0]] to %[[C16]] step %[[C8]] {
+// CHECK-COUNT-8: vector.load %[[C]][%{{.+}}, %[[C0]]] : memref<16x32xf32>, vector<32xf32>
+// CHECK: %[[ACC:.+]] = scf.for %[[KK:.+]] = %[[C0]] to %[[C32]] step %[[C1]] iter_args(%[[TILE:.+]] = %{{.+}}) -> (vector<8x32xf32>)
+// CHECK: %[[AE:.+]] = vector.load %[[A]][%[[I]], %[[KK]]] : memref<16x32xf32>, vector<1xf32>
+// CHECK: %[[BROW:.+]] = vector.load %[[B]][%[[KK]], %[[C0]]] : memref<32x32xf32>, vector<32xf32>
+// CHECK: %[[AS:.+]] = vector.extract %[[AE]][0] : f32 from vector<1xf32>
+// CHECK: %[[ABC:.+]] = vector.broadcast %[[AS]] : f32 to vector<32xf32>
+// CHECK: %[[ROW0:.+]] = vector.extract %[[TILE]][0] : vector<32xf32> from vector<8x32xf32>
+// CHECK: vector.fma %[[ABC]], %[[BROW]], %[[ROW0]] : vector<32xf32>
+// CHECK-COUNT-7: vector.fma %{{.+}}, %[[BROW]], %{{.+}} : vector<32xf32>
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield %{{.+}} : vector<8x32xf32>
+// CHECK: vector.extract %[[ACC]][0] : vector<32xf32> from vector<8x32xf32>
+// CHECK-NEXT: vector.store %{{.+}}, %[[C]][%[[I]], %[[C0]]] : memref<16x32xf32>, vector<32xf32>
+// CHECK-COUNT-7: vector.store
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+
+// The 4 x 16 tile: four row blocks, two column blocks (N outer).
+// SMALL-LABEL: func.func @matmul
+// SMALL-NOT: linalg.matmul
+// SMALL: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[N:[a-z0-9_]+]] {
+// SMALL-NEXT: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[M:[a-z0-9_]+]] {
+// SMALL: scf.for {{.+}} -> (vector<4x16xf32>)
+// SMALL-COUNT-4: vector.fma {{.+}} : vector<16xf32>
+// SMALL-NOT: vector.fma
+// SMALL: scf.yield %{{.+}} : vector<4x16xf32>
+// SMALL-NOT: linalg.matmul
+// SMALL: return
+func.func @matmul(%a: memref<16x32xf32>, %b: memref<32x32xf32>, %c: memref<16x32xf32>) {
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x32xf32>) outs(%c : memref<16x32xf32>)
+  return
+}
+
+// -----
+
+// N = 64 is two register tiles wide: the N loop is outermost.
+
+// CHECK-LABEL: func.func @wide
+// CHECK-NOT: linalg.matmul
+// CHECK-DAG: %[[C32:.+]] = arith.constant 32 : index
+// CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
+// CHECK-DAG: %[[C16:.+]] = arith.constant 16 : index
+// CHECK-DAG: %[[C8:.+]] = arith.constant 8 : index
+// CHECK: scf.for %[[J:.+]] = %{{.+}} to %[[C64]] step %[[C32]] {
+// CHECK-NEXT: scf.for %[[I:.+]] = %{{.+}} to %[[C16]] step %[[C8]] {
+// CHECK: vector.load %{{.+}}[%[[I]], %[[J]]] : memref<16x64xf32>, vector<32xf32>
+// CHECK-COUNT-8: vector.fma {{.+}} : vector<32xf32>
+// CHECK: vector.store %{{.+}}, %{{.+}}[%[[I]], %[[J]]] : memref<16x64xf32>, vector<32xf32>
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+// SMALL-LABEL: func.func @wide
+// SMALL-COUNT-4: vector.fma {{.+}} : vector<16xf32>
+// SMALL-NOT: linalg.matmul
+func.func @wide(%a: memref<16x8xf32>, %b: memref<8x64xf32>, %c: memref<16x64xf32>) {
+  linalg.matmul ins(%a, %b : memref<16x8xf32>, memref<8x64xf32>) outs(%c : memref<16x64xf32>)
+  return
+}
+
+// -----
+
+// Sizes that do not divide the register tile (5 x 7) and dynamic sizes have
+// no schedule: the matmuls stay for convert-linalg-to-loops. So does a
+// matmul on tensors.
+
+// CHECK-LABEL: func.func @odd
+// CHECK-NOT: vector.
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<5x3xf32>, memref<3x7xf32>) outs(%{{.+}} : memref<5x7xf32>)
+// CHECK-NOT: vector.
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<?x32xf32>, memref<32x32xf32>) outs(%{{.+}} : memref<?x32xf32>)
+// CHECK-NOT: vector.
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<16x32xf32>, tensor<32x32xf32>) outs(%{{.+}} : tensor<16x32xf32>)
+// CHECK-NOT: vector.
+// CHECK: return
+// SMALL-LABEL: func.func @odd
+// SMALL-NOT: vector.
+// SMALL: return
+func.func @odd(%a: memref<5x3xf32>, %b: memref<3x7xf32>, %c: memref<5x7xf32>, %d: memref<?x32xf32>, %e: memref<32x32xf32>, %f: memref<?x32xf32>, %t: tensor<16x32xf32>, %u: tensor<32x32xf32>, %v: tensor<16x32xf32>) -> tensor<16x32xf32> {
+  linalg.matmul ins(%a, %b : memref<5x3xf32>, memref<3x7xf32>) outs(%c : memref<5x7xf32>)
+  linalg.matmul ins(%d, %e : memref<?x32xf32>, memref<32x32xf32>) outs(%f : memref<?x32xf32>)
+  %r = linalg.matmul ins(%t, %u : tensor<16x32xf32>, tensor<32x32xf32>) outs(%v : tensor<16x32xf32>) -> tensor<16x32xf32>
+  return %r : tensor<16x32xf32>
+}
+
+// -----
+
+// A 16 x 8 by 8 x 16 matmul is narrower than the default 32 columns: it
+// stays, but a 16-column tile takes it.
+
+// CHECK-LABEL: func.func @narrow
+// CHECK-NOT: vector.
+// CHECK: linalg.matmul
+// SMALL-LABEL: func.func @narrow
+// SMALL-NOT: linalg.matmul
+// SMALL: vector.fma
+// SMALL-NOT: linalg.matmul
+// SMALL: return
+func.func @narrow(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf32>) {
+  linalg.matmul ins(%a, %b : memref<16x8xf32>, memref<8x16xf32>) outs(%c : memref<16x16xf32>)
+  return
+}
+
+// -----
+
+// vecmat: one 32-wide accumulator vector across the reduction.
+
+// CHECK-LABEL: func.func @vecmat
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: memref<16xf32>, %[[M:[a-z0-9]+]]: memref<16x32xf32>, %[[Y:[a-z0-9]+]]: memref<32xf32>)
+// CHECK-NOT: linalg.vecmat
+// CHECK: %[[INIT:.+]] = vector.load %[[Y]][%{{.+}}] : memref<32xf32>, vector<32xf32>
+// CHECK: %[[SUM:.+]] = scf.for %{{.+}} iter_args(%[[ACC:.+]] = %[[INIT]]) -> (vector<32xf32>)
+// CHECK: %[[ROW:.+]] = vector.load %[[M]][%{{.+}}, %{{.+}}] : memref<16x32xf32>, vector<32xf32>
+// CHECK: %[[XB:.+]] = vector.broadcast %{{.+}} : f32 to vector<32xf32>
+// CHECK: %[[NEXT:.+]] = vector.fma %[[ROW]], %[[XB]], %[[ACC]] : vector<32xf32>
+// CHECK: scf.yield %[[NEXT]]
+// CHECK: vector.store %[[SUM]], %[[Y]][%{{.+}}] : memref<32xf32>, vector<32xf32>
+// SMALL-LABEL: func.func @vecmat
+// SMALL: scf.for {{.+}} -> (vector<16xf32>)
+func.func @vecmat(%x: memref<16xf32>, %m: memref<16x32xf32>, %y: memref<32xf32>) {
+  linalg.vecmat ins(%x, %m : memref<16xf32>, memref<16x32xf32>) outs(%y : memref<32xf32>)
+  return
+}
+
+// -----
+
+// transpose: 16 x 16 blocks of 16-wide loads, shuffles and stores.
+
+// CHECK-LABEL: func.func @transpose
+// CHECK-NOT: linalg.transpose
+// CHECK: scf.for
+// CHECK-COUNT-16: vector.load {{.+}} : memref<32x16xf32>, vector<16xf32>
+// CHECK: vector.shuffle
+// CHECK: vector.store {{.+}} : memref<16x32xf32>, vector<16xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+// SMALL-LABEL: func.func @transpose
+// SMALL-NOT: linalg.transpose
+func.func @transpose(%x: memref<32x16xf32>, %y: memref<16x32xf32>) {
+  linalg.transpose ins(%x : memref<32x16xf32>) outs(%y : memref<16x32xf32>) permutation = [1, 0]
+  return
+}
+
+// -----
+
+// rows: a two-dimensional element-wise op one vector row at a time, with
+// math.exp replaced by its polynomial approximation.
+
+// CHECK-LABEL: func.func @rows
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for %[[R:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK: vector.load %{{.+}}[%[[R]], %{{.+}}] : memref<8x32xf32>, vector<32xf32>
+// CHECK-NOT: math.exp
+// CHECK: math.fma {{.+}} : vector<32xf32>
+// CHECK-NOT: math.exp
+// CHECK: vector.store %{{.+}}, %{{.+}}[%[[R]], %{{.+}}] : memref<8x32xf32>, vector<32xf32>
+// SMALL-LABEL: func.func @rows
+// SMALL-NOT: math.exp
+func.func @rows(%x: memref<8x32xf32>, %y: memref<8x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : memref<8x32xf32>) outs(%y : memref<8x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// -----
+
+// whole: a one-dimensional element-wise op as one vector.
+
+// CHECK-LABEL: func.func @whole
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: memref<64xf32>, %[[Y:[a-z0-9]+]]: memref<64xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: scf.for
+// CHECK: %[[XV:.+]] = vector.load %[[X]][%{{.+}}] : memref<64xf32>, vector<64xf32>
+// CHECK: %[[YV:.+]] = vector.load %[[Y]][%{{.+}}] : memref<64xf32>, vector<64xf32>
+// CHECK: %[[SUM:.+]] = arith.addf %[[XV]], %[[YV]] : vector<64xf32>
+// CHECK: vector.store %[[SUM]], %[[Y]][%{{.+}}] : memref<64xf32>, vector<64xf32>
+// SMALL-LABEL: func.func @whole
+// SMALL-NOT: linalg.generic
+func.func @whole(%x: memref<64xf32>, %y: memref<64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x : memref<64xf32>) outs(%y : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  return
+}

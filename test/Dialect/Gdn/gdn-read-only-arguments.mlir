@@ -1,0 +1,29 @@
+// RUN: gdn-opt %s -split-input-file -gdn-read-only-arguments | FileCheck %s
+
+// Every tensor argument of a public function with a body is marked
+// read-only for one-shot bufferization, whatever its shape or element type,
+// and even where it was declared writable; other arguments are left alone.
+
+// CHECK-LABEL: func.func @public
+// CHECK-SAME: (%{{.+}}: tensor<4xf32> {bufferization.writable = false},
+// CHECK-SAME: %{{[a-z0-9]+}}: memref<4xf32>,
+// CHECK-SAME: %{{[a-z0-9]+}}: f32,
+// CHECK-SAME: %{{.+}}: tensor<?x8xbf16> {bufferization.writable = false},
+// CHECK-SAME: %{{.+}}: tensor<*xf32> {bufferization.writable = false})
+func.func @public(%a: tensor<4xf32>, %b: memref<4xf32>, %c: f32, %d: tensor<?x8xbf16> {bufferization.writable = true}, %e: tensor<*xf32>) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+// Private functions are called from inside the module only; declarations
+// have no body. Both are left alone.
+
+// CHECK-LABEL: func.func private @private
+// CHECK-NOT: bufferization.writable
+// CHECK-LABEL: func.func private @declaration
+// CHECK-NOT: bufferization.writable
+func.func private @private(%a: tensor<4xf32>) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
+}
+func.func private @declaration(%a: tensor<4xf32>) -> tensor<4xf32>
