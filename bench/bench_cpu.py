@@ -10,7 +10,8 @@ Implementations (prefill, f32):
   torch-chunked  chunked WY/UT form in PyTorch, batched over B and heads
   torch-naive    token-by-token recurrence in PyTorch, vectorized over B, heads
   numpy-chunked  chunked WY/UT form in numpy, batched over B and heads
-Decode (one token): gdn.delta_rule_step, a torch step, a numpy step.
+Decode (one token): gdn.delta_rule_step (out of place, and in place where
+its API has inplace=), a torch step and a numpy step (both in place).
 
 Every implementation is checked: the compiled kernel against the float64
 reference (gdn.reference) on a prefix of the sequence, every other one
@@ -44,7 +45,9 @@ def _parse_args(argv=None):
                    "numpy-chunked",
                    help="comma-separated implementations (default: all); "
                         "the compiled kernel is always run, since the others "
-                        "are checked against it")
+                        "are checked against it; decode has a torch step if "
+                        "a torch implementation is selected and a numpy step "
+                        "if numpy-chunked is")
     p.add_argument("--repeat", type=int, default=5,
                    help="timed runs per implementation and shape; the median "
                         "is reported (default 5)")
@@ -148,6 +151,7 @@ ENV_NOTES.append("all set in os.environ before numpy, torch and the "
 
 # --- Now the libraries.
 import importlib  # noqa: E402
+import inspect  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
 import statistics  # noqa: E402
@@ -171,9 +175,6 @@ QUICK_PREFILL = [(1, 256, 4, 4, 64, 64), (2, 100, 2, 4, 32, 64)]
 QUICK_DECODE = (4, 2, 4, 32, 64)
 
 PREFILL_IMPLS = ("compiled", "torch-chunked", "torch-naive", "numpy-chunked")
-DECODE_NAMES = {"compiled": "compiled-step", "torch-chunked": "torch-step",
-                "torch-naive": None, "numpy-chunked": "numpy-step"}
-
 
 # ----------------------------------------------------------------------------
 # FLOP and byte models
@@ -305,15 +306,20 @@ def torch_chunked(torch, q, k, v, g, beta, scale, chunk):
     return o.contiguous(), state
 
 
-def torch_step(torch, q, k, v, g, beta, state, scale):
+def torch_step(torch, q, k, v, g, beta, state, scale, inplace=False):
     """One decode token. q, k: [B,H,K]; v: [B,Hv,V]; g, beta: [B,Hv];
-    state [B,Hv,K,V] (not modified). Returns (o [B,Hv,V], new state)."""
+    state [B,Hv,K,V]. Returns (o [B,Hv,V], new state); with inplace the new
+    state is written into `state` (which is returned), otherwise `state` is
+    not modified."""
     batch, value_heads, key_dim, value_dim = state.shape
     group = value_heads // q.shape[1]
     if group > 1:
         q = q.repeat_interleave(group, dim=1)
         k = k.repeat_interleave(group, dim=1)
-    s = state * g.exp()[..., None, None]
+    if inplace:
+        s = state.mul_(g.exp()[..., None, None])
+    else:
+        s = state * g.exp()[..., None, None]
     s3 = s.view(-1, key_dim, value_dim)
     k3 = k.reshape(-1, 1, key_dim)
     v_hat = torch.bmm(k3, s3)                                  # [BH,1,V]
@@ -336,7 +342,7 @@ def torch_naive(torch, q, k, v, g, beta, scale):
     o = torch.empty(tokens, batch, value_heads, value_dim, dtype=q.dtype)
     for t in range(tokens):
         o[t], state = torch_step(torch, qt[t], kt[t], vt[t], gt[t], bt[t],
-                                 state, scale)
+                                 state, scale, inplace=True)
     return o.transpose(0, 1).contiguous(), state
 
 
@@ -403,14 +409,19 @@ def numpy_chunked(q, k, v, g, beta, scale, chunk):
     return np.ascontiguousarray(o), state
 
 
-def numpy_step(q, k, v, g, beta, state, scale):
-    """One decode token in numpy (as torch_step)."""
+def numpy_step(q, k, v, g, beta, state, scale, inplace=False):
+    """One decode token in numpy (as torch_step; the rank-1 update still
+    goes through a temporary of the state's size)."""
     batch, value_heads, key_dim, value_dim = state.shape
     group = value_heads // q.shape[1]
     if group > 1:
         q = np.repeat(q, group, axis=1)
         k = np.repeat(k, group, axis=1)
-    s = state * np.exp(g)[..., None, None]
+    if inplace:
+        s = state
+        s *= np.exp(g)[..., None, None]
+    else:
+        s = state * np.exp(g)[..., None, None]
     v_hat = (k[..., None, :] @ s)[..., 0, :]                    # [B,Hv,V]
     delta = (v - v_hat) * beta[..., None]
     s += k[..., :, None] * delta[..., None, :]
@@ -582,6 +593,10 @@ def run_decode(shape, impls, torch, rows):
             return o, s
         return fn
 
+    # Out of place: a fresh new-state array per step (the API's default).
+    # In place: the step overwrites its state argument, so a decode loop
+    # allocates nothing; used for the compiled kernel where its API offers
+    # it, and for the torch and numpy steps.
     row = Row("compiled-step", name)
     rows.append(row)
     expected = None
@@ -596,7 +611,7 @@ def run_decode(shape, impls, torch, rows):
         fn()
         row.seconds, _ = time_median(fn, ARGS.repeat)
         row.seconds /= steps
-        row.note = f"{steps} chained steps per run"
+        row.note = f"new state per step; {steps} chained steps per run"
         compiled_ok = True
     except Exception as e:  # noqa: BLE001
         row.fail(e)
@@ -605,30 +620,45 @@ def run_decode(shape, impls, torch, rows):
                                               scale=scale)]
     settle()
 
-    def bench(impl, step, s0):
+    def bench(impl, step, copy_state, note):
+        """step(s) -> (o, s) updating s in place; copy_state() -> a fresh
+        copy of state0 (the working state of the timed runs)."""
         row = Row(impl, name)
         rows.append(row)
         try:
-            first = step(s0)
+            first = step(copy_state())
             row.error = max_rel([to_numpy(x) for x in first], expected)
             row.against = "compiled" if compiled_ok else "f64 ref"
-            fn = chain(step, s0)
+            fn = chain(step, copy_state())
             fn()
             row.seconds, _ = time_median(fn, ARGS.repeat)
             row.seconds /= steps
-            row.note = f"{steps} chained steps per run"
+            row.note = f"{note}; {steps} chained steps per run"
         except Exception as e:  # noqa: BLE001
             row.fail(e)
         settle()
 
-    if torch is not None and "torch-chunked" in impls:
+    try:
+        has_inplace = "inplace" in inspect.signature(
+            gdn.delta_rule_step).parameters
+    except (TypeError, ValueError):
+        has_inplace = False
+    if has_inplace:
+        bench("compiled-step-inplace",
+              lambda s: gdn.delta_rule_step(q, k, v, g, beta, s, scale=scale,
+                                            inplace=True),
+              lambda: state0.copy(), "in place")
+    if torch is not None and any(i.startswith("torch") for i in impls):
         tq, tk, tv, tg, tb, ts = (torch.from_numpy(x) for x in
                                   (q, k, v, g, beta, state0))
         bench("torch-step",
-              lambda s: torch_step(torch, tq, tk, tv, tg, tb, s, scale), ts)
+              lambda s: torch_step(torch, tq, tk, tv, tg, tb, s, scale,
+                                   inplace=True),
+              lambda: ts.clone(), "in place")
     if "numpy-chunked" in impls:
         bench("numpy-step",
-              lambda s: numpy_step(q, k, v, g, beta, s, scale), state0)
+              lambda s: numpy_step(q, k, v, g, beta, s, scale, inplace=True),
+              lambda: state0.copy(), "in place (one state-sized temporary)")
 
 
 # ----------------------------------------------------------------------------

@@ -75,7 +75,10 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
 
   // Register tiles and vectors for the ops whose shapes allow them; the
   // rest become scalar loops.
-  pm.addNestedPass<func::FuncOp>(createGdnCPUVectorizePass());
+  GdnCPUVectorizePassOptions vectorizeOptions;
+  vectorizeOptions.matmulTileM = options.matmulTileM;
+  vectorizeOptions.matmulTileN = options.matmulTileN;
+  pm.addNestedPass<func::FuncOp>(createGdnCPUVectorizePass(vectorizeOptions));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

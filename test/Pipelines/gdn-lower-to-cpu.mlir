@@ -1,5 +1,6 @@
 // RUN: gdn-opt %s --gdn-lower-to-cpu | FileCheck %s
 // RUN: gdn-opt %s --pass-pipeline='builtin.module(gdn-lower-to-cpu{delta-rule-form=recurrent})' | FileCheck %s
+// RUN: gdn-opt %s --pass-pipeline='builtin.module(gdn-lower-to-cpu{chunk-size=16 matmul-tile-m=4 matmul-tile-n=16 num-threads=2})' | FileCheck %s
 // RUN: not gdn-opt %s --pass-pipeline='builtin.module(gdn-lower-to-cpu{delta-rule-form=bogus})' 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 
 // The pipeline leaves only the LLVM dialect: memref descriptors at the

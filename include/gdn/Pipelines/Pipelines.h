@@ -28,7 +28,7 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
   Option<DeltaRuleForm> deltaRuleForm{
       *this, "delta-rule-form",
       llvm::cl::desc("How gdn.delta_rule is computed"),
-      llvm::cl::init(DeltaRuleForm::Recurrent),
+      llvm::cl::init(DeltaRuleForm::Chunked),
       llvm::cl::values(
           clEnumValN(DeltaRuleForm::Recurrent, "recurrent",
                      "token-by-token recurrence (reference)"),
@@ -46,6 +46,15 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "measured crossover on 2-core AVX-512 machines "
                      "(docs/performance.md)"),
       llvm::cl::init(64)};
+  Option<int64_t> matmulTileM{
+      *this, "matmul-tile-m",
+      llvm::cl::desc("Rows of the register tile of the chunk matmuls"),
+      llvm::cl::init(8)};
+  Option<int64_t> matmulTileN{
+      *this, "matmul-tile-n",
+      llvm::cl::desc("Columns of the register tile of the chunk matmuls (a "
+                     "multiple of 16)"),
+      llvm::cl::init(32)};
   Option<int64_t> numThreads{
       *this, "num-threads",
       llvm::cl::desc("Threads of the OpenMP parallel regions over batch x "

@@ -2,6 +2,8 @@
 // RUN:   | FileCheck %s --check-prefixes=CHECK,C16 -D'$CHUNK=16'
 // RUN: gdn-opt %s -split-input-file -gdn-chunk-delta-rule \
 // RUN:   | FileCheck %s --check-prefixes=CHECK,C64 -D'$CHUNK=64'
+// RUN: gdn-opt %s -split-input-file -gdn-chunk-delta-rule="chunk-size=16 recurrent-below=8" \
+// RUN:   | FileCheck %s --check-prefix=REC
 // RUN: not gdn-opt %s -split-input-file -gdn-chunk-delta-rule=chunk-size=0 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD
 
@@ -29,6 +31,8 @@
 // CHECK:   %[[S_TILE:.+]] = tensor.extract_slice %[[S]][%[[B]], %[[H]], 0, 0] [1, 1, 8, 32] [1, 1, 1, 1] : tensor<?x4x8x32xf32> to tensor<8x32xf32>
 // Without an initial state the state starts at zero.
 // CHECK:   %[[S0:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[S_TILE]] : tensor<8x32xf32>)
+// With the default recurrent-below=0 there is no run-time choice of form.
+// CHECK-NOT: scf.if
 // CHECK:   %[[NFULL:.+]] = arith.divui %[[T]], %[[STEP]] : index
 // CHECK:   %[[TFULL:.+]] = arith.muli %[[NFULL]], %[[STEP]] : index
 // CHECK:   %[[LOOP:.+]]:2 = scf.for %[[T0:[a-z0-9]+]] = %[[C0]] to %[[TFULL]] step %[[STEP]] iter_args(%[[S_IT:[a-z0-9]+]] = %[[S0]], %[[O_IT:[a-z0-9]+]] = %[[O_ROWS]]) -> (tensor<8x32xf32>, tensor<?x32xf32>)
@@ -103,6 +107,30 @@
 // CHECK-NEXT: tensor.parallel_insert_slice %[[TAIL]]#0 into %[[S]][%[[B]], %[[H]], 0, 0] [1, 1, 8, 32] [1, 1, 1, 1] : tensor<8x32xf32> into tensor<?x4x8x32xf32>
 // CHECK-NOT: {{gdn.delta_rule }}
 // CHECK: return %[[FORALL]]#0, %[[FORALL]]#1 : tensor<?x?x4x32xf32>, tensor<?x4x8x32xf32>
+
+// With recurrent-below=8 each task checks T < 8 at run time and then runs
+// the token recurrence on its head, in place on the same state and output
+// rows, instead of the chunks.
+
+// REC-LABEL: func.func @grouped_f32
+// REC-DAG: %[[LIMIT:.+]] = arith.constant 8 : index
+// REC-DAG: %[[STEP:.+]] = arith.constant 16 : index
+// REC-DAG: %[[C1:.+]] = arith.constant 1 : index
+// REC: %[[T:.+]] = tensor.dim %{{.+}}, %[[C1]]
+// REC: scf.forall
+// REC: %[[O_ROWS:.+]] = tensor.extract_slice
+// REC: %[[S0:.+]] = linalg.fill
+// REC-NEXT: %[[SHORT:.+]] = arith.cmpi ult, %[[T]], %[[LIMIT]] : index
+// REC-NEXT: %[[RES:.+]]:2 = scf.if %[[SHORT]] -> (tensor<8x32xf32>, tensor<?x32xf32>) {
+// REC-NEXT: %[[TOKENS:.+]]:2 = scf.for %{{.+}} = %{{.+}} to %[[T]] step %[[C1]] iter_args(%{{.+}} = %[[S0]], %{{.+}} = %[[O_ROWS]]) -> (tensor<8x32xf32>, tensor<?x32xf32>)
+// REC-NOT: linalg.matmul
+// REC: scf.yield %[[TOKENS]]#0, %[[TOKENS]]#1
+// REC-NEXT: } else {
+// REC: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[STEP]] iter_args(%{{.+}} = %[[S0]], %{{.+}} = %[[O_ROWS]])
+// REC: linalg.matmul
+// REC: scf.forall.in_parallel
+// REC-NEXT: tensor.parallel_insert_slice %[[RES]]#1
+// REC-NEXT: tensor.parallel_insert_slice %[[RES]]#0
 
 // BAD: error: gdn-chunk-delta-rule: chunk-size must be positive, but got
 

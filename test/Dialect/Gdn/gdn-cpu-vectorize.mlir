@@ -43,8 +43,11 @@
 // The 4 x 16 tile: four row blocks, two column blocks (N outer).
 // SMALL-LABEL: func.func @matmul
 // SMALL-NOT: linalg.matmul
-// SMALL: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[N:[a-z0-9_]+]] {
-// SMALL-NEXT: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[M:[a-z0-9_]+]] {
+// SMALL-DAG: %[[C4:.+]] = arith.constant 4 : index
+// SMALL-DAG: %[[C16:.+]] = arith.constant 16 : index
+// SMALL-DAG: %[[C32:.+]] = arith.constant 32 : index
+// SMALL: scf.for %{{.+}} = %{{.+}} to %[[C32]] step %[[C16]] {
+// SMALL-NEXT: scf.for %{{.+}} = %{{.+}} to %[[C16]] step %[[C4]] {
 // SMALL: scf.for {{.+}} -> (vector<4x16xf32>)
 // SMALL-COUNT-4: vector.fma {{.+}} : vector<16xf32>
 // SMALL-NOT: vector.fma

@@ -143,7 +143,8 @@ struct GdnCPUVectorizePass
     if (matmulTileM < 1 || matmulTileN < 16 || matmulTileN % 16 != 0) {
       func.emitError() << "gdn-cpu-vectorize: matmul-tile-m must be positive "
                           "and matmul-tile-n a multiple of 16, but got "
-                       << matmulTileM << " and " << matmulTileN;
+                       << static_cast<int64_t>(matmulTileM) << " and "
+                       << static_cast<int64_t>(matmulTileN);
       return signalPassFailure();
     }
     Builder builder(&getContext());

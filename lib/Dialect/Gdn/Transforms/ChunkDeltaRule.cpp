@@ -579,7 +579,7 @@ struct GdnChunkDeltaRulePass
     if (chunkSize < 1) {
       getOperation().emitError() << "gdn-chunk-delta-rule: chunk-size must be "
                                     "positive, but got "
-                                 << chunkSize;
+                                 << static_cast<int64_t>(chunkSize);
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
