@@ -1,5 +1,6 @@
 // RUN: gdn-compile %s --emit=mlir-linalg -o %t.mlir
 // RUN: FileCheck %s --check-prefixes=CHECK,DEFAULT --input-file=%t.mlir
+// RUN: FileCheck %s --check-prefix=NO-GDN --input-file=%t.mlir
 // RUN: gdn-opt %t.mlir -o /dev/null
 // RUN: gdn-compile %s --emit=mlir-linalg --chunk-size=16 --recurrent-below=0 -o - \
 // RUN:   | FileCheck %s --check-prefixes=CHECK,CHUNKS
@@ -8,6 +9,8 @@
 
 // --emit=mlir-linalg stops after the gdn ops are lowered to linalg, scf and
 // tensor ops on tensors; the output is valid IR for gdn-opt.
+
+// NO-GDN-NOT: gdn.
 
 // The chunked form (the default) is an scf.forall over batch x value heads.
 // By default each task runs the token recurrence when T < 64 and chunks of

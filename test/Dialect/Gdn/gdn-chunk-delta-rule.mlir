@@ -2,10 +2,16 @@
 // RUN:   | FileCheck %s --check-prefixes=CHECK,C16 -D'$CHUNK=16'
 // RUN: gdn-opt %s -split-input-file -gdn-chunk-delta-rule \
 // RUN:   | FileCheck %s --check-prefixes=CHECK,C64 -D'$CHUNK=64'
+// RUN: gdn-opt %s -split-input-file -gdn-chunk-delta-rule | FileCheck %s --check-prefix=GONE
 // RUN: gdn-opt %s -split-input-file -gdn-chunk-delta-rule="chunk-size=16 recurrent-below=8" \
 // RUN:   | FileCheck %s --check-prefix=REC
 // RUN: not gdn-opt %s -split-input-file -gdn-chunk-delta-rule=chunk-size=0 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD
+
+// No gdn.delta_rule is left in any function; gdn.delta_rule_step is.
+// GONE-NOT: {{gdn.delta_rule }}
+// GONE: gdn.delta_rule_step
+// GONE-NOT: {{gdn.delta_rule }}
 
 // [[$CHUNK]] is the chunk size of the run (16, or the default 64). Every
 // gdn.delta_rule becomes an scf.forall over (B, Hv) whose tasks scan the full
@@ -132,7 +138,7 @@
 // REC-NEXT: tensor.parallel_insert_slice %[[RES]]#1
 // REC-NEXT: tensor.parallel_insert_slice %[[RES]]#0
 
-// BAD: error: gdn-chunk-delta-rule: chunk-size must be positive, but got
+// BAD: error: gdn-chunk-delta-rule: chunk-size must be positive, but got 0{{$}}
 
 func.func @grouped_f32(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x4x32xf32>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x4x8x32xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta : (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x4x32xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x4x8x32xf32>)

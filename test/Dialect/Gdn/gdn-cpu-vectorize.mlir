@@ -6,8 +6,8 @@
 // RUN: not gdn-opt %s -split-input-file -gdn-cpu-vectorize=matmul-tile-m=0 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-M
 
-// BAD-N: error: gdn-cpu-vectorize: matmul-tile-m must be positive and matmul-tile-n a multiple of 16, but got
-// BAD-M: error: gdn-cpu-vectorize: matmul-tile-m must be positive and matmul-tile-n a multiple of 16, but got
+// BAD-N: error: gdn-cpu-vectorize: matmul-tile-m must be positive and matmul-tile-n a multiple of 16, but got 8 and 20{{$}}
+// BAD-M: error: gdn-cpu-vectorize: matmul-tile-m must be positive and matmul-tile-n a multiple of 16, but got 0 and 32{{$}}
 
 // A 16x32 by 32x32 matmul on the default 8 x 32 register tile: two row
 // blocks, the accumulator tile loaded before and stored after the reduction

@@ -1,0 +1,34 @@
+// RUN: gdn-compile %s --emit=shared -o %t.so
+// RUN: /usr/lib/llvm-22/bin/llvm-nm -D --defined-only %t.so | FileCheck %s
+// RUN: /usr/lib/llvm-22/bin/llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=PRIVATE
+// RUN: /usr/lib/llvm-22/bin/llvm-readelf --dynamic %t.so | FileCheck %s --check-prefix=DYNAMIC
+// --emit=shared is the default.
+// RUN: gdn-compile %s -o %t.default.so
+// RUN: /usr/lib/llvm-22/bin/llvm-nm -D --defined-only %t.default.so | FileCheck %s
+
+// Every public function with a body is exported as _mlir_ciface_<name>
+// (docs/c-abi.md); the library finds libomp and the C runner utilities
+// through its RUNPATH.
+
+// CHECK-DAG: T _mlir_ciface_decode{{$}}
+// CHECK-DAG: T _mlir_ciface_prefill{{$}}
+// PRIVATE-NOT: _mlir_ciface_helper
+
+// DYNAMIC-DAG: (NEEDED) Shared library: [libomp.so{{.*}}]
+// DYNAMIC-DAG: (NEEDED) Shared library: [libmlir_c_runner_utils.so{{.*}}]
+// DYNAMIC-DAG: (RUNPATH) Library runpath: [/usr/lib/llvm-22/lib]
+
+func.func @prefill(%q: tensor<?x?x1x8xf32>, %k: tensor<?x?x1x8xf32>, %v: tensor<?x?x2x16xf32>, %g: tensor<?x?x2xf32>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x16xf32>, tensor<?x2x8x16xf32>) {
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta : (tensor<?x?x1x8xf32>, tensor<?x?x1x8xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x16xf32>, tensor<?x2x8x16xf32>)
+  return %o, %s : tensor<?x?x2x16xf32>, tensor<?x2x8x16xf32>
+}
+
+func.func @decode(%q: tensor<?x1x8xf32>, %k: tensor<?x1x8xf32>, %v: tensor<?x2x16xf32>, %g: tensor<?x2xf32>, %beta: tensor<?x2xf32>, %state: tensor<?x2x8x16xf32>) -> (tensor<?x2x16xf32>, tensor<?x2x8x16xf32>) {
+  %o, %s = gdn.delta_rule_step %q, %k, %v, %g, %beta, %state : (tensor<?x1x8xf32>, tensor<?x1x8xf32>, tensor<?x2x16xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2x8x16xf32>) -> (tensor<?x2x16xf32>, tensor<?x2x8x16xf32>)
+  return %o, %s : tensor<?x2x16xf32>, tensor<?x2x8x16xf32>
+}
+
+// Private: no C interface.
+func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
