@@ -157,6 +157,9 @@ LogicalResult link(ModuleOp module, const CompileOptions &options,
 LogicalResult mlir::gdn::compileModule(ModuleOp module,
                                        const CompileOptions &options) {
   auto printModule = [&](llvm::raw_ostream &os) { module.print(os); };
+  if (options.chunkSize < 1)
+    return module.emitError() << "the chunk size must be positive, but got "
+                              << options.chunkSize;
   if (options.target == CompileTarget::CUDA)
     return module.emitError()
            << "--target=cuda is not supported by this build of gdn-compile";
@@ -169,9 +172,6 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
   pipeline.numThreads = options.numThreads;
   pipeline.recurrentBelow = options.recurrentBelow;
   pipeline.resultsAsOutParams = options.emit == EmitAction::SharedLibrary;
-  if (options.chunkSize < 1)
-    return module.emitError() << "--chunk-size must be positive, but got "
-                              << options.chunkSize;
 
   if (failed(runPipeline(module, "gdn-to-linalg", [&](OpPassManager &pm) {
         buildGdnToLinalgPipeline(pm, pipeline);

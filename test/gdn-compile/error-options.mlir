@@ -11,12 +11,22 @@
 // RUN: not gdn-compile %s --target=cuda -o %t.out 2>&1 | FileCheck %s --check-prefix=CUDA
 // RUN: not test -e %t.out
 // RUN: not gdn-compile %s 2>&1 | FileCheck %s --check-prefix=NO-OUTPUT
+// RUN: not gdn-compile %s --recurrent-below=-5 -o %t.out 2>&1 | FileCheck %s --check-prefix=RECURRENT
+// RUN: not test -e %t.out
+// RUN: not gdn-compile %s --num-threads=-1 -o %t.out 2>&1 | FileCheck %s --check-prefix=THREADS
+// RUN: not test -e %t.out
+// RUN: not gdn-compile %s --emit=obj -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
+// RUN: not gdn-compile %s --emit=shared -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
+// RUN: not gdn-compile %s --emit=exe -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
 
 // Invalid options fail before anything is written.
 
 // EMIT: gdn-compile: for the --emit option: Cannot find option named 'bogus'!
-// CHUNK: error: --chunk-size must be positive, but got 0{{$}}
-// NEGATIVE: error: --chunk-size must be positive, but got -16{{$}}
+// CHUNK: gdn-compile: error: --chunk-size must be positive, but got 0{{$}}
+// NEGATIVE: gdn-compile: error: --chunk-size must be positive, but got -16{{$}}
+// RECURRENT: gdn-compile: error: --recurrent-below must be 0 (off) or positive, but got -5{{$}}
+// THREADS: gdn-compile: error: --num-threads must be 0 (runtime default) or positive, but got -1{{$}}
+// STDOUT: gdn-compile: error: -o - (standard output) is only for the text stages
 // FORM: gdn-compile: for the --delta-rule-form option: Cannot find option named 'bogus'!
 // CUDA: error: --target=cuda is not supported by this build of gdn-compile
 // NO-OUTPUT: gdn-compile: for the -o option: must be specified at least once!

@@ -65,7 +65,7 @@ static cl::opt<int64_t> recurrentBelow(
     "recurrent-below",
     cl::desc("Prefills shorter than this many tokens run the token "
              "recurrence instead of chunks (chosen at run time)"),
-    cl::init(-1));
+    cl::init(64));
 static cl::opt<int64_t> numThreads(
     "num-threads", cl::desc("OpenMP threads (0: OMP_NUM_THREADS or all cores)"),
     cl::init(0));
@@ -81,6 +81,30 @@ int main(int argc, char **argv) {
   registerAllGdnPasses();
   cl::ParseCommandLineOptions(argc, argv,
                               "gdn-compile: compile gdn modules to code\n");
+
+  // Option errors come before any work, without a source location.
+  auto optionError = [](const llvm::Twine &message) {
+    llvm::errs() << "gdn-compile: error: " << message << "\n";
+    return 1;
+  };
+  if (chunkSize < 1)
+    return optionError("--chunk-size must be positive, but got " +
+                       llvm::Twine(chunkSize));
+  if (recurrentBelow < 0)
+    return optionError("--recurrent-below must be 0 (off) or positive, but "
+                       "got " +
+                       llvm::Twine(recurrentBelow));
+  if (numThreads < 0)
+    return optionError("--num-threads must be 0 (runtime default) or "
+                       "positive, but got " +
+                       llvm::Twine(numThreads));
+  bool binaryOutput = emitAction == EmitAction::Object ||
+                      emitAction == EmitAction::SharedLibrary ||
+                      emitAction == EmitAction::Executable;
+  if (binaryOutput && outputFilename == "-")
+    return optionError("-o - (standard output) is only for the text stages "
+                       "(mlir, mlir-linalg, mlir-llvm, llvm); give a file "
+                       "name for obj, shared and exe");
 
   DialectRegistry registry;
   registerAllGdnDialects(registry);
@@ -113,7 +137,6 @@ int main(int argc, char **argv) {
   options.chunkSize = chunkSize;
   options.deltaRuleForm = deltaRuleForm;
   options.numThreads = numThreads;
-  if (recurrentBelow >= 0)
-    options.recurrentBelow = recurrentBelow;
+  options.recurrentBelow = recurrentBelow;
   return failed(compileModule(*module, options)) ? 1 : 0;
 }

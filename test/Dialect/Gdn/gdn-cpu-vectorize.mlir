@@ -213,3 +213,15 @@ func.func @whole(%x: memref<64xf32>, %y: memref<64xf32>) {
   }
   return
 }
+
+// -----
+
+// annotate-only records the schedule and transforms nothing.
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=ANNOTATE
+// ANNOTATE-LABEL: func.func @annotate
+// ANNOTATE: linalg.matmul {gdn.cpu_schedule = "matmul"}
+// ANNOTATE-NOT: vector.
+func.func @annotate(%a: memref<16x32xf32>, %b: memref<32x32xf32>, %c: memref<16x32xf32>) {
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x32xf32>) outs(%c : memref<16x32xf32>)
+  return
+}

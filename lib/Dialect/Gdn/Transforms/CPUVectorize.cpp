@@ -157,6 +157,8 @@ struct GdnCPUVectorizePass
       any = true;
     });
 
+    if (annotateOnly)
+      return;
     if (any) {
       std::string text = kSchedule.str();
       replaceAll(text, "@TILE_M@", std::to_string(matmulTileM));

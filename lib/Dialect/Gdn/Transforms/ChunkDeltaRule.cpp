@@ -582,6 +582,13 @@ struct GdnChunkDeltaRulePass
                                  << static_cast<int64_t>(chunkSize);
       return signalPassFailure();
     }
+    if (recurrentBelow < 0) {
+      getOperation().emitError()
+          << "gdn-chunk-delta-rule: recurrent-below must be 0 (off) or "
+             "positive, but got "
+          << static_cast<int64_t>(recurrentBelow);
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     populateGdnChunkDeltaRulePatterns(patterns, chunkSize, recurrentBelow);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -73,9 +73,12 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
 
     `math.exp` is then replaced by its polynomial approximation so that it
     vectorizes. Ops without a schedule are left for convert-linalg-to-loops.
-    Run `-mlir-print-ir-before=gdn-cpu-vectorize` to see the chosen schedules.
+    `gdn-cpu-vectorize=annotate-only=true` only records the schedules, to
+    inspect what the pass would do.
   }];
   let options = [
+    Option<"annotateOnly", "annotate-only", "bool", /*default=*/"false",
+           "Only record the chosen schedules as gdn.cpu_schedule attributes">,
     Option<"matmulTileM", "matmul-tile-m", "int64_t", /*default=*/"8",
            "Rows of the matmul register tile">,
     Option<"matmulTileN", "matmul-tile-n", "int64_t", /*default=*/"32",
