@@ -15,6 +15,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -125,15 +126,20 @@ LogicalResult link(ModuleOp module, const CompileOptions &options,
   std::string partial = (output + ".partial").str();
   std::string rpath = "-Wl,-rpath," + options.llvmLibDir;
   std::string libDir = "-L" + options.llvmLibDir;
-  // memref.copy of strided views calls memrefCopy in the C runner utils.
-  SmallVector<StringRef> args = {*linker, object, "-o", partial, libDir,
-                                 rpath, "-lomp", "-lmlir_c_runner_utils",
-                                 "-lm"};
+  std::string cudaStubs = "-L" + options.cudaRoot + "/lib64/stubs";
+  SmallVector<StringRef> args = {*linker, object, "-o", partial};
   if (options.emit == EmitAction::SharedLibrary)
-    args.insert(args.begin() + 1, "-shared");
-  else {
+    args.push_back("-shared");
+  if (options.target == CompileTarget::CUDA) {
+    // The runtime is linked in: on the GPU machine the library needs only
+    // the driver's libcuda.so.1 (the stub here carries that soname).
+    args.append({options.cudaRuntimeLibrary, cudaStubs, "-lcuda"});
+  } else {
+    // memref.copy of strided views calls memrefCopy in the C runner utils.
+    args.append({libDir, rpath, "-lomp", "-lmlir_c_runner_utils", "-lm"});
     // Executables print through the MLIR runner utilities (printMemref*).
-    args.push_back("-lmlir_runner_utils");
+    if (options.emit == EmitAction::Executable)
+      args.push_back("-lmlir_runner_utils");
   }
   std::string message;
   int status = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
@@ -154,17 +160,90 @@ LogicalResult link(ModuleOp module, const CompileOptions &options,
 }
 } // namespace
 
+/// LLVM IR, object and linking, shared by both targets: `module` is in the
+/// LLVM dialect.
+static LogicalResult emitFromLLVMDialect(ModuleOp module,
+                                         const CompileOptions &options) {
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule)
+    return module.emitError() << "translation to LLVM IR failed";
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(module, options.cpu);
+  if (failed(machine))
+    return failure();
+  llvmModule->setDataLayout((*machine)->createDataLayout());
+  llvmModule->setTargetTriple((*machine)->getTargetTriple());
+  auto optimize = makeOptimizingTransformer(3, 0, machine->get());
+  if (llvm::Error error = optimize(llvmModule.get()))
+    return module.emitError() << "LLVM optimization failed: "
+                              << llvm::toString(std::move(error));
+  if (options.emit == EmitAction::LLVMIR)
+    return writeText(module, options.outputPath, [&](llvm::raw_ostream &os) {
+      llvmModule->print(os, nullptr);
+    });
+  if (options.emit == EmitAction::Object)
+    return emitObject(module, *llvmModule, **machine, options.outputPath);
+
+  SmallString<128> objectPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("gdn", "o", objectPath))
+    return module.emitError() << "cannot create a temporary object file: "
+                              << ec.message();
+  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(objectPath); });
+  if (failed(emitObject(module, *llvmModule, **machine, objectPath)))
+    return failure();
+  return link(module, options, objectPath, options.outputPath);
+}
+
+static LogicalResult compileForCUDA(ModuleOp module,
+                                    const CompileOptions &options) {
+  auto printModule = [&](llvm::raw_ostream &os) { module.print(os); };
+  if (options.emit == EmitAction::Executable)
+    return module.emitError()
+           << "--target=cuda writes shared libraries (--emit=shared); "
+              "executables are not supported for CUDA yet";
+  if (options.emit == EmitAction::SharedLibrary &&
+      !llvm::sys::fs::exists(options.cudaRuntimeLibrary))
+    return module.emitError() << "the CUDA runtime library '"
+                              << options.cudaRuntimeLibrary
+                              << "' does not exist (was gdn built with the "
+                                 "CUDA toolkit?)";
+  // ptxas and fatbinary come from the toolkit; MLIR looks for them under
+  // CUDA_ROOT.
+  if (!llvm::sys::Process::GetEnv("CUDA_ROOT"))
+    ::setenv("CUDA_ROOT", options.cudaRoot.c_str(), 0);
+  CUDAPipelineOptions pipeline;
+  pipeline.chip = options.cudaChip;
+  pipeline.binaryFormat = options.cudaBinaryFormat;
+  if (failed(runPipeline(module, "gdn-to-gpu", [&](OpPassManager &pm) {
+        buildGdnToGPUPipeline(pm, pipeline);
+      })))
+    return failure();
+  if (options.emit == EmitAction::MLIRLinalg)
+    return writeText(module, options.outputPath, printModule);
+  if (options.emit == EmitAction::SharedLibrary)
+    addCInterfaces(module);
+  if (failed(runPipeline(module, "gpu-to-llvm", [&](OpPassManager &pm) {
+        buildGdnGPUToLLVMPipeline(pm, pipeline);
+      })))
+    return failure();
+  if (options.emit == EmitAction::MLIRLLVM)
+    return writeText(module, options.outputPath, printModule);
+  return emitFromLLVMDialect(module, options);
+}
+
 LogicalResult mlir::gdn::compileModule(ModuleOp module,
                                        const CompileOptions &options) {
   auto printModule = [&](llvm::raw_ostream &os) { module.print(os); };
   if (options.chunkSize < 1)
     return module.emitError() << "the chunk size must be positive, but got "
                               << options.chunkSize;
-  if (options.target == CompileTarget::CUDA)
-    return module.emitError()
-           << "--target=cuda is not supported by this build of gdn-compile";
   if (options.emit == EmitAction::MLIR)
     return writeText(module, options.outputPath, printModule);
+  if (options.target == CompileTarget::CUDA)
+    return compileForCUDA(module, options);
 
   CPUPipelineOptions pipeline;
   pipeline.chunkSize = options.chunkSize;
@@ -196,37 +275,5 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
     return failure();
   if (options.emit == EmitAction::MLIRLLVM)
     return writeText(module, options.outputPath, printModule);
-
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext);
-  if (!llvmModule)
-    return module.emitError() << "translation to LLVM IR failed";
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-      createTargetMachine(module, options.cpu);
-  if (failed(machine))
-    return failure();
-  llvmModule->setDataLayout((*machine)->createDataLayout());
-  llvmModule->setTargetTriple((*machine)->getTargetTriple());
-  auto optimize = makeOptimizingTransformer(3, 0, machine->get());
-  if (llvm::Error error = optimize(llvmModule.get()))
-    return module.emitError() << "LLVM optimization failed: "
-                              << llvm::toString(std::move(error));
-  if (options.emit == EmitAction::LLVMIR)
-    return writeText(module, options.outputPath,
-                     [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
-
-  if (options.emit == EmitAction::Object)
-    return emitObject(module, *llvmModule, **machine, options.outputPath);
-
-  SmallString<128> objectPath;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("gdn", "o", objectPath))
-    return module.emitError() << "cannot create a temporary object file: "
-                              << ec.message();
-  llvm::scope_exit removeObject(
-      [&] { llvm::sys::fs::remove(objectPath); });
-  if (failed(emitObject(module, *llvmModule, **machine, objectPath)))
-    return failure();
-  return link(module, options, objectPath, options.outputPath);
+  return emitFromLLVMDialect(module, options);
 }

@@ -130,9 +130,4 @@ void mlir::gdn::buildGdnToCPUPipeline(OpPassManager &pm,
   buildGdnLinalgToLLVMCPUPipeline(pm, options);
 }
 
-void mlir::gdn::registerGdnPipelines() {
-  PassPipelineRegistration<CPUPipelineOptions>(
-      "gdn-lower-to-cpu",
-      "Lower gdn ops on tensors in func.func to the LLVM dialect for the CPU",
-      buildGdnToCPUPipeline);
-}
+

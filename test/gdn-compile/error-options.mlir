@@ -8,7 +8,7 @@
 // RUN: not test -e %t.out
 // RUN: not gdn-compile %s --delta-rule-form=bogus -o %t.out 2>&1 | FileCheck %s --check-prefix=FORM
 // RUN: not test -e %t.out
-// RUN: not gdn-compile %s --target=cuda -o %t.out 2>&1 | FileCheck %s --check-prefix=CUDA
+// RUN: not gdn-compile %s --target=cuda --emit=exe -o %t.out 2>&1 | FileCheck %s --check-prefix=CUDA
 // RUN: not test -e %t.out
 // RUN: not gdn-compile %s 2>&1 | FileCheck %s --check-prefix=NO-OUTPUT
 // RUN: not gdn-compile %s --recurrent-below=-5 -o %t.out 2>&1 | FileCheck %s --check-prefix=RECURRENT
@@ -28,7 +28,7 @@
 // THREADS: gdn-compile: error: --num-threads must be 0 (runtime default) or positive, but got -1{{$}}
 // STDOUT: gdn-compile: error: -o - (standard output) is only for the text stages
 // FORM: gdn-compile: for the --delta-rule-form option: Cannot find option named 'bogus'!
-// CUDA: error: --target=cuda is not supported by this build of gdn-compile
+// CUDA: error: --target=cuda writes shared libraries (--emit=shared); executables are not supported for CUDA yet
 // NO-OUTPUT: gdn-compile: for the -o option: must be specified at least once!
 
 func.func @prefill(%q: tensor<?x?x1x8xf32>, %k: tensor<?x?x1x8xf32>, %v: tensor<?x?x2x16xf32>, %g: tensor<?x?x2xf32>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x16xf32>, tensor<?x2x8x16xf32>) {

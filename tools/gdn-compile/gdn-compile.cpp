@@ -16,6 +16,8 @@
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -69,9 +71,20 @@ static cl::opt<int64_t> recurrentBelow(
 static cl::opt<int64_t> numThreads(
     "num-threads", cl::desc("OpenMP threads (0: OMP_NUM_THREADS or all cores)"),
     cl::init(0));
+static cl::opt<std::string> cudaChip(
+    "cuda-chip", cl::desc("GPU architecture for --target=cuda"),
+    cl::init("sm_90a"));
+static cl::opt<std::string> cudaBinaryFormat(
+    "cuda-binary-format",
+    cl::desc("Kernel binary for --target=cuda: fatbin, bin or isa (PTX, no "
+             "ptxas needed)"),
+    cl::init("fatbin"));
 static cl::opt<std::string> cpu("cpu",
                                 cl::desc("LLVM CPU name ('native': the host)"),
                                 cl::init("native"));
+
+/// An address inside this executable, to locate it on disk.
+static void locateExecutable() {}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -138,5 +151,14 @@ int main(int argc, char **argv) {
   options.deltaRuleForm = deltaRuleForm;
   options.numThreads = numThreads;
   options.recurrentBelow = recurrentBelow;
+  options.cudaChip = cudaChip;
+  options.cudaBinaryFormat = cudaBinaryFormat;
+  // The CUDA runtime archive sits in the build (or install) tree's lib/.
+  std::string executable = llvm::sys::fs::getMainExecutable(
+      argv[0], reinterpret_cast<void *>(&locateExecutable));
+  llvm::SmallString<256> runtime(llvm::sys::path::parent_path(
+      llvm::sys::path::parent_path(executable)));
+  llvm::sys::path::append(runtime, "lib", "libgdn_cuda_runtime.a");
+  options.cudaRuntimeLibrary = std::string(runtime);
   return failed(compileModule(*module, options)) ? 1 : 0;
 }

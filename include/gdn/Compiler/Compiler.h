@@ -56,6 +56,12 @@ struct CompileOptions {
   std::string linker = "/usr/lib/llvm-22/bin/clang++";
   /// Directory of libomp and the MLIR runner utility libraries.
   std::string llvmLibDir = "/usr/lib/llvm-22/lib";
+  /// CUDA target: the GPU architecture, the binary format of the kernels,
+  /// the toolkit (ptxas, stub libcuda) and the mgpu* runtime archive.
+  std::string cudaChip = "sm_90a";
+  std::string cudaBinaryFormat = "fatbin";
+  std::string cudaRoot = "/usr/local/cuda";
+  std::string cudaRuntimeLibrary;
 };
 
 /// Lowers `module` to `options.emit` and writes the result to

@@ -3,7 +3,11 @@
 #ifndef GDN_CONVERSION_PASSES_H
 #define GDN_CONVERSION_PASSES_H
 
+#include "gdn/Conversion/GdnToGPU/GdnToGPU.h"
 #include "gdn/Conversion/GdnToRecurrence/GdnToRecurrence.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -75,6 +75,43 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::init(false)};
 };
 
+/// Options of the gdn-lower-to-cuda pipeline.
+struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("GPU architecture of the cubin"),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features (sm_90a needs PTX 8.0 or newer)"),
+      llvm::cl::init("+ptx80")};
+  Option<std::string> binaryFormat{
+      *this, "binary-format",
+      llvm::cl::desc("fatbin (needs ptxas from CUDA_ROOT or PATH), bin, or "
+                     "isa (PTX text, no ptxas: for inspection and tests)"),
+      llvm::cl::init("fatbin")};
+  Option<int64_t> blockColumns{
+      *this, "block-columns",
+      llvm::cl::desc("State columns (threads) per block of the recurrence "
+                     "kernels"),
+      llvm::cl::init(32)};
+};
+
+/// Lowers a module of func.func ops containing gdn ops on tensors to GPU
+/// kernels embedded as gpu.binary and host code in the LLVM dialect, whose
+/// results are caller-allocated device buffers (docs/c-abi.md):
+/// buildGdnToGPUPipeline, then buildGdnGPUToLLVMPipeline.
+void buildGdnToCUDAPipeline(OpPassManager &pm,
+                            const CUDAPipelineOptions &options);
+
+/// First stage: gdn ops to gpu.launch kernels on buffers.
+void buildGdnToGPUPipeline(OpPassManager &pm,
+                           const CUDAPipelineOptions &options);
+
+/// Second stage: bufferization with results as out-parameters, kernel
+/// outlining, NVVM, the GPU binary, and LLVM host code.
+void buildGdnGPUToLLVMPipeline(OpPassManager &pm,
+                               const CUDAPipelineOptions &options);
+
 /// Lowers a module of func.func ops containing gdn ops on tensors to the LLVM
 /// dialect for the host CPU: buildGdnToLinalgPipeline, then
 /// buildGdnLinalgToLLVMCPUPipeline.

@@ -1,0 +1,302 @@
+//===- GdnToGPU.cpp - gdn delta-rule ops to GPU kernels -------------------===//
+//
+// The column recurrence: one thread per state column, the column in
+// registers across tokens, q and k staged in workgroup memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gdn/Conversion/GdnToGPU/GdnToGPU.h"
+#include "gdn/Conversion/Passes.h"
+#include "gdn/Dialect/Gdn/IR/GdnOps.h"
+#include "gdn/Utils/TensorBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace mlir::gdn {
+#define GEN_PASS_DEF_CONVERTGDNTOGPUPASS
+#include "gdn/Conversion/Passes.h.inc"
+} // namespace mlir::gdn
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+/// The pieces of either delta-rule op the kernel needs. Token-indexed
+/// operands have a T dimension only for the prefill op.
+struct RecurrenceOperands {
+  Value q, k, v, g, beta, state; // state may be null (zeros)
+  RankedTensorType oType, stateType;
+  float scale;
+  bool hasTokens;
+  int64_t groupSize;
+};
+
+Value toBuffer(OpBuilder &b, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+  return bufferization::ToBufferOp::create(b, loc, memrefType, tensor,
+                                           /*read_only=*/true);
+}
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// Emits the launch; returns the result buffers {o, final state}.
+std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
+                                              const RecurrenceOperands &in,
+                                              int64_t blockColumns) {
+  Type f32 = b.getF32Type();
+  int64_t rank = in.oType.getRank();
+  int64_t valueHeads = in.oType.getDimSize(rank - 2);
+  int64_t valueDim = in.oType.getDimSize(rank - 1);
+  int64_t keyDim = in.stateType.getDimSize(2);
+  int64_t columnTiles = (valueDim + blockColumns - 1) / blockColumns;
+
+  Value qm = toBuffer(b, loc, in.q), km = toBuffer(b, loc, in.k);
+  Value vm = toBuffer(b, loc, in.v), gm = toBuffer(b, loc, in.g);
+  Value betam = toBuffer(b, loc, in.beta);
+  Value statem = in.state ? toBuffer(b, loc, in.state) : Value();
+
+  Value batch = memref::DimOp::create(b, loc, vm, 0);
+  Value tokens = in.hasTokens ? memref::DimOp::create(b, loc, vm, 1).getResult()
+                              : indexConstant(b, loc, 1);
+  SmallVector<Value> oSizes = {batch};
+  if (in.hasTokens)
+    oSizes.push_back(tokens);
+  auto oMemref = MemRefType::get(in.oType.getShape(), in.oType.getElementType());
+  auto sMemref = MemRefType::get(in.stateType.getShape(), f32);
+  Value om = memref::AllocOp::create(b, loc, oMemref, oSizes);
+  Value sm = memref::AllocOp::create(b, loc, sMemref, ValueRange{batch});
+
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  auto stagedType = MemRefType::get({keyDim}, f32, MemRefLayoutAttrInterface(),
+                                    workgroup);
+  Value one = indexConstant(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, indexConstant(b, loc, valueHeads * columnTiles), batch, one,
+      indexConstant(b, loc, blockColumns), one, one, nullptr, nullptr,
+      ValueRange{}, TypeRange{stagedType, stagedType});
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Value qs = launch.getWorkgroupAttributions()[0];
+  Value ks = launch.getWorkgroupAttributions()[1];
+  Value blockX = launch.getBlockIds().x;
+  Value bIdx = launch.getBlockIds().y;
+  Value thread = launch.getThreadIds().x;
+  Value head = arith::DivUIOp::create(b, loc, blockX,
+                                      indexConstant(b, loc, columnTiles));
+  Value tile = arith::RemUIOp::create(b, loc, blockX,
+                                      indexConstant(b, loc, columnTiles));
+  Value column = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, tile, indexConstant(b, loc, blockColumns)),
+      thread);
+  Value keyHead = arith::DivUIOp::create(b, loc, head,
+                                         indexConstant(b, loc, in.groupSize));
+  // Threads past V (when V is not a multiple of the block) still stage q/k
+  // and meet the barriers; they load column 0 and store nothing.
+  Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       column, indexConstant(b, loc, valueDim));
+  Value safeColumn = arith::SelectOp::create(b, loc, active, column,
+                                             indexConstant(b, loc, 0));
+  Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+
+  auto tokenIndices = [&](Value t, Value h, ArrayRef<Value> rest) {
+    SmallVector<Value> idx = {bIdx};
+    if (in.hasTokens)
+      idx.push_back(t);
+    idx.push_back(h);
+    idx.append(rest.begin(), rest.end());
+    return idx;
+  };
+  auto loadF32 = [&](OpBuilder &nb, Location nl, Value m,
+                     ArrayRef<Value> idx) {
+    Value x = memref::LoadOp::create(nb, nl, m, idx);
+    return convertFloat(nb, nl, x, f32);
+  };
+
+  SmallVector<Value> initial;
+  for (int64_t kk = 0; kk < keyDim; ++kk) {
+    if (!statem) {
+      initial.push_back(zeroF);
+      continue;
+    }
+    initial.push_back(loadF32(b, loc, statem,
+                              {bIdx, head, indexConstant(b, loc, kk),
+                               safeColumn}));
+  }
+
+  auto body = [&](OpBuilder &nb, Location nl, Value t, ValueRange held) {
+    // Stage q_t and k_t of the key head in workgroup memory, widened.
+    scf::ForOp::create(
+        nb, nl, thread, indexConstant(nb, nl, keyDim),
+        indexConstant(nb, nl, blockColumns), ValueRange{},
+        [&](OpBuilder &lb, Location ll, Value i, ValueRange) {
+          memref::StoreOp::create(
+              lb, ll, loadF32(lb, ll, qm, tokenIndices(t, keyHead, {i})), qs,
+              ValueRange{i});
+          memref::StoreOp::create(
+              lb, ll, loadF32(lb, ll, km, tokenIndices(t, keyHead, {i})), ks,
+              ValueRange{i});
+          scf::YieldOp::create(lb, ll);
+        });
+    gpu::BarrierOp::create(nb, nl);
+    Value decay = math::ExpOp::create(nb, nl,
+                                      loadF32(nb, nl, gm, tokenIndices(t, head, {})));
+    Value beta = loadF32(nb, nl, betam, tokenIndices(t, head, {}));
+    Value value = loadF32(nb, nl, vm, tokenIndices(t, head, {safeColumn}));
+
+    // Four partial sums shorten the dependent chain of FMAs.
+    constexpr int kPartials = 4;
+    auto dot = [&](ArrayRef<Value> lhs, ArrayRef<Value> rhs) {
+      SmallVector<Value> partial(kPartials, zeroF);
+      for (auto [i, pair] : llvm::enumerate(llvm::zip_equal(lhs, rhs)))
+        partial[i % kPartials] = math::FmaOp::create(
+            nb, nl, std::get<0>(pair), std::get<1>(pair), partial[i % kPartials]);
+      Value sum = arith::AddFOp::create(nb, nl, partial[0], partial[1]);
+      Value sum2 = arith::AddFOp::create(nb, nl, partial[2], partial[3]);
+      return arith::AddFOp::create(nb, nl, sum, sum2).getResult();
+    };
+    SmallVector<Value> keys, queries;
+    for (int64_t kk = 0; kk < keyDim; ++kk) {
+      Value idx = indexConstant(nb, nl, kk);
+      keys.push_back(memref::LoadOp::create(nb, nl, ks, ValueRange{idx}));
+      queries.push_back(memref::LoadOp::create(nb, nl, qs, ValueRange{idx}));
+    }
+    SmallVector<Value> old(held.begin(), held.end());
+    Value read = dot(old, keys);
+    Value decayedRead = arith::MulFOp::create(nb, nl, decay, read);
+    Value error = arith::SubFOp::create(nb, nl, value, decayedRead);
+    Value delta = arith::MulFOp::create(nb, nl, beta, error);
+    SmallVector<Value> updated;
+    for (int64_t kk = 0; kk < keyDim; ++kk) {
+      Value write = arith::MulFOp::create(nb, nl, keys[kk], delta);
+      updated.push_back(
+          math::FmaOp::create(nb, nl, decay, old[kk], write).getResult());
+    }
+    Value out = dot(updated, queries);
+    Value scaled = arith::MulFOp::create(
+        nb, nl, out, arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(in.scale)));
+    Value stored = convertFloat(nb, nl, scaled, in.oType.getElementType());
+    scf::IfOp::create(nb, nl, active, [&](OpBuilder &ib, Location il) {
+      memref::StoreOp::create(ib, il, stored, om,
+                              tokenIndices(t, head, {column}));
+      scf::YieldOp::create(ib, il);
+    });
+    // Staging of the next token must wait for every thread's reads.
+    gpu::BarrierOp::create(nb, nl);
+    return updated;
+  };
+
+  SmallVector<Value> final;
+  if (in.hasTokens) {
+    auto loop = scf::ForOp::create(
+        b, loc, indexConstant(b, loc, 0), tokens, one, initial,
+        [&](OpBuilder &nb, Location nl, Value t, ValueRange iterArgs) {
+          scf::YieldOp::create(nb, nl, body(nb, nl, t, iterArgs));
+        });
+    final.assign(loop.getResults().begin(), loop.getResults().end());
+  } else {
+    final = body(b, loc, Value(), initial);
+  }
+  scf::IfOp::create(b, loc, active, [&](OpBuilder &ib, Location il) {
+    for (int64_t kk = 0; kk < keyDim; ++kk)
+      memref::StoreOp::create(ib, il, final[kk], sm,
+                              ValueRange{bIdx, head, indexConstant(ib, il, kk),
+                                         column});
+    scf::YieldOp::create(ib, il);
+  });
+  gpu::TerminatorOp::create(b, loc);
+  return {om, sm};
+}
+
+template <typename OpTy>
+LogicalResult replaceWithLaunch(OpTy op, PatternRewriter &rewriter,
+                                const RecurrenceOperands &in,
+                                int64_t blockColumns) {
+  Location loc = op.getLoc();
+  auto [om, sm] = buildRecurrenceLaunch(rewriter, loc, in, blockColumns);
+  UnitAttr unit = rewriter.getUnitAttr();
+  Value o = bufferization::ToTensorOp::create(rewriter, loc, in.oType, om,
+                                              unit, unit);
+  Value s = bufferization::ToTensorOp::create(rewriter, loc, in.stateType, sm,
+                                              unit, unit);
+  rewriter.replaceOp(op, {o, s});
+  return success();
+}
+
+struct DeltaRuleToGPU : OpRewritePattern<DeltaRuleOp> {
+  DeltaRuleToGPU(MLIRContext *ctx, int64_t blockColumns)
+      : OpRewritePattern(ctx), blockColumns(blockColumns) {}
+  LogicalResult matchAndRewrite(DeltaRuleOp op,
+                                PatternRewriter &rewriter) const override {
+    RecurrenceOperands in{op.getQ(),
+                          op.getK(),
+                          op.getV(),
+                          op.getG(),
+                          op.getBeta(),
+                          op.getInitialState(),
+                          cast<RankedTensorType>(op.getO().getType()),
+                          cast<RankedTensorType>(op.getFinalState().getType()),
+                          op.getScale().convertToFloat(),
+                          /*hasTokens=*/true,
+                          op.getGroupSize()};
+    return replaceWithLaunch(op, rewriter, in, blockColumns);
+  }
+  int64_t blockColumns;
+};
+
+struct DeltaRuleStepToGPU : OpRewritePattern<DeltaRuleStepOp> {
+  DeltaRuleStepToGPU(MLIRContext *ctx, int64_t blockColumns)
+      : OpRewritePattern(ctx), blockColumns(blockColumns) {}
+  LogicalResult matchAndRewrite(DeltaRuleStepOp op,
+                                PatternRewriter &rewriter) const override {
+    RecurrenceOperands in{op.getQ(),
+                          op.getK(),
+                          op.getV(),
+                          op.getG(),
+                          op.getBeta(),
+                          op.getState(),
+                          cast<RankedTensorType>(op.getO().getType()),
+                          cast<RankedTensorType>(op.getNewState().getType()),
+                          op.getScale().convertToFloat(),
+                          /*hasTokens=*/false,
+                          op.getGroupSize()};
+    return replaceWithLaunch(op, rewriter, in, blockColumns);
+  }
+  int64_t blockColumns;
+};
+
+struct ConvertGdnToGPUPass
+    : gdn::impl::ConvertGdnToGPUPassBase<ConvertGdnToGPUPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (blockColumns < 1 || blockColumns > 1024) {
+      getOperation().emitError()
+          << "convert-gdn-to-gpu: block-columns must be in [1, 1024], but got "
+          << static_cast<int64_t>(blockColumns);
+      return signalPassFailure();
+    }
+    RewritePatternSet patterns(&getContext());
+    populateGdnToGPURecurrencePatterns(patterns, blockColumns);
+    // The walk driver neither folds nor hoists constants: the greedy driver
+    // would move the kernel's index constants into the host function.
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+  }
+};
+} // namespace
+
+void mlir::gdn::populateGdnToGPURecurrencePatterns(RewritePatternSet &patterns,
+                                                   int64_t blockColumns) {
+  patterns.add<DeltaRuleToGPU, DeltaRuleStepToGPU>(patterns.getContext(),
+                                                   blockColumns);
+}

@@ -1,0 +1,60 @@
+"""Compiles the CUDA kernel configurations of the GPU check into a folder
+with a manifest (see scripts/build-gpu-artifacts.sh)."""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from gdn.compiled import module_source
+
+# (H, Hv, K, V) of the CPU test matrix plus the large K = V = 128 models.
+HEADS = [(1, 1, 16, 16), (4, 4, 64, 64), (2, 4, 64, 128), (4, 4, 128, 128),
+         (16, 16, 128, 128), (32, 32, 128, 128), (16, 32, 128, 128)]
+ELEMENT_TYPES = ["f32", "bf16"]
+
+
+def config_name(h, hv, k, v, et):
+    return f"h{h}_hv{hv}_k{k}_v{v}_{et}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--compiler", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    manifest = {}
+    for (h, hv, k, v) in HEADS:
+        for et in ELEMENT_TYPES:
+            name = config_name(h, hv, k, v, et)
+            scale = k ** -0.5
+            source = module_source(h, hv, k, v, et, "f32", scale)
+            library = f"{name}.so"
+            with tempfile.NamedTemporaryFile("w", suffix=".mlir",
+                                             delete=False) as f:
+                f.write(source)
+            try:
+                command = [args.compiler, f.name, "--target=cuda",
+                           "--emit=shared", "-o",
+                           os.path.join(args.out, library)]
+                result = subprocess.run(command, capture_output=True,
+                                        text=True)
+            finally:
+                os.unlink(f.name)
+            if result.returncode != 0:
+                sys.exit(f"compiling {name} failed:\n{result.stderr}")
+            manifest[name] = {"library": library,
+                              "config": dict(heads=h, value_heads=hv,
+                                             key_dim=k, value_dim=v,
+                                             element_type=et,
+                                             beta_element_type="f32",
+                                             scale=scale)}
+            print(f"built {library}")
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Checks the gdn CUDA kernels against the float64 reference and times them.
+
+Runs on the GPU machine, from the folder that scripts/build-gpu-artifacts.sh
+wrote (kernels, manifest, the gdn package). Needs numpy and torch with CUDA;
+no MLIR. Prints one line per correctness case, a timing table, and a summary
+line "N passed, M failed"; exits non-zero on any failure.
+
+  python3 gpu_check.py              # correctness + timing
+  python3 gpu_check.py --quick      # a few correctness cases only
+"""
+
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from gdn import cuda, inputs, reference  # noqa: E402
+
+TOLERANCE = {"f32": 1e-5, "bf16": 1e-2}
+TORCH_TYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+# (config name, B, T, initial state, gate regime)
+CASES = [
+    ("h1_hv1_k16_v16_f32", 1, 1, False, "moderate"),
+    ("h1_hv1_k16_v16_f32", 3, 2, True, "design"),
+    ("h1_hv1_k16_v16_f32", 1, 1000, True, "design"),
+    ("h4_hv4_k64_v64_f32", 3, 63, True, "realistic"),
+    ("h4_hv4_k64_v64_f32", 1, 64, False, "strong"),
+    ("h4_hv4_k64_v64_f32", 1, 65, True, "weak"),
+    ("h2_hv4_k64_v128_f32", 3, 127, True, "design"),
+    ("h2_hv4_k64_v128_f32", 1, 300, False, "moderate"),
+    ("h4_hv4_k128_v128_f32", 1, 1000, True, "design"),
+    ("h4_hv4_k128_v128_f32", 3, 65, False, "realistic"),
+    ("h16_hv32_k128_v128_f32", 2, 200, True, "design"),
+    ("h1_hv1_k16_v16_bf16", 3, 63, True, "design"),
+    ("h2_hv4_k64_v128_bf16", 1, 300, True, "moderate"),
+    ("h4_hv4_k128_v128_bf16", 3, 127, False, "design"),
+    ("h16_hv16_k128_v128_bf16", 1, 256, True, "realistic"),
+    ("h32_hv32_k128_v128_bf16", 1, 128, False, "design"),
+]
+QUICK = [0, 3, 6, 11]
+
+# Timing shapes (bf16 q/k/v, f32 g and state): (config, B, T); the first
+# `PREFIX` tokens of each run are checked against the reference too.
+PREFILL_TIMING = [("h16_hv16_k128_v128_bf16", 4, 4096),
+                  ("h32_hv32_k128_v128_bf16", 1, 8192),
+                  ("h16_hv32_k128_v128_bf16", 2, 8192),
+                  ("h16_hv16_k128_v128_bf16", 1, 32768)]
+PREFIX = 64
+DECODE_TIMING = ("h16_hv32_k128_v128_bf16", 256)
+
+
+def device_inputs(data, et):
+    """torch CUDA tensors of the inputs and the f32 values the kernel sees."""
+    out, seen = {}, {}
+    for name in ("q", "k", "v"):
+        t = torch.from_numpy(np.ascontiguousarray(data[name])).to(
+            "cuda", TORCH_TYPES[et])
+        out[name] = t
+        seen[name] = t.float().cpu().numpy()
+    for name in ("g", "beta"):
+        out[name] = torch.from_numpy(np.ascontiguousarray(data[name])).cuda()
+        seen[name] = data[name]
+    return out, seen
+
+
+def relative(actual, expected):
+    return reference.relative_error(actual, expected)
+
+
+def check_case(kernels, name, b, t, init, regime, seed):
+    cfg = kernels[name].config
+    et = cfg["element_type"]
+    data = inputs.delta_rule_inputs(seed, b, t, cfg["heads"],
+                                    cfg["value_heads"], cfg["key_dim"],
+                                    cfg["value_dim"], regime,
+                                    initial_state=True)
+    state0 = data["initial_state"]
+    if not init:
+        state0 = np.zeros_like(state0)
+    dev, seen = device_inputs(data, et)
+    h0 = torch.from_numpy(state0).cuda()
+    o, s = kernels[name].delta_rule(dev["q"], dev["k"], dev["v"], dev["g"],
+                                    dev["beta"], h0)
+    torch.cuda.synchronize()
+    ref_o, ref_s = reference.delta_rule(seen["q"], seen["k"], seen["v"],
+                                        seen["g"], seen["beta"], state0,
+                                        cfg["scale"])
+    results = []
+    for what, actual, expected, tol in (
+            ("o", o.float().cpu().numpy(), ref_o, TOLERANCE[et]),
+            ("state", s.cpu().numpy(), ref_s, TOLERANCE["f32"])):
+        ratio, max_rel = relative(actual, expected)
+        ok = bool(np.all(np.isfinite(actual))) and max(ratio, max_rel) <= tol
+        results.append(ok)
+        print(f"{'PASS' if ok else 'FAIL'} prefill {name} B={b} T={t} "
+              f"init={init} gates={regime} {what}: ratio={ratio:.2e} "
+              f"max_rel={max_rel:.2e} tol={tol:.0e}")
+    # Decode: two steps from the prefill state, in place, vs the reference.
+    state = s.clone()
+    ref_state = ref_s
+    step = inputs.delta_rule_inputs(seed + 1000, b, 2, cfg["heads"],
+                                    cfg["value_heads"], cfg["key_dim"],
+                                    cfg["value_dim"], regime)
+    sdev, sseen = device_inputs(step, et)
+    worst = 0.0
+    for i in range(2):
+        o_t, state = kernels[name].delta_rule_step(
+            sdev["q"][:, i].contiguous(), sdev["k"][:, i].contiguous(),
+            sdev["v"][:, i].contiguous(), sdev["g"][:, i].contiguous(),
+            sdev["beta"][:, i].contiguous(), state, inplace=True)
+        ref_o_t, ref_state = reference.delta_rule_step(
+            sseen["q"][:, i], sseen["k"][:, i], sseen["v"][:, i],
+            sseen["g"][:, i], sseen["beta"][:, i], ref_state, cfg["scale"])
+        worst = max(worst, *relative(o_t.float().cpu().numpy(), ref_o_t),
+                    *relative(state.cpu().numpy(), ref_state))
+    ok = worst <= TOLERANCE[et]
+    results.append(ok)
+    print(f"{'PASS' if ok else 'FAIL'} decode  {name} B={b} 2 in-place steps "
+          f"after the prefill: worst={worst:.2e} tol={TOLERANCE[et]:.0e}")
+    return results
+
+
+def copy_bandwidth():
+    """GB/s of a device-to-device copy (bytes read + written)."""
+    n = 256 * 1024 * 1024
+    src = torch.empty(n, dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(True), torch.cuda.Event(True)
+    start.record()
+    for _ in range(10):
+        dst.copy_(src)
+    stop.record()
+    torch.cuda.synchronize()
+    return 2 * n * 4 * 10 / (start.elapsed_time(stop) * 1e-3) / 1e9
+
+
+def time_calls(kernel, call, repeat):
+    """Median wall milliseconds per call and mean kernel milliseconds."""
+    kernel.set_kernel_timing(True)
+    call()
+    torch.cuda.synchronize()
+    kernel.take_kernel_microseconds()
+    walls = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        call()
+        torch.cuda.synchronize()
+        walls.append((time.perf_counter() - t0) * 1e3)
+    total_us, launches = kernel.take_kernel_microseconds()
+    kernel.set_kernel_timing(False)
+    walls.sort()
+    return walls[len(walls) // 2], total_us / max(launches, 1) / 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-timing", action="store_true")
+    args = parser.parse_args()
+    kernels = cuda.load_artifacts(HERE)
+    print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
+    passed = failed = 0
+    cases = [CASES[i] for i in QUICK] if args.quick else CASES
+    for seed, case in enumerate(cases):
+        for ok in check_case(kernels, *case, seed=seed):
+            passed, failed = passed + ok, failed + (not ok)
+
+    if not args.quick and not args.no_timing:
+        bandwidth = copy_bandwidth()
+        print(f"\ncopy bandwidth (read + write): {bandwidth:.0f} GB/s")
+        print(f"{'kernel':<34} {'shape':<24} {'wall ms':>9} {'kernel ms':>10}"
+              f" {'tokens/s':>10} {'GB/s':>7} {'check':>10}")
+        for name, b, t in PREFILL_TIMING:
+            kernel = kernels[name]
+            cfg = kernel.config
+            data = inputs.delta_rule_inputs(7, b, t, cfg["heads"],
+                                            cfg["value_heads"], cfg["key_dim"],
+                                            cfg["value_dim"], "design")
+            dev, seen = device_inputs(data, cfg["element_type"])
+            h0 = torch.zeros((b, cfg["value_heads"], cfg["key_dim"],
+                              cfg["value_dim"]), device="cuda")
+            result = {}
+
+            def call():
+                result["o"], result["s"] = kernel.delta_rule(
+                    dev["q"], dev["k"], dev["v"], dev["g"], dev["beta"], h0)
+            wall, kern = time_calls(kernel, call, args.repeat)
+            ref_o, _ = reference.delta_rule(
+                seen["q"][:, :PREFIX], seen["k"][:, :PREFIX],
+                seen["v"][:, :PREFIX], seen["g"][:, :PREFIX],
+                seen["beta"][:, :PREFIX], None, cfg["scale"])
+            err = max(relative(result["o"][:, :PREFIX].float().cpu().numpy(),
+                               ref_o))
+            ok = err <= TOLERANCE[cfg["element_type"]]
+            passed, failed = passed + ok, failed + (not ok)
+            print(f"{'prefill ' + name:<34} {f'B={b} T={t}':<24} {wall:>9.3f}"
+                  f" {kern:>10.3f} {b * t / (kern * 1e-3):>10.3g} {'':>7}"
+                  f" {err:>10.1e}")
+        name, b = DECODE_TIMING
+        kernel = kernels[name]
+        cfg = kernel.config
+        data = inputs.delta_rule_inputs(8, b, 1, cfg["heads"],
+                                        cfg["value_heads"], cfg["key_dim"],
+                                        cfg["value_dim"], "design",
+                                        initial_state=True)
+        dev, _ = device_inputs(data, cfg["element_type"])
+        one = {n: dev[n][:, 0].contiguous() for n in dev}
+        state = torch.from_numpy(data["initial_state"]).cuda()
+
+        def step():
+            kernel.delta_rule_step(one["q"], one["k"], one["v"], one["g"],
+                                   one["beta"], state, inplace=True)
+        wall, kern = time_calls(kernel, step, 20)
+        state_bytes = 2 * state.numel() * 4
+        print(f"{'decode ' + name + ' in place':<34} {f'B={b}':<24}"
+              f" {wall:>9.3f} {kern:>10.3f} {b / (kern * 1e-3):>10.3g}"
+              f" {state_bytes / (kern * 1e-3) / 1e9:>7.0f} {'':>10}")
+        print(f"decode state traffic: {state_bytes / (kern * 1e-3) / 1e9:.0f} "
+              f"GB/s = {state_bytes / (kern * 1e-3) / 1e9 / bandwidth:.0%} of "
+              "the copy bandwidth")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
