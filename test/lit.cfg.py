@@ -30,5 +30,12 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.gdn_tools_dir, append_path=True)
 
 tool_dirs = [config.gdn_tools_dir, config.llvm_tools_dir]
-tools = ["gdn-opt", "mlir-opt", "mlir-runner", "mlir-translate"]
+tools = ["gdn-opt", "gdn-compile", "mlir-opt", "mlir-runner", "mlir-translate", "llvm-nm", "llvm-readelf"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# CUDA toolkit (ptxas, stub libcuda) and the project's CUDA runtime archive:
+# needed to build CUDA shared libraries, not to run them (no GPU here).
+if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")) and \
+        os.path.exists(os.path.join(config.gdn_obj_root, "lib",
+                                    "libgdn_cuda_runtime.a")):
+    config.available_features.add("cuda-toolkit")

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -42,6 +43,29 @@ Value toBuffer(OpBuilder &b, Location loc, Value tensor) {
   auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
   return bufferization::ToBufferOp::create(b, loc, memrefType, tensor,
                                            /*read_only=*/true);
+}
+
+/// a * b + c as arith ops allowed to contract: NVPTX emits fma.rn.f32,
+/// where math.fma would become a libdevice call.
+Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value z) {
+  auto contract = arith::FastMathFlagsAttr::get(b.getContext(),
+                                                arith::FastMathFlags::contract);
+  Value product = arith::MulFOp::create(b, loc, x, y, contract);
+  return arith::AddFOp::create(b, loc, product, z, contract);
+}
+
+/// exp(x) = 2^(x log2 e) through the hardware's ex2.approx (max relative
+/// error 2^-22). math.exp would become a libdevice call, and libdevice is
+/// only linked when the CUDA toolkit is found in the environment.
+Value exponential(OpBuilder &b, Location loc, Value x) {
+  Value log2e =
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.4426950408889634f));
+  Value scaled = arith::MulFOp::create(b, loc, x, log2e);
+  return LLVM::CallIntrinsicOp::create(
+             b, loc, b.getF32Type(),
+             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+             ValueRange{scaled})
+      .getResult(0);
 }
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
@@ -150,8 +174,8 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
           scf::YieldOp::create(lb, ll);
         });
     gpu::BarrierOp::create(nb, nl);
-    Value decay = math::ExpOp::create(nb, nl,
-                                      loadF32(nb, nl, gm, tokenIndices(t, head, {})));
+    Value decay = exponential(nb, nl,
+                              loadF32(nb, nl, gm, tokenIndices(t, head, {})));
     Value beta = loadF32(nb, nl, betam, tokenIndices(t, head, {}));
     Value value = loadF32(nb, nl, vm, tokenIndices(t, head, {safeColumn}));
 
@@ -160,8 +184,9 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
     auto dot = [&](ArrayRef<Value> lhs, ArrayRef<Value> rhs) {
       SmallVector<Value> partial(kPartials, zeroF);
       for (auto [i, pair] : llvm::enumerate(llvm::zip_equal(lhs, rhs)))
-        partial[i % kPartials] = math::FmaOp::create(
-            nb, nl, std::get<0>(pair), std::get<1>(pair), partial[i % kPartials]);
+        partial[i % kPartials] = multiplyAdd(nb, nl, std::get<0>(pair),
+                                             std::get<1>(pair),
+                                             partial[i % kPartials]);
       Value sum = arith::AddFOp::create(nb, nl, partial[0], partial[1]);
       Value sum2 = arith::AddFOp::create(nb, nl, partial[2], partial[3]);
       return arith::AddFOp::create(nb, nl, sum, sum2).getResult();
@@ -180,8 +205,7 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
     SmallVector<Value> updated;
     for (int64_t kk = 0; kk < keyDim; ++kk) {
       Value write = arith::MulFOp::create(nb, nl, keys[kk], delta);
-      updated.push_back(
-          math::FmaOp::create(nb, nl, decay, old[kk], write).getResult());
+      updated.push_back(multiplyAdd(nb, nl, decay, old[kk], write));
     }
     Value out = dot(updated, queries);
     Value scaled = arith::MulFOp::create(
