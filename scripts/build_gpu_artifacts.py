@@ -14,10 +14,33 @@ from gdn.compiled import module_source
 HEADS = [(1, 1, 16, 16), (4, 4, 64, 64), (2, 4, 64, 128), (4, 4, 128, 128),
          (16, 16, 128, 128), (32, 32, 128, 128), (16, 32, 128, 128)]
 ELEMENT_TYPES = ["f32", "bf16"]
+# Variants of the decode timing configuration: threads per state column.
+KEY_SPLIT_VARIANTS = [1, 4]
 
 
 def config_name(h, hv, k, v, et):
     return f"h{h}_hv{hv}_k{k}_v{v}_{et}"
+
+
+def compile_config(compiler, out, name, config, extra=()):
+    """Compiles one configuration; returns its manifest entry."""
+    source = module_source(config["heads"], config["value_heads"],
+                           config["key_dim"], config["value_dim"],
+                           config["element_type"],
+                           config["beta_element_type"], config["scale"])
+    library = f"{name}.so"
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        f.write(source)
+    try:
+        command = [compiler, f.name, "--target=cuda", "--emit=shared",
+                   *extra, "-o", os.path.join(out, library)]
+        result = subprocess.run(command, capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    if result.returncode != 0:
+        sys.exit(f"compiling {name} failed:\n{result.stderr}")
+    print(f"built {library}")
+    return {"library": library, "config": config}
 
 
 def main():
@@ -29,29 +52,17 @@ def main():
     for (h, hv, k, v) in HEADS:
         for et in ELEMENT_TYPES:
             name = config_name(h, hv, k, v, et)
-            scale = k ** -0.5
-            source = module_source(h, hv, k, v, et, "f32", scale)
-            library = f"{name}.so"
-            with tempfile.NamedTemporaryFile("w", suffix=".mlir",
-                                             delete=False) as f:
-                f.write(source)
-            try:
-                command = [args.compiler, f.name, "--target=cuda",
-                           "--emit=shared", "-o",
-                           os.path.join(args.out, library)]
-                result = subprocess.run(command, capture_output=True,
-                                        text=True)
-            finally:
-                os.unlink(f.name)
-            if result.returncode != 0:
-                sys.exit(f"compiling {name} failed:\n{result.stderr}")
-            manifest[name] = {"library": library,
-                              "config": dict(heads=h, value_heads=hv,
-                                             key_dim=k, value_dim=v,
-                                             element_type=et,
-                                             beta_element_type="f32",
-                                             scale=scale)}
-            print(f"built {library}")
+            config = dict(heads=h, value_heads=hv, key_dim=k, value_dim=v,
+                          element_type=et, beta_element_type="f32",
+                          scale=k ** -0.5)
+            manifest[name] = compile_config(args.compiler, args.out, name,
+                                            config)
+    base = config_name(16, 32, 128, 128, "bf16")
+    for splits in KEY_SPLIT_VARIANTS:
+        name = f"{base}_ks{splits}"
+        manifest[name] = compile_config(
+            args.compiler, args.out, name, manifest[base]["config"],
+            [f"--cuda-key-splits={splits}"])
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 

@@ -217,6 +217,7 @@ static LogicalResult compileForCUDA(ModuleOp module,
   CUDAPipelineOptions pipeline;
   pipeline.chip = options.cudaChip;
   pipeline.binaryFormat = options.cudaBinaryFormat;
+  pipeline.keySplits = options.cudaKeySplits;
   if (failed(runPipeline(module, "gdn-to-gpu", [&](OpPassManager &pm) {
         buildGdnToGPUPipeline(pm, pipeline);
       })))

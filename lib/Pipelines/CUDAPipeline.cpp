@@ -19,6 +19,7 @@ void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
                                       const CUDAPipelineOptions &options) {
   ConvertGdnToGPUPassOptions gpuOptions;
   gpuOptions.blockColumns = options.blockColumns;
+  gpuOptions.keySplits = options.keySplits;
   pm.addNestedPass<func::FuncOp>(createConvertGdnToGPUPass(gpuOptions));
   // Outline the kernels before canonicalization: inside the isolated
   // gpu.func, constants (the unrolled state indices) stay in the kernel

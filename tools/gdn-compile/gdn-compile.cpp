@@ -79,6 +79,11 @@ static cl::opt<std::string> cudaBinaryFormat(
     cl::desc("Kernel binary for --target=cuda: fatbin, bin or isa (PTX, no "
              "ptxas needed)"),
     cl::init("fatbin"));
+static cl::opt<int64_t> cudaKeySplits(
+    "cuda-key-splits",
+    cl::desc("Threads sharing one state column in the CUDA recurrence "
+             "kernels"),
+    cl::init(2));
 static cl::opt<std::string> cpu("cpu",
                                 cl::desc("LLVM CPU name ('native': the host)"),
                                 cl::init("native"));
@@ -153,6 +158,7 @@ int main(int argc, char **argv) {
   options.recurrentBelow = recurrentBelow;
   options.cudaChip = cudaChip;
   options.cudaBinaryFormat = cudaBinaryFormat;
+  options.cudaKeySplits = cudaKeySplits;
   // The CUDA runtime archive sits in the build (or install) tree's lib/.
   std::string executable = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&locateExecutable));

@@ -60,6 +60,7 @@ struct CompileOptions {
   /// the toolkit (ptxas, stub libcuda) and the mgpu* runtime archive.
   std::string cudaChip = "sm_90a";
   std::string cudaBinaryFormat = "fatbin";
+  int64_t cudaKeySplits = 2;
   std::string cudaRoot = "/usr/local/cuda";
   std::string cudaRuntimeLibrary;
 };

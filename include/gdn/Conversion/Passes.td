@@ -55,7 +55,11 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
   }];
   let options = [
     Option<"blockColumns", "block-columns", "int64_t", /*default=*/"32",
-           "State columns (threads) per block">,
+           "State columns per block">,
+    Option<"keySplits", "key-splits", "int64_t", /*default=*/"2",
+           "Threads (warps, with 32 columns) that share one column's K "
+           "rows; partial sums meet in workgroup memory. More splits mean "
+           "fewer registers per thread and more resident warps">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -94,6 +94,10 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::desc("State columns (threads) per block of the recurrence "
                      "kernels"),
       llvm::cl::init(32)};
+  Option<int64_t> keySplits{
+      *this, "key-splits",
+      llvm::cl::desc("Threads sharing one state column's K rows"),
+      llvm::cl::init(2)};
 };
 
 /// Lowers a module of func.func ops containing gdn ops on tensors to GPU

@@ -75,13 +75,20 @@ Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
 /// Emits the launch; returns the result buffers {o, final state}.
 std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
                                               const RecurrenceOperands &in,
-                                              int64_t blockColumns) {
+                                              int64_t blockColumns,
+                                              int64_t keySplits) {
   Type f32 = b.getF32Type();
   int64_t rank = in.oType.getRank();
   int64_t valueHeads = in.oType.getDimSize(rank - 2);
   int64_t valueDim = in.oType.getDimSize(rank - 1);
   int64_t keyDim = in.stateType.getDimSize(2);
   int64_t columnTiles = (valueDim + blockColumns - 1) / blockColumns;
+  // Each column's K rows are split over `keySplits` groups of threads; a
+  // thread holds keyDim / keySplits state values.
+  if (keyDim % keySplits != 0)
+    keySplits = 1;
+  int64_t rowsPerThread = keyDim / keySplits;
+  int64_t threads = blockColumns * keySplits;
 
   Value qm = toBuffer(b, loc, in.q), km = toBuffer(b, loc, in.k);
   Value vm = toBuffer(b, loc, in.v), gm = toBuffer(b, loc, in.g);
@@ -103,19 +110,32 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
                                               gpu::AddressSpace::Workgroup);
   auto stagedType = MemRefType::get({keyDim}, f32, MemRefLayoutAttrInterface(),
                                     workgroup);
+  auto partialType = MemRefType::get({threads}, f32,
+                                     MemRefLayoutAttrInterface(), workgroup);
   Value one = indexConstant(b, loc, 1);
   auto launch = gpu::LaunchOp::create(
       b, loc, indexConstant(b, loc, valueHeads * columnTiles), batch, one,
-      indexConstant(b, loc, blockColumns), one, one, nullptr, nullptr,
-      ValueRange{}, TypeRange{stagedType, stagedType});
+      indexConstant(b, loc, threads), one, one, nullptr, nullptr,
+      ValueRange{}, TypeRange{stagedType, stagedType, partialType});
 
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&launch.getBody().front());
   Value qs = launch.getWorkgroupAttributions()[0];
   Value ks = launch.getWorkgroupAttributions()[1];
+  Value partials = launch.getWorkgroupAttributions()[2];
   Value blockX = launch.getBlockIds().x;
   Value bIdx = launch.getBlockIds().y;
-  Value thread = launch.getThreadIds().x;
+  Value threadId = launch.getThreadIds().x;
+  Value thread = arith::RemUIOp::create(b, loc, threadId,
+                                        indexConstant(b, loc, blockColumns));
+  Value split = arith::DivUIOp::create(b, loc, threadId,
+                                       indexConstant(b, loc, blockColumns));
+  Value firstRow = arith::MulIOp::create(b, loc, split,
+                                         indexConstant(b, loc, rowsPerThread));
+  auto rowIndex = [&](OpBuilder &nb, Location nl, int64_t j) {
+    return arith::AddIOp::create(nb, nl, firstRow, indexConstant(nb, nl, j))
+        .getResult();
+  };
   Value head = arith::DivUIOp::create(b, loc, blockX,
                                       indexConstant(b, loc, columnTiles));
   Value tile = arith::RemUIOp::create(b, loc, blockX,
@@ -149,21 +169,39 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
   };
 
   SmallVector<Value> initial;
-  for (int64_t kk = 0; kk < keyDim; ++kk) {
+  for (int64_t j = 0; j < rowsPerThread; ++j) {
     if (!statem) {
       initial.push_back(zeroF);
       continue;
     }
-    initial.push_back(loadF32(b, loc, statem,
-                              {bIdx, head, indexConstant(b, loc, kk),
-                               safeColumn}));
+    initial.push_back(
+        loadF32(b, loc, statem, {bIdx, head, rowIndex(b, loc, j), safeColumn}));
   }
+  // Sums a per-thread value over the key splits of each column, through
+  // workgroup memory; every thread of the column gets the total.
+  auto sumOverSplits = [&](OpBuilder &nb, Location nl, Value value) {
+    if (keySplits == 1)
+      return value;
+    memref::StoreOp::create(nb, nl, value, partials, ValueRange{threadId});
+    gpu::BarrierOp::create(nb, nl);
+    Value total = memref::LoadOp::create(nb, nl, partials, ValueRange{thread});
+    for (int64_t i = 1; i < keySplits; ++i) {
+      Value index = arith::AddIOp::create(
+          nb, nl, thread, indexConstant(nb, nl, i * blockColumns));
+      total = arith::AddFOp::create(
+          nb, nl, total,
+          memref::LoadOp::create(nb, nl, partials, ValueRange{index}));
+    }
+    // The buffer is reused by the next sum.
+    gpu::BarrierOp::create(nb, nl);
+    return total;
+  };
 
   auto body = [&](OpBuilder &nb, Location nl, Value t, ValueRange held) {
     // Stage q_t and k_t of the key head in workgroup memory, widened.
     scf::ForOp::create(
-        nb, nl, thread, indexConstant(nb, nl, keyDim),
-        indexConstant(nb, nl, blockColumns), ValueRange{},
+        nb, nl, threadId, indexConstant(nb, nl, keyDim),
+        indexConstant(nb, nl, threads), ValueRange{},
         [&](OpBuilder &lb, Location ll, Value i, ValueRange) {
           memref::StoreOp::create(
               lb, ll, loadF32(lb, ll, qm, tokenIndices(t, keyHead, {i})), qs,
@@ -191,27 +229,46 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
       Value sum2 = arith::AddFOp::create(nb, nl, partial[2], partial[3]);
       return arith::AddFOp::create(nb, nl, sum, sum2).getResult();
     };
-    SmallVector<Value> keys, queries;
-    for (int64_t kk = 0; kk < keyDim; ++kk) {
-      Value idx = indexConstant(nb, nl, kk);
-      keys.push_back(memref::LoadOp::create(nb, nl, ks, ValueRange{idx}));
-      queries.push_back(memref::LoadOp::create(nb, nl, qs, ValueRange{idx}));
-    }
+    // Phase 1: the read under the key. Phase 2, after a barrier (which also
+    // keeps the compiler from holding all K key values in registers across
+    // the phases): the update and the read with the query, element by
+    // element, so that only the state column stays live.
+    auto staged = [&](Value buffer, int64_t j) {
+      return memref::LoadOp::create(nb, nl, buffer,
+                                    ValueRange{rowIndex(nb, nl, j)})
+          .getResult();
+    };
     SmallVector<Value> old(held.begin(), held.end());
-    Value read = dot(old, keys);
+    SmallVector<Value> keys;
+    for (int64_t j = 0; j < rowsPerThread; ++j)
+      keys.push_back(staged(ks, j));
+    Value read = sumOverSplits(nb, nl, dot(old, keys));
     Value decayedRead = arith::MulFOp::create(nb, nl, decay, read);
     Value error = arith::SubFOp::create(nb, nl, value, decayedRead);
     Value delta = arith::MulFOp::create(nb, nl, beta, error);
+    if (keySplits == 1)
+      gpu::BarrierOp::create(nb, nl);
     SmallVector<Value> updated;
-    for (int64_t kk = 0; kk < keyDim; ++kk) {
-      Value write = arith::MulFOp::create(nb, nl, keys[kk], delta);
-      updated.push_back(multiplyAdd(nb, nl, decay, old[kk], write));
+    SmallVector<Value> partial(kPartials, zeroF);
+    for (int64_t j = 0; j < rowsPerThread; ++j) {
+      Value write = arith::MulFOp::create(nb, nl, staged(ks, j), delta);
+      updated.push_back(multiplyAdd(nb, nl, decay, old[j], write));
+      partial[j % kPartials] = multiplyAdd(nb, nl, updated.back(),
+                                           staged(qs, j),
+                                           partial[j % kPartials]);
     }
-    Value out = dot(updated, queries);
+    Value out = sumOverSplits(
+        nb, nl,
+        arith::AddFOp::create(
+            nb, nl, arith::AddFOp::create(nb, nl, partial[0], partial[1]),
+            arith::AddFOp::create(nb, nl, partial[2], partial[3])));
     Value scaled = arith::MulFOp::create(
         nb, nl, out, arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(in.scale)));
     Value stored = convertFloat(nb, nl, scaled, in.oType.getElementType());
-    scf::IfOp::create(nb, nl, active, [&](OpBuilder &ib, Location il) {
+    Value firstSplit = arith::CmpIOp::create(
+        nb, nl, arith::CmpIPredicate::eq, split, indexConstant(nb, nl, 0));
+    Value writes = arith::AndIOp::create(nb, nl, active, firstSplit);
+    scf::IfOp::create(nb, nl, writes, [&](OpBuilder &ib, Location il) {
       memref::StoreOp::create(ib, il, stored, om,
                               tokenIndices(t, head, {column}));
       scf::YieldOp::create(ib, il);
@@ -233,9 +290,9 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
     final = body(b, loc, Value(), initial);
   }
   scf::IfOp::create(b, loc, active, [&](OpBuilder &ib, Location il) {
-    for (int64_t kk = 0; kk < keyDim; ++kk)
-      memref::StoreOp::create(ib, il, final[kk], sm,
-                              ValueRange{bIdx, head, indexConstant(ib, il, kk),
+    for (int64_t j = 0; j < rowsPerThread; ++j)
+      memref::StoreOp::create(ib, il, final[j], sm,
+                              ValueRange{bIdx, head, rowIndex(ib, il, j),
                                          column});
     scf::YieldOp::create(ib, il);
   });
@@ -246,9 +303,10 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
 template <typename OpTy>
 LogicalResult replaceWithLaunch(OpTy op, PatternRewriter &rewriter,
                                 const RecurrenceOperands &in,
-                                int64_t blockColumns) {
+                                int64_t blockColumns, int64_t keySplits) {
   Location loc = op.getLoc();
-  auto [om, sm] = buildRecurrenceLaunch(rewriter, loc, in, blockColumns);
+  auto [om, sm] =
+      buildRecurrenceLaunch(rewriter, loc, in, blockColumns, keySplits);
   UnitAttr unit = rewriter.getUnitAttr();
   Value o = bufferization::ToTensorOp::create(rewriter, loc, in.oType, om,
                                               unit, unit);
@@ -259,8 +317,9 @@ LogicalResult replaceWithLaunch(OpTy op, PatternRewriter &rewriter,
 }
 
 struct DeltaRuleToGPU : OpRewritePattern<DeltaRuleOp> {
-  DeltaRuleToGPU(MLIRContext *ctx, int64_t blockColumns)
-      : OpRewritePattern(ctx), blockColumns(blockColumns) {}
+  DeltaRuleToGPU(MLIRContext *ctx, int64_t blockColumns, int64_t keySplits)
+      : OpRewritePattern(ctx), blockColumns(blockColumns),
+        keySplits(keySplits) {}
   LogicalResult matchAndRewrite(DeltaRuleOp op,
                                 PatternRewriter &rewriter) const override {
     RecurrenceOperands in{op.getQ(),
@@ -274,14 +333,17 @@ struct DeltaRuleToGPU : OpRewritePattern<DeltaRuleOp> {
                           op.getScale().convertToFloat(),
                           /*hasTokens=*/true,
                           op.getGroupSize()};
-    return replaceWithLaunch(op, rewriter, in, blockColumns);
+    return replaceWithLaunch(op, rewriter, in, blockColumns, keySplits);
   }
   int64_t blockColumns;
+  int64_t keySplits;
 };
 
 struct DeltaRuleStepToGPU : OpRewritePattern<DeltaRuleStepOp> {
-  DeltaRuleStepToGPU(MLIRContext *ctx, int64_t blockColumns)
-      : OpRewritePattern(ctx), blockColumns(blockColumns) {}
+  DeltaRuleStepToGPU(MLIRContext *ctx, int64_t blockColumns,
+                     int64_t keySplits)
+      : OpRewritePattern(ctx), blockColumns(blockColumns),
+        keySplits(keySplits) {}
   LogicalResult matchAndRewrite(DeltaRuleStepOp op,
                                 PatternRewriter &rewriter) const override {
     RecurrenceOperands in{op.getQ(),
@@ -295,15 +357,23 @@ struct DeltaRuleStepToGPU : OpRewritePattern<DeltaRuleStepOp> {
                           op.getScale().convertToFloat(),
                           /*hasTokens=*/false,
                           op.getGroupSize()};
-    return replaceWithLaunch(op, rewriter, in, blockColumns);
+    return replaceWithLaunch(op, rewriter, in, blockColumns, keySplits);
   }
   int64_t blockColumns;
+  int64_t keySplits;
 };
 
 struct ConvertGdnToGPUPass
     : gdn::impl::ConvertGdnToGPUPassBase<ConvertGdnToGPUPass> {
   using Base::Base;
   void runOnOperation() override {
+    if (keySplits < 1 || blockColumns * keySplits > 1024) {
+      getOperation().emitError()
+          << "convert-gdn-to-gpu: key-splits must be positive and "
+             "block-columns x key-splits at most 1024, but got "
+          << static_cast<int64_t>(keySplits);
+      return signalPassFailure();
+    }
     if (blockColumns < 1 || blockColumns > 1024) {
       getOperation().emitError()
           << "convert-gdn-to-gpu: block-columns must be in [1, 1024], but got "
@@ -311,7 +381,7 @@ struct ConvertGdnToGPUPass
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    populateGdnToGPURecurrencePatterns(patterns, blockColumns);
+    populateGdnToGPURecurrencePatterns(patterns, blockColumns, keySplits);
     // The walk driver neither folds nor hoists constants: the greedy driver
     // would move the kernel's index constants into the host function.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
@@ -320,7 +390,8 @@ struct ConvertGdnToGPUPass
 } // namespace
 
 void mlir::gdn::populateGdnToGPURecurrencePatterns(RewritePatternSet &patterns,
-                                                   int64_t blockColumns) {
+                                                   int64_t blockColumns,
+                                                   int64_t keySplits) {
   patterns.add<DeltaRuleToGPU, DeltaRuleStepToGPU>(patterns.getContext(),
-                                                   blockColumns);
+                                                   blockColumns, keySplits);
 }

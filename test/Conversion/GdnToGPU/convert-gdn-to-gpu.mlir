@@ -1,7 +1,20 @@
-// RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu=block-columns=32 | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu='block-columns=32 key-splits=1' | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu='block-columns=32 key-splits=2' | FileCheck %s --check-prefix=SPLIT
 // RUN: not gdn-opt %s -split-input-file -convert-gdn-to-gpu=block-columns=0 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: convert-gdn-to-gpu: block-columns must be in [1, 1024], but got 0
+
+// With two key splits, a block has two threads per column, each holding
+// half of the column (4 of 8 rows), and the partial sums meet in workgroup
+// memory between barriers.
+// SPLIT-LABEL: func.func @prefill
+// SPLIT: gpu.launch
+// SPLIT-SAME: threads(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %c64
+// SPLIT-SAME: %[[PARTIALS:[a-z0-9_]+]] : memref<64xf32, #gpu.address_space<workgroup>>)
+// SPLIT: scf.for {{.+}} -> (f32, f32, f32, f32)
+// SPLIT: memref.store %{{.+}}, %[[PARTIALS]]
+// SPLIT-NEXT: gpu.barrier
+// SPLIT-LABEL: func.func @step
 
 // The prefill becomes one launch over (Hv x column tiles, B) blocks of
 // block-columns threads; q and k are staged in workgroup memory; each thread
@@ -16,7 +29,7 @@
 // Four value heads of two column tiles (40 columns, 32 per block).
 // CHECK: gpu.launch blocks(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %c8, %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = %c1{{[_0-9]*}})
 // CHECK-SAME: threads(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %c32
-// CHECK-SAME: workgroup(%[[QS:.+]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[KS:.+]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[QS:[a-z0-9_]+]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[KS:[a-z0-9_]+]] : memref<8xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<32xf32, #gpu.address_space<workgroup>>)
 // Threads past the 40 columns load column 0 and store nothing.
 // CHECK: %[[ACTIVE:.+]] = arith.cmpi ult, %{{.+}}, %c40
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32)
@@ -24,7 +37,9 @@
 // CHECK:   gpu.barrier
 // CHECK:   llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK:   arith.mulf %{{.+}}, %{{.+}} fastmath<contract> : f32
-// CHECK:   scf.if %[[ACTIVE]]
+// The output is written by the active threads of the first key split.
+// CHECK:   %[[WRITES:.+]] = arith.andi %[[ACTIVE]], %{{.+}} : i1
+// CHECK:   scf.if %[[WRITES]]
 // CHECK:     memref.store %{{.+}}, %[[OM]]
 // CHECK:   gpu.barrier
 // CHECK: scf.if %[[ACTIVE]]
