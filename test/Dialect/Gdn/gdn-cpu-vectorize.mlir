@@ -129,7 +129,8 @@ func.func @narrow(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf
 
 // -----
 
-// vecmat: one 32-wide accumulator vector across the reduction.
+// vecmat: the widest accumulator (up to 128 lanes) that divides the output,
+// whatever the matmul register tile.
 
 // CHECK-LABEL: func.func @vecmat
 // CHECK-SAME: (%[[X:[a-z0-9]+]]: memref<16xf32>, %[[M:[a-z0-9]+]]: memref<16x32xf32>, %[[Y:[a-z0-9]+]]: memref<32xf32>)
@@ -142,7 +143,7 @@ func.func @narrow(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf
 // CHECK: scf.yield %[[NEXT]]
 // CHECK: vector.store %[[SUM]], %[[Y]][%{{.+}}] : memref<32xf32>, vector<32xf32>
 // SMALL-LABEL: func.func @vecmat
-// SMALL: scf.for {{.+}} -> (vector<16xf32>)
+// SMALL: scf.for {{.+}} -> (vector<32xf32>)
 func.func @vecmat(%x: memref<16xf32>, %m: memref<16x32xf32>, %y: memref<32xf32>) {
   linalg.vecmat ins(%x, %m : memref<16xf32>, memref<16x32xf32>) outs(%y : memref<32xf32>)
   return

@@ -43,14 +43,41 @@ module attributes {transform.with_named_sequence} {
                                   !transform.any_op, !transform.any_op)
     transform.structured.vectorize %mt {create_named_contraction}
         : !transform.any_op
-    %vm = transform.structured.match ops{["linalg.vecmat"]}
-        attributes {gdn.cpu_schedule = "vecmat"} in %root
+    %vm128 = transform.structured.match ops{["linalg.vecmat"]}
+        attributes {gdn.cpu_schedule = "vecmat128"} in %root
         : (!transform.any_op) -> !transform.any_op
-    %vt, %v0, %v1 = transform.structured.tile_using_for %vm
-        tile_sizes [@TILE_N@, 1]
+    %vt128, %v128a, %v128b = transform.structured.tile_using_for %vm128
+        tile_sizes [128, 1]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
                                   !transform.any_op)
-    transform.structured.vectorize %vt {create_named_contraction}
+    transform.structured.vectorize %vt128 {create_named_contraction}
+        : !transform.any_op
+    %vm64 = transform.structured.match ops{["linalg.vecmat"]}
+        attributes {gdn.cpu_schedule = "vecmat64"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %vt64, %v64a, %v64b = transform.structured.tile_using_for %vm64
+        tile_sizes [64, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    transform.structured.vectorize %vt64 {create_named_contraction}
+        : !transform.any_op
+    %vm32 = transform.structured.match ops{["linalg.vecmat"]}
+        attributes {gdn.cpu_schedule = "vecmat32"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %vt32, %v32a, %v32b = transform.structured.tile_using_for %vm32
+        tile_sizes [32, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    transform.structured.vectorize %vt32 {create_named_contraction}
+        : !transform.any_op
+    %vm16 = transform.structured.match ops{["linalg.vecmat"]}
+        attributes {gdn.cpu_schedule = "vecmat16"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %vt16, %v16a, %v16b = transform.structured.tile_using_for %vm16
+        tile_sizes [16, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    transform.structured.vectorize %vt16 {create_named_contraction}
         : !transform.any_op
     %rows = transform.structured.match
         attributes {gdn.cpu_schedule = "rows"} in %root
@@ -118,8 +145,18 @@ StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (isa<linalg::MatmulOp>(op))
     return ranges[0] % tileM == 0 && ranges[1] % tileN == 0 ? "matmul" : "";
-  if (isa<linalg::VecmatOp>(op))
-    return ranges[0] % tileN == 0 ? "vecmat" : "";
+  // A vec-mat is one row: its accumulators are independent vectors across
+  // the output, so the widest tile that divides N (up to 8 zmm registers)
+  // hides the FMA latency along K.
+  if (isa<linalg::VecmatOp>(op)) {
+    for (int64_t width : {128, 64, 32, 16})
+      if (ranges[0] % width == 0)
+        return width == 128 ? "vecmat128"
+               : width == 64 ? "vecmat64"
+               : width == 32 ? "vecmat32"
+                             : "vecmat16";
+    return "";
+  }
   if (isa<linalg::TransposeOp>(op))
     return ranges.size() == 2 && ranges[0] % 16 == 0 && ranges[1] % 16 == 0
                ? "transpose"

@@ -66,7 +66,9 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
       (N outer), vectorized into named contractions, the accumulators hoisted
       out of the reduction loop and lowered to outer products: a register
       tile of FMAs with broadcast A elements and row-major B vectors;
-    - `vecmat`: `linalg.vecmat` tiled `[matmul-tile-n, 1]`, the same way;
+    - `vecmatN`: `linalg.vecmat` tiled `[N, 1]` with the widest N of 128,
+      64, 32 and 16 that divides the output (independent accumulators hide
+      the FMA latency along K), then as for matmuls;
     - `rows`: two-dimensional element-wise ops, one vectorized row at a time;
     - `whole`: one-dimensional element-wise ops, vectorized whole;
     - `transpose`: `linalg.transpose` in 16 x 16 vectorized blocks.
