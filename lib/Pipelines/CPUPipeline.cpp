@@ -21,6 +21,8 @@ using namespace mlir::gdn;
 
 void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
                                          const CPUPipelineOptions &options) {
+  // Layer ops become core ops and linalg first.
+  pm.addNestedPass<func::FuncOp>(createGdnDecomposeLayersPass());
   if (options.deltaRuleForm == DeltaRuleForm::Chunked) {
     GdnChunkDeltaRulePassOptions chunkOptions;
     chunkOptions.chunkSize = options.chunkSize;

@@ -3,8 +3,12 @@
 The package holds the float64 references (gdn.reference), input generators
 for tests (gdn.inputs), helpers that emit and run MLIR (gdn.mlir) and the
 compiled ops for numpy arrays (gdn.delta_rule, gdn.delta_rule_step, from
-gdn.compiled).
+gdn.compiled) and the design document's Gated DeltaNet layer
+(gdn.GatedDeltaNetLayer, gdn.init_gated_deltanet,
+gdn.gated_deltanet_reference, from gdn.layers).
 """
 
 from . import inputs, reference  # noqa: F401
 from .compiled import delta_rule, delta_rule_step  # noqa: F401
+from .layers import (GatedDeltaNetLayer, gated_deltanet_reference,  # noqa: F401
+                     init_gated_deltanet)

@@ -199,9 +199,15 @@ def _compile_options(chunk_size):
 def library_path(source, compiler, chunk_size, directory):
     """Cache file of a module: named by the sha256 of the source, the
     compile options and the compiler's path, mtime and size."""
+    return options_library_path(source, compiler,
+                                _compile_options(chunk_size), directory)
+
+
+def options_library_path(source, compiler, options, directory):
+    """library_path for an explicit list of gdn-compile options."""
     st = os.stat(compiler)
     digest = hashlib.sha256()
-    for part in (source, "\0".join(_compile_options(chunk_size)), compiler,
+    for part in (source, "\0".join(options), compiler,
                  str(st.st_mtime_ns), str(st.st_size)):
         digest.update(part.encode())
         digest.update(b"\0\0")
@@ -209,6 +215,14 @@ def library_path(source, compiler, chunk_size, directory):
 
 
 def _compile(compiler, source, chunk_size, out_path):
+    compile_with_options(compiler, source, _compile_options(chunk_size),
+                         out_path)
+
+
+def compile_with_options(compiler, source, options, out_path):
+    """Compiles `source` with gdn-compile and `options` into `out_path`
+    (atomically; the source is kept next to it as .mlir); RuntimeError with
+    the command and the compiler's stderr on failure."""
     directory = os.path.dirname(out_path)
     stem = os.path.basename(out_path)[:-3]
     fd, src_path = tempfile.mkstemp(prefix=stem + ".", suffix=".mlir",
@@ -217,8 +231,7 @@ def _compile(compiler, source, chunk_size, out_path):
     try:
         with os.fdopen(fd, "w") as f:
             f.write(source)
-        command = ([compiler, src_path] + _compile_options(chunk_size)
-                   + ["-o", tmp_out])
+        command = [compiler, src_path] + list(options) + ["-o", tmp_out]
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0 or not os.path.isfile(tmp_out):
             raise RuntimeError(

@@ -157,3 +157,95 @@ LogicalResult DeltaRuleStepOp::verify() {
 }
 
 int64_t DeltaRuleStepOp::getGroupSize() { return groupSize(getQ(), getV()); }
+
+//===----------------------------------------------------------------------===//
+// GatedDeltaNetOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatedDeltaNetOp::verify() {
+  static constexpr StringLiteral names[] = {
+      "W_query.weight", "W_key.weight",  "W_value.weight", "out_proj.weight",
+      "out_proj.bias",  "beta.weight",   "beta.bias",      "alpha.weight",
+      "alpha.bias",     "gate.weight",   "gate.bias",      "log_alpha",
+      "conv_k.weight",  "conv_k.bias",   "conv_v.weight",  "conv_v.bias",
+      "conv_q.weight",  "conv_q.bias",   "norm.weight"};
+  static_assert(std::size(names) == NumWeights, "one name per weight");
+  if (getWeights().size() != NumWeights)
+    return emitOpError() << "expects " << static_cast<unsigned>(NumWeights)
+                         << " weights (the reference state_dict: "
+                            "W_query.weight ... norm.weight), but got "
+                         << getWeights().size();
+
+  ShapeContract contract(*this, {"d_model", "d_out", "H", "D", "kernel"});
+  using Dims = SmallVector<StringRef>;
+  auto weightDims = [](unsigned w) -> Dims {
+    switch (w) {
+    case WQuery:
+    case WKey:
+    case WValue:
+    case GateWeight:
+      return {"d_out", "d_model"};
+    case OutProjWeight:
+      return {"d_out", "d_out"};
+    case BetaWeight:
+    case AlphaWeight:
+      return {"H", "d_model"};
+    case BetaBias:
+    case AlphaBias:
+    case LogAlpha:
+      return {"H"};
+    case ConvKWeight:
+    case ConvVWeight:
+    case ConvQWeight:
+      return {"d_out", "one", "kernel"};
+    case NormWeight:
+      return {"D"};
+    default:
+      return {"d_out"};
+    }
+  };
+  for (unsigned w : {ConvKWeight, ConvVWeight, ConvQWeight}) {
+    auto type = dyn_cast<RankedTensorType>(getWeights()[w].getType());
+    if (type && type.getRank() == 3 && type.getDimSize(1) != 1)
+      return emitOpError() << names[w]
+                           << " must be a depthwise kernel [d_out, 1, "
+                              "kernel], but got "
+                           << type;
+  }
+  if (failed(contract.check("operand", "x", getX().getType(),
+                            {"B", "T", "d_model"})))
+    return failure();
+  for (unsigned w = 0; w < NumWeights; ++w)
+    if (failed(contract.check("weight", names[w], getWeights()[w].getType(),
+                              weightDims(w))))
+      return failure();
+  int64_t heads = static_cast<int64_t>(getNumHeads());
+  if (contract.lookup("H") != heads)
+    return emitOpError() << "num_heads = " << heads
+                         << " must equal the heads of alpha.weight, "
+                            "beta.weight and log_alpha ("
+                         << contract.lookup("H") << ")";
+  int64_t dOut = contract.lookup("d_out");
+  if (dOut % heads != 0 || contract.lookup("D") * heads != dOut)
+    return emitOpError() << "norm.weight must have the head dimension d_out / "
+                            "num_heads = "
+                         << dOut << " / " << heads << ", but has "
+                         << contract.lookup("D");
+  if (failed(contract.check("result", "y", getY().getType(),
+                            {"B", "T", "d_out"})) ||
+      failed(contract.check("result", "final_state",
+                            getFinalState().getType(), {"B", "H", "D", "D"})))
+    return failure();
+  Type f32 = Float32Type::get(getContext());
+  for (auto [index, value] : llvm::enumerate(getOperands()))
+    if (getTensorElementType(value.getType()) != f32)
+      return emitOpError() << (index == 0 ? StringRef("operand 'x'")
+                                          : StringRef(names[index - 1]))
+                           << " must have element type f32, but got "
+                           << getTensorElementType(value.getType());
+  for (Value result : getResults())
+    if (getTensorElementType(result.getType()) != f32)
+      return emitOpError() << "results must have element type f32, but got "
+                           << getTensorElementType(result.getType());
+  return success();
+}

@@ -151,4 +151,77 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step", [Pure]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Layer ops: whole layers of hybrid models, decomposed by
+// gdn-decompose-layers into the core ops and linalg.
+//===----------------------------------------------------------------------===//
+
+def Gdn_GatedDeltaNetOp : Gdn_Op<"gated_deltanet", [Pure]> {
+  let summary = "the Gated DeltaNet layer of the design document (prefill)";
+  let description = [{
+    The layer `GatedMultiHeadDeltaAttention` of the design document, exactly,
+    over `T` tokens from a zero state:
+
+    ```
+    q, k, v = x W_query^T, x W_key^T, x W_value^T          (no bias)
+    q, k, v = silu(causal depthwise conv1d(., conv_*.weight, conv_*.bias))
+              (left zero padding of kernel-1 tokens)
+    split heads: [B, T, H, D] with D = d_out / H
+    q, k    = q / max(|q|, 1e-12), k / max(|k|, 1e-12)     (per head)
+    v       = rms_norm(v) * norm.weight                     (eps)
+    g       = -exp(log_alpha) * softplus(x alpha.weight^T + alpha.bias)
+    beta    = sigmoid(x beta.weight^T + beta.bias)
+    o, S    = gdn.delta_rule(q, k, v, g, beta) {scale = 1.0}
+    o       = rms_norm(o) * norm.weight                     (the same weight)
+    y       = (merge heads(o) * silu(x gate.weight^T + gate.bias))
+              out_proj.weight^T + out_proj.bias
+    ```
+
+    The weights follow the reference module's `state_dict`, in its order and
+    PyTorch layouts (Linear weights `[out, in]`, conv weights
+    `[d_out, 1, kernel]`):
+
+    | # | name | shape |
+    |---|------|-------|
+    | 0-2 | W_query.weight, W_key.weight, W_value.weight | [d_out, d_model] |
+    | 3, 4 | out_proj.weight, out_proj.bias | [d_out, d_out], [d_out] |
+    | 5, 6 | beta.weight, beta.bias | [H, d_model], [H] |
+    | 7, 8 | alpha.weight, alpha.bias | [H, d_model], [H] |
+    | 9, 10 | gate.weight, gate.bias | [d_out, d_model], [d_out] |
+    | 11 | log_alpha | [H] |
+    | 12-17 | conv_k.weight/bias, conv_v.weight/bias, conv_q.weight/bias | [d_out, 1, kernel], [d_out] |
+    | 18 | norm.weight | [D] |
+
+    `x` is `[B, T, d_model]`; the results are `y` `[B, T, d_out]` and the
+    final delta-rule state `[B, H, D, D]`. B and T may be dynamic; all other
+    sizes static. f32 throughout.
+
+    ```mlir
+    %y, %s = gdn.gated_deltanet %x weights(%w0, ..., %w18) {num_heads = 2 : i64}
+        : (tensor<?x?x64xf32>, ...) -> (tensor<?x?x64xf32>, tensor<?x2x32x32xf32>)
+    ```
+  }];
+  let arguments = (ins
+    AnyTensor:$x,
+    Variadic<AnyTensor>:$weights,
+    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+    DefaultValuedAttr<F32Attr, "1.0e-6">:$eps
+  );
+  let results = (outs AnyTensor:$y, AnyTensor:$final_state);
+  let assemblyFormat = [{
+    $x `weights` `(` $weights `)` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Positions of the weights in `weights` (the reference state_dict order).
+    enum Weight : unsigned {
+      WQuery, WKey, WValue, OutProjWeight, OutProjBias, BetaWeight, BetaBias,
+      AlphaWeight, AlphaBias, GateWeight, GateBias, LogAlpha, ConvKWeight,
+      ConvKBias, ConvVWeight, ConvVBias, ConvQWeight, ConvQBias, NormWeight,
+      NumWeights
+    };
+    Value getWeight(Weight w) { return getWeights()[w]; }
+  }];
+}
+
 #endif // GDN_DIALECT_GDN_IR_GDNOPS_TD

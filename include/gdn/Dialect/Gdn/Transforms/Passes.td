@@ -175,4 +175,21 @@ def GdnParallelizeDeltaRuleStepPass
   ];
 }
 
+def GdnDecomposeLayersPass : Pass<"gdn-decompose-layers", "func::FuncOp"> {
+  let summary = "Decompose layer ops into the core gdn ops and linalg";
+  let description = [{
+    Rewrites `gdn.gated_deltanet` into projections, the causal depthwise
+    convolutions, normalisations and gates as `linalg.generic` ops on
+    tensors, around one `gdn.delta_rule`, following the op description step
+    by step. The delta rule is then lowered like any other
+    (gdn-chunk-delta-rule or the recurrence).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // GDN_DIALECT_GDN_TRANSFORMS_PASSES_TD

@@ -18,6 +18,10 @@ void populateGdnChunkDeltaRulePatterns(RewritePatternSet &patterns,
 /// per-head tasks on static [K, V] states.
 void populateGdnParallelizeDeltaRuleStepPatterns(RewritePatternSet &patterns);
 
+/// Adds the patterns that decompose layer ops (gdn.gated_deltanet) into the
+/// core gdn ops and linalg on tensors.
+void populateGdnDecomposeLayersPatterns(RewritePatternSet &patterns);
+
 } // namespace mlir::gdn
 
 #endif // GDN_DIALECT_GDN_TRANSFORMS_TRANSFORMS_H

@@ -1,0 +1,310 @@
+//===- DecomposeLayers.cpp - layer ops to core ops and linalg -------------===//
+//
+// gdn.gated_deltanet, step by step as in the design document's reference
+// module; the float64 transcription is python/gdn/layers.py.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gdn/Dialect/Gdn/IR/GdnOps.h"
+#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/Dialect/Gdn/Transforms/Transforms.h"
+#include "gdn/Utils/TensorBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::gdn {
+#define GEN_PASS_DEF_GDNDECOMPOSELAYERSPASS
+#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+} // namespace mlir::gdn
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+using utils::IteratorType;
+
+/// Builders of the layer's pieces on f32 tensors of rank 3 ([B, T, C]) or 4
+/// ([B, T, H, D]).
+class LayerBuilder {
+public:
+  LayerBuilder(OpBuilder &b, Location loc) : b(b), loc(loc), f32(b.getF32Type()) {}
+
+  Value constant(float value) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+  }
+
+  AffineMap map(unsigned dims, ArrayRef<unsigned> results) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned r : results)
+      exprs.push_back(b.getAffineDimExpr(r));
+    return AffineMap::get(dims, 0, exprs, b.getContext());
+  }
+
+  /// [B, T, O] tensor.empty for an input x [B, T, I].
+  Value emptyRows(Value x, int64_t columns) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.back() = b.getIndexAttr(columns);
+    return createEmpty(b, loc, sizes, f32);
+  }
+
+  /// x [B, T, I] times weight^T ([O, I], PyTorch layout), plus bias [O].
+  Value linear(Value x, Value weight, Value bias) {
+    int64_t outputs = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+    Value init = emptyRows(x, outputs);
+    if (bias)
+      init = buildElementwise(b, loc, bias, init, map(3, {2}),
+                              [](OpBuilder &, Location, ValueRange args) {
+                                return args[0];
+                              });
+    else
+      init = fillWith(b, loc, init, 0.0f);
+    return buildGeneric(
+        b, loc, ValueRange{x, weight}, init,
+        {map(4, {0, 1, 3}), map(4, {2, 3}), map(4, {0, 1, 2})},
+        {IteratorType::parallel, IteratorType::parallel,
+         IteratorType::parallel, IteratorType::reduction},
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
+          return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+        });
+  }
+
+  Value sigmoid(OpBuilder &nb, Location nl, Value z) {
+    Value negated = arith::NegFOp::create(nb, nl, z);
+    Value e = math::ExpOp::create(nb, nl, negated);
+    Value one = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f));
+    Value denominator = arith::AddFOp::create(nb, nl, one, e);
+    return arith::DivFOp::create(nb, nl, one, denominator);
+  }
+
+  Value silu(OpBuilder &nb, Location nl, Value z) {
+    return arith::MulFOp::create(nb, nl, z, sigmoid(nb, nl, z));
+  }
+
+  /// SiLU of the causal depthwise convolution of z [B, T, C] with weight
+  /// [C, 1, W] and bias [C]: out[t] = bias + sum_j w[j] z[t + j - (W - 1)],
+  /// z taken as 0 before the first token.
+  Value causalConvSilu(Value z, Value weight, Value bias) {
+    auto weightType = cast<RankedTensorType>(weight.getType());
+    int64_t kernel = weightType.getDimSize(2);
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, z);
+    SmallVector<OpFoldResult> paddedSizes = sizes;
+    paddedSizes[1] = arith::AddIOp::create(
+                         b, loc, getValueOrCreateConstantIndexOp(b, loc, sizes[1]),
+                         arith::ConstantIndexOp::create(b, loc, kernel - 1))
+                         .getResult();
+    Value padded = createZeros(b, loc, paddedSizes, f32);
+    padded = tensor::InsertSliceOp::create(
+        b, loc, z, padded,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(kernel - 1),
+                               b.getIndexAttr(0)},
+        sizes, SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+    Value init = buildElementwise(b, loc, bias, createEmpty(b, loc, sizes, f32),
+                                  map(3, {2}),
+                                  [](OpBuilder &, Location, ValueRange args) {
+                                    return args[0];
+                                  });
+    AffineExpr bDim = b.getAffineDimExpr(0), t = b.getAffineDimExpr(1),
+               c = b.getAffineDimExpr(2), j = b.getAffineDimExpr(3);
+    AffineMap shifted = AffineMap::get(4, 0, {bDim, t + j, c}, b.getContext());
+    AffineMap taps = AffineMap::get(4, 0, {c, b.getAffineConstantExpr(0), j},
+                                    b.getContext());
+    Value conv = buildGeneric(
+        b, loc, ValueRange{padded, weight}, init,
+        {shifted, taps, map(4, {0, 1, 2})},
+        {IteratorType::parallel, IteratorType::parallel,
+         IteratorType::parallel, IteratorType::reduction},
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
+          return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+        });
+    return buildElementwise(b, loc, ValueRange{}, conv, {},
+                            [&](OpBuilder &nb, Location nl, ValueRange args) {
+                              return silu(nb, nl, args[0]);
+                            });
+  }
+
+  /// [B, T, H*D] -> [B, T, H, D].
+  Value splitHeads(Value x, int64_t heads) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t headDim = type.getDimSize(2) / heads;
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    SmallVector<OpFoldResult> shape = {sizes[0], sizes[1],
+                                       b.getIndexAttr(heads),
+                                       b.getIndexAttr(headDim)};
+    auto resultType = RankedTensorType::get(
+        {type.getDimSize(0), type.getDimSize(1), heads, headDim}, f32);
+    return tensor::ExpandShapeOp::create(
+        b, loc, resultType, x, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}},
+        shape);
+  }
+
+  /// [B, T, H, D] -> [B, T, H*D].
+  Value mergeHeads(Value x) {
+    return tensor::CollapseShapeOp::create(
+        b, loc, x, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  }
+
+  /// Sum of squares over the last dimension of [B, T, H, D] -> [B, T, H].
+  Value sumOfSquares(Value x) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.pop_back();
+    Value init = createZeros(b, loc, sizes, f32);
+    return buildGeneric(
+        b, loc, x, init, {map(4, {0, 1, 2, 3}), map(4, {0, 1, 2})},
+        {IteratorType::parallel, IteratorType::parallel,
+         IteratorType::parallel, IteratorType::reduction},
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          Value square = arith::MulFOp::create(nb, nl, args[0], args[0]);
+          return arith::AddFOp::create(nb, nl, args[1], square).getResult();
+        });
+  }
+
+  /// F.normalize over the head dimension: x / max(|x|, 1e-12).
+  Value l2Normalize(Value x) {
+    Value squares = sumOfSquares(x);
+    Value floor = constant(1e-12f);
+    return buildElementwise(
+        b, loc, ValueRange{x, squares}, createEmptyLike(b, loc, x, f32),
+        {map(4, {0, 1, 2, 3}), map(4, {0, 1, 2})},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value norm = math::SqrtOp::create(nb, nl, args[1]);
+          Value safe = arith::MaximumFOp::create(nb, nl, norm, floor);
+          return arith::DivFOp::create(nb, nl, args[0], safe).getResult();
+        });
+  }
+
+  /// RMSNorm over the head dimension: x / sqrt(mean(x^2) + eps) * weight.
+  Value rmsNorm(Value x, Value weight, float eps) {
+    int64_t dim = cast<RankedTensorType>(x.getType()).getDimSize(3);
+    Value squares = sumOfSquares(x);
+    Value count = constant(static_cast<float>(dim));
+    Value epsilon = constant(eps);
+    return buildElementwise(
+        b, loc, ValueRange{x, squares, weight}, createEmptyLike(b, loc, x, f32),
+        {map(4, {0, 1, 2, 3}), map(4, {0, 1, 2}), map(4, {3})},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value mean = arith::DivFOp::create(nb, nl, args[1], count);
+          Value shifted = arith::AddFOp::create(nb, nl, mean, epsilon);
+          Value inverse = math::RsqrtOp::create(nb, nl, shifted);
+          Value scaled = arith::MulFOp::create(nb, nl, args[0], inverse);
+          return arith::MulFOp::create(nb, nl, scaled, args[2]).getResult();
+        });
+  }
+
+  /// g = -exp(log_alpha) * softplus(a), with PyTorch's softplus (identity
+  /// above 20), for a [B, T, H].
+  Value logForgetGate(Value a, Value logAlpha) {
+    Value threshold = constant(20.0f);
+    return buildElementwise(
+        b, loc, ValueRange{a, logAlpha}, createEmptyLike(b, loc, a, f32),
+        {map(3, {0, 1, 2}), map(3, {2})},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value e = math::ExpOp::create(nb, nl, args[0]);
+          Value soft = math::Log1pOp::create(nb, nl, e);
+          Value large = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
+                                              args[0], threshold);
+          Value softplus = arith::SelectOp::create(nb, nl, large, args[0], soft);
+          Value rate = math::ExpOp::create(nb, nl, args[1]);
+          Value product = arith::MulFOp::create(nb, nl, rate, softplus);
+          return arith::NegFOp::create(nb, nl, product).getResult();
+        });
+  }
+
+  Value sigmoidTensor(Value z) {
+    return buildElementwise(b, loc, ValueRange{}, z, {},
+                            [&](OpBuilder &nb, Location nl, ValueRange args) {
+                              return sigmoid(nb, nl, args[0]);
+                            });
+  }
+
+  /// o * silu(gate), element-wise on [B, T, C].
+  Value gated(Value o, Value gate) {
+    AffineMap id = b.getMultiDimIdentityMap(3);
+    return buildElementwise(b, loc, ValueRange{gate}, o, {id},
+                            [&](OpBuilder &nb, Location nl, ValueRange args) {
+                              return arith::MulFOp::create(
+                                         nb, nl, args[1],
+                                         silu(nb, nl, args[0]))
+                                  .getResult();
+                            });
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  Type f32;
+};
+
+struct DecomposeGatedDeltaNet : OpRewritePattern<GatedDeltaNetOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GatedDeltaNetOp op,
+                                PatternRewriter &rewriter) const override {
+    using W = GatedDeltaNetOp::Weight;
+    Location loc = op.getLoc();
+    LayerBuilder lb(rewriter, loc);
+    int64_t heads = static_cast<int64_t>(op.getNumHeads());
+    float eps = op.getEps().convertToFloat();
+    Value x = op.getX();
+    Value norm = op.getWeight(W::NormWeight);
+
+    auto branch = [&](W projection, W convWeight, W convBias) {
+      Value projected = lb.linear(x, op.getWeight(projection), Value());
+      Value mixed = lb.causalConvSilu(projected, op.getWeight(convWeight),
+                                      op.getWeight(convBias));
+      return lb.splitHeads(mixed, heads);
+    };
+    Value q = lb.l2Normalize(branch(W::WQuery, W::ConvQWeight, W::ConvQBias));
+    Value k = lb.l2Normalize(branch(W::WKey, W::ConvKWeight, W::ConvKBias));
+    Value v = lb.rmsNorm(branch(W::WValue, W::ConvVWeight, W::ConvVBias), norm,
+                         eps);
+
+    Value g = lb.logForgetGate(
+        lb.linear(x, op.getWeight(W::AlphaWeight), op.getWeight(W::AlphaBias)),
+        op.getWeight(W::LogAlpha));
+    Value beta = lb.sigmoidTensor(
+        lb.linear(x, op.getWeight(W::BetaWeight), op.getWeight(W::BetaBias)));
+
+    auto oType = cast<RankedTensorType>(v.getType());
+    auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
+    auto core = DeltaRuleOp::create(rewriter, loc, TypeRange{oType, stateType},
+                                    q, k, v, g, beta, /*initial_state=*/Value(),
+                                    rewriter.getF32FloatAttr(1.0f));
+    Value o = lb.mergeHeads(lb.rmsNorm(core.getO(), norm, eps));
+    Value gate =
+        lb.linear(x, op.getWeight(W::GateWeight), op.getWeight(W::GateBias));
+    Value y = lb.linear(lb.gated(o, gate), op.getWeight(W::OutProjWeight),
+                        op.getWeight(W::OutProjBias));
+    if (y.getType() != op.getY().getType())
+      y = tensor::CastOp::create(rewriter, loc, op.getY().getType(), y);
+    Value state = core.getFinalState();
+    if (state.getType() != op.getFinalState().getType())
+      state = tensor::CastOp::create(rewriter, loc,
+                                     op.getFinalState().getType(), state);
+    rewriter.replaceOp(op, {y, state});
+    return success();
+  }
+};
+
+struct GdnDecomposeLayersPass
+    : gdn::impl::GdnDecomposeLayersPassBase<GdnDecomposeLayersPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateGdnDecomposeLayersPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+} // namespace
+
+void mlir::gdn::populateGdnDecomposeLayersPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<DecomposeGatedDeltaNet>(patterns.getContext());
+}

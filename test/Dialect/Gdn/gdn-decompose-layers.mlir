@@ -1,0 +1,25 @@
+// RUN: gdn-opt %s -gdn-decompose-layers | FileCheck %s
+
+// The layer becomes projections, convolutions, normalisations and gates in
+// linalg around one gdn.delta_rule with scale 1 and no initial state.
+
+// CHECK-DAG: #[[$SHIFT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1 + d3, d2)>
+// CHECK-DAG: #[[$TAPS:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, 0, d3)>
+// CHECK-LABEL: func.func @layer
+// CHECK-NOT: gdn.gated_deltanet
+// The causal convolution reads the zero-padded input at t + j.
+// CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 3, 0]
+// CHECK: linalg.generic {indexing_maps = [#[[$SHIFT]], #[[$TAPS]]
+// CHECK: tensor.expand_shape %{{.+}} {{\[\[}}0], [1], [2, 3]] output_shape [%{{.+}}, %{{.+}}, 2, 4]
+// Softplus is the identity above 20, as in PyTorch.
+// CHECK: math.log1p
+// CHECK: arith.cmpf ogt
+// CHECK: %[[O:.+]], %[[S:.+]] = gdn.delta_rule %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :
+// CHECK-SAME: -> (tensor<?x?x2x4xf32>, tensor<?x2x4x4xf32>)
+// CHECK: math.rsqrt
+// CHECK: tensor.collapse_shape
+// CHECK: return %{{.+}}, %[[S]]
+func.func @layer(%x: tensor<?x?x8xf32>, %p0: tensor<8x8xf32>, %p1: tensor<8x8xf32>, %p2: tensor<8x8xf32>, %p3: tensor<8x8xf32>, %p4: tensor<8xf32>, %p5: tensor<2x8xf32>, %p6: tensor<2xf32>, %p7: tensor<2x8xf32>, %p8: tensor<2xf32>, %p9: tensor<8x8xf32>, %p10: tensor<8xf32>, %p11: tensor<2xf32>, %p12: tensor<8x1x4xf32>, %p13: tensor<8xf32>, %p14: tensor<8x1x4xf32>, %p15: tensor<8xf32>, %p16: tensor<8x1x4xf32>, %p17: tensor<8xf32>, %p18: tensor<4xf32>) -> (tensor<?x?x8xf32>, tensor<?x2x4x4xf32>) {
+  %y, %s = gdn.gated_deltanet %x weights(%p0, %p1, %p2, %p3, %p4, %p5, %p6, %p7, %p8, %p9, %p10, %p11, %p12, %p13, %p14, %p15, %p16, %p17, %p18) {num_heads = 2 : i64} : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<2x8xf32>, tensor<2xf32>, tensor<2x8xf32>, tensor<2xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<2xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<4xf32>) -> (tensor<?x?x8xf32>, tensor<?x2x4x4xf32>)
+  return %y, %s : tensor<?x?x8xf32>, tensor<?x2x4x4xf32>
+}
