@@ -10,5 +10,5 @@ gdn.gated_deltanet_reference, from gdn.layers).
 
 from . import inputs, reference  # noqa: F401
 from .compiled import delta_rule, delta_rule_step  # noqa: F401
-from .layers import (GatedDeltaNetLayer, gated_deltanet_reference,  # noqa: F401
-                     init_gated_deltanet)
+from .layers import (  # noqa: F401
+    GatedDeltaNetLayer, gated_deltanet_reference, init_gated_deltanet)

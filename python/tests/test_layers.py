@@ -390,8 +390,9 @@ def gated_deltanet_op(tmp_path_factory):
                              "--emit=mlir", "-o", "-"],
                             capture_output=True, text=True)
     if result.returncode != 0 and _UNKNOWN_OP in result.stderr:
+        first_line = result.stderr.strip().splitlines()[0]
         pytest.skip(f"{compiler} does not know gdn.gated_deltanet yet (the "
-                    f"op is not built): {result.stderr.strip().splitlines()[0]}")
+                    f"op is not built): {first_line}")
     assert result.returncode == 0, (
         f"gdn-compile --emit=mlir failed on module_source(64, 64, 2):\n"
         f"{result.stderr}")
