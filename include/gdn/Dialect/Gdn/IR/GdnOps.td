@@ -177,8 +177,9 @@ def Gdn_GatedDeltaNetOp : Gdn_Op<"gated_deltanet", [Pure]> {
               out_proj.weight^T + out_proj.bias
     ```
 
-    The weights follow the reference module's `state_dict`, in its order and
-    PyTorch layouts (Linear weights `[out, in]`, conv weights
+    The weights are the reference module's `state_dict` entries, in the
+    operand order below (PyTorch's own `state_dict()` lists `log_alpha`
+    first) and in PyTorch layouts (Linear weights `[out, in]`, conv weights
     `[d_out, 1, kernel]`):
 
     | # | name | shape |
@@ -213,7 +214,7 @@ def Gdn_GatedDeltaNetOp : Gdn_Op<"gated_deltanet", [Pure]> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Positions of the weights in `weights` (the reference state_dict order).
+    /// Positions of the weights in `weights` (see the table above).
     enum Weight : unsigned {
       WQuery, WKey, WValue, OutProjWeight, OutProjBias, BetaWeight, BetaBias,
       AlphaWeight, AlphaBias, GateWeight, GateBias, LogAlpha, ConvKWeight,
