@@ -141,7 +141,7 @@ if "OPENBLAS_CORETYPE" in os.environ:
                      f"(kept from the environment)")
 elif "avx512f" in _cpu_flags():
     # Debian's OpenBLAS 0.3.21 does not recognise this CPU and falls back to
-    # SSE3 (Prescott) kernels; see ../shared/docs/cpu-codegen.md section 0.
+    # SSE3 (Prescott) kernels.
     os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
     ENV_NOTES.append("OPENBLAS_CORETYPE=SkylakeX")
 else:
@@ -182,7 +182,7 @@ PREFILL_IMPLS = ("compiled", "torch-chunked", "torch-naive", "numpy-chunked")
 
 def chunk_flops(length, key_dim, value_dim):
     """FLOPs of one chunk of `length` tokens of one value head in the chunked
-    form (../shared/docs/chunked-delta-rule.md section 3.1), with C = length:
+    form, with C = length:
 
         2 C^2 K             Gram matrix K_c K_c^T
       + 2 C^2 V + 2 C^2 K   U = T (beta V_c), W = T (beta gamma K_c)

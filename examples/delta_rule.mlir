@@ -5,7 +5,7 @@
 // Run it (scripts/main.sh does this):
 //   gdn-opt examples/delta_rule.mlir --gdn-lower-to-cpu |
 //     mlir-runner -e main -entry-point-result=void \
-//       -shared-libs=/usr/lib/llvm-22/lib/libmlir_runner_utils.so,/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so
+//       -shared-libs=/usr/lib/llvm-22/lib/libmlir_runner_utils.so,/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so,/usr/lib/llvm-22/lib/libomp.so
 
 !qk = tensor<1x?x1x4xf32>
 !v = tensor<1x?x2x4xf32>

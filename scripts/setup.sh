@@ -40,7 +40,8 @@ if [[ ! -f $BUILD_DIR/build.ninja ]]; then
     -DLLVM_EXTERNAL_LIT=$LLVM/bin/lit \
     -DCMAKE_C_COMPILER=$LLVM/bin/clang \
     -DCMAKE_CXX_COMPILER=$LLVM/bin/clang++ \
-    -DLLVM_USE_LINKER=lld
+    -DLLVM_USE_LINKER=lld \
+    -DLLVM_PARALLEL_LINK_JOBS=1
 fi
 
 echo "== building"

@@ -38,7 +38,7 @@ void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
 }
 
 /// Leftover n-D transfers are unrolled: left as loops, their scratch
-/// allocas would grow the stack in every iteration (docs/cpu-codegen.md).
+/// allocas would grow the stack in every iteration.
 static VectorTransferToSCFOptions vectorToSCFOptions() {
   VectorTransferToSCFOptions options;
   options.enableFullUnroll();

@@ -102,6 +102,7 @@ void mgpuModuleUnload(void *module) {
 }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
+  ensureContext();
   CUfunction function;
   GDN_CUDA_CHECK(
       cuModuleGetFunction(&function, static_cast<CUmodule>(module), name));
@@ -144,15 +145,22 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 void *mgpuStreamCreate() {
   ensureContext();
   CUstream stream;
-  GDN_CUDA_CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  // A blocking stream: it waits for work queued on the legacy default
+  // stream, where callers (PyTorch by default) produce the inputs.
+  GDN_CUDA_CHECK(cuStreamCreate(&stream, CU_STREAM_DEFAULT));
   return stream;
 }
 
 void mgpuStreamDestroy(void *stream) {
+  ensureContext();
+  // Timings still pending on the stream are collected (which waits for
+  // them) rather than leaked with their events.
+  collectTimings(static_cast<CUstream>(stream));
   GDN_CUDA_CHECK(cuStreamDestroy(static_cast<CUstream>(stream)));
 }
 
 void mgpuStreamSynchronize(void *stream) {
+  ensureContext();
   GDN_CUDA_CHECK(cuStreamSynchronize(static_cast<CUstream>(stream)));
   collectTimings(static_cast<CUstream>(stream));
 }
@@ -170,11 +178,13 @@ void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool isHostShared) {
 }
 
 void mgpuMemFree(void *pointer, void * /*stream*/) {
+  ensureContext();
   if (pointer)
     GDN_CUDA_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(pointer)));
 }
 
 void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
+  ensureContext();
   GDN_CUDA_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(destination),
                                reinterpret_cast<CUdeviceptr>(source), bytes,
                                static_cast<CUstream>(stream)));
@@ -182,11 +192,14 @@ void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
 
 void mgpuMemset32(void *destination, unsigned int value, size_t count,
                   void *stream) {
+  ensureContext();
   GDN_CUDA_CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(destination),
                                   value, count,
                                   static_cast<CUstream>(stream)));
 }
 
+// Takes effect if called before the first kernel module is loaded; the
+// context is fixed afterwards.
 void mgpuSetDefaultDevice(int32_t device) { defaultDevice = device; }
 
 double gdnCudaTakeKernelMicroseconds(int64_t *launches) {

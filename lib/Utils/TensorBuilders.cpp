@@ -80,3 +80,13 @@ Value mlir::gdn::convertTensor(OpBuilder &b, Location loc, Value x,
         return convertFloat(nb, nl, args[0], elementType);
       });
 }
+
+SmallVector<Value> mlir::gdn::castToTypes(OpBuilder &b, Location loc,
+                                          ValueRange values, TypeRange types) {
+  SmallVector<Value> cast;
+  for (auto [value, type] : llvm::zip_equal(values, types))
+    cast.push_back(value.getType() == type
+                       ? value
+                       : tensor::CastOp::create(b, loc, type, value).getResult());
+  return cast;
+}

@@ -61,6 +61,11 @@ class CudaKernels:
                 raise ValueError(f"{name} must be a CUDA tensor")
 
     def _call(self, symbol, tensors):
+        if any(n == 0 for n in tensors[0].shape[:1]):
+            return  # nothing to run: a grid of zero blocks cannot launch
+        # The kernels run on their own stream; inputs produced on another
+        # (non-default) torch stream must be complete first.
+        _torch().cuda.current_stream().synchronize()
         descriptors = [tensor_descriptor(t) for t in tensors]
         getattr(self.library, symbol)(
             *[ctypes.addressof(d) for d in descriptors])

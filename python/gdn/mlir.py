@@ -14,6 +14,8 @@ import tempfile
 
 import numpy as np
 
+from .compiled import format_scale
+
 ELEMENT_TYPES = ("f32", "bf16", "f16")
 
 
@@ -140,7 +142,7 @@ def delta_rule_program(q, k, v, g, beta, initial_state=None, scale=1.0,
     kernel = [
         f"  func.func @kernel({', '.join(f'%{n}: {t}' for n, t in zip(names, arg_types))})"
         f" -> ({o_type}, {s_type}) {{",
-        f"    %o, %s = {op} {operands} {{scale = {float(scale)!r} : f32}}"
+        f"    %o, %s = {op} {operands} {{scale = {format_scale(scale)} : f32}}"
         f" : ({', '.join(arg_types)}) -> ({o_type}, {s_type})",
         f"    return %o, %s : {o_type}, {s_type}",
         "  }",

@@ -42,7 +42,7 @@ enum class CompileTarget { CPU, CUDA };
 /// Everything gdn-compile can be asked to do.
 struct CompileOptions {
   CompileTarget target = CompileTarget::CPU;
-  EmitAction emit = EmitAction::Executable;
+  EmitAction emit = EmitAction::SharedLibrary;
   /// Output path; "-" is standard output (text stages only).
   std::string outputPath;
   /// LLVM CPU name for code generation; "native" is the host.

@@ -48,6 +48,12 @@ Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
                        Value init, ArrayRef<AffineMap> inputMaps,
                        GenericBody body);
 
+/// Returns `values`, each tensor.cast to the matching type of `types` where
+/// they differ (a lowering may know fewer static sizes than the op's
+/// declared results, or more).
+SmallVector<Value> castToTypes(OpBuilder &b, Location loc, ValueRange values,
+                               TypeRange types);
+
 /// Converts every element of a ranked tensor to `elementType`.
 Value convertTensor(OpBuilder &b, Location loc, Value x, Type elementType);
 

@@ -98,13 +98,19 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
   Value batch = memref::DimOp::create(b, loc, vm, 0);
   Value tokens = in.hasTokens ? memref::DimOp::create(b, loc, vm, 1).getResult()
                               : indexConstant(b, loc, 1);
-  SmallVector<Value> oSizes = {batch};
-  if (in.hasTokens)
+  // The results have the op's declared types; their dynamic sizes are the
+  // batch and token counts of the inputs.
+  SmallVector<Value> oSizes, sSizes;
+  if (in.oType.isDynamicDim(0))
+    oSizes.push_back(batch);
+  if (in.hasTokens && in.oType.isDynamicDim(1))
     oSizes.push_back(tokens);
+  if (in.stateType.isDynamicDim(0))
+    sSizes.push_back(batch);
   auto oMemref = MemRefType::get(in.oType.getShape(), in.oType.getElementType());
   auto sMemref = MemRefType::get(in.stateType.getShape(), f32);
   Value om = memref::AllocOp::create(b, loc, oMemref, oSizes);
-  Value sm = memref::AllocOp::create(b, loc, sMemref, ValueRange{batch});
+  Value sm = memref::AllocOp::create(b, loc, sMemref, sSizes);
 
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
@@ -316,48 +322,44 @@ LogicalResult replaceWithLaunch(OpTy op, PatternRewriter &rewriter,
   return success();
 }
 
-struct DeltaRuleToGPU : OpRewritePattern<DeltaRuleOp> {
-  DeltaRuleToGPU(MLIRContext *ctx, int64_t blockColumns, int64_t keySplits)
-      : OpRewritePattern(ctx), blockColumns(blockColumns),
-        keySplits(keySplits) {}
-  LogicalResult matchAndRewrite(DeltaRuleOp op,
-                                PatternRewriter &rewriter) const override {
-    RecurrenceOperands in{op.getQ(),
-                          op.getK(),
-                          op.getV(),
-                          op.getG(),
-                          op.getBeta(),
-                          op.getInitialState(),
-                          cast<RankedTensorType>(op.getO().getType()),
-                          cast<RankedTensorType>(op.getFinalState().getType()),
-                          op.getScale().convertToFloat(),
-                          /*hasTokens=*/true,
-                          op.getGroupSize()};
-    return replaceWithLaunch(op, rewriter, in, blockColumns, keySplits);
-  }
-  int64_t blockColumns;
-  int64_t keySplits;
-};
+RecurrenceOperands recurrenceOperands(DeltaRuleOp op) {
+  return {op.getQ(),
+          op.getK(),
+          op.getV(),
+          op.getG(),
+          op.getBeta(),
+          op.getInitialState(),
+          cast<RankedTensorType>(op.getO().getType()),
+          cast<RankedTensorType>(op.getFinalState().getType()),
+          op.getScale().convertToFloat(),
+          /*hasTokens=*/true,
+          op.getGroupSize()};
+}
 
-struct DeltaRuleStepToGPU : OpRewritePattern<DeltaRuleStepOp> {
-  DeltaRuleStepToGPU(MLIRContext *ctx, int64_t blockColumns,
-                     int64_t keySplits)
-      : OpRewritePattern(ctx), blockColumns(blockColumns),
+RecurrenceOperands recurrenceOperands(DeltaRuleStepOp op) {
+  return {op.getQ(),
+          op.getK(),
+          op.getV(),
+          op.getG(),
+          op.getBeta(),
+          op.getState(),
+          cast<RankedTensorType>(op.getO().getType()),
+          cast<RankedTensorType>(op.getNewState().getType()),
+          op.getScale().convertToFloat(),
+          /*hasTokens=*/false,
+          op.getGroupSize()};
+}
+
+/// Either delta-rule op to one launch of the column recurrence.
+template <typename OpTy>
+struct DeltaRuleToGPU : OpRewritePattern<OpTy> {
+  DeltaRuleToGPU(MLIRContext *ctx, int64_t blockColumns, int64_t keySplits)
+      : OpRewritePattern<OpTy>(ctx), blockColumns(blockColumns),
         keySplits(keySplits) {}
-  LogicalResult matchAndRewrite(DeltaRuleStepOp op,
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    RecurrenceOperands in{op.getQ(),
-                          op.getK(),
-                          op.getV(),
-                          op.getG(),
-                          op.getBeta(),
-                          op.getState(),
-                          cast<RankedTensorType>(op.getO().getType()),
-                          cast<RankedTensorType>(op.getNewState().getType()),
-                          op.getScale().convertToFloat(),
-                          /*hasTokens=*/false,
-                          op.getGroupSize()};
-    return replaceWithLaunch(op, rewriter, in, blockColumns, keySplits);
+    return replaceWithLaunch(op, rewriter, recurrenceOperands(op),
+                             blockColumns, keySplits);
   }
   int64_t blockColumns;
   int64_t keySplits;
@@ -370,8 +372,9 @@ struct ConvertGdnToGPUPass
     if (keySplits < 1 || blockColumns * keySplits > 1024) {
       getOperation().emitError()
           << "convert-gdn-to-gpu: key-splits must be positive and "
-             "block-columns x key-splits at most 1024, but got "
-          << static_cast<int64_t>(keySplits);
+             "block-columns x key-splits at most 1024, but got key-splits = "
+          << static_cast<int64_t>(keySplits) << " with block-columns = "
+          << static_cast<int64_t>(blockColumns);
       return signalPassFailure();
     }
     if (blockColumns < 1 || blockColumns > 1024) {
@@ -392,6 +395,6 @@ struct ConvertGdnToGPUPass
 void mlir::gdn::populateGdnToGPURecurrencePatterns(RewritePatternSet &patterns,
                                                    int64_t blockColumns,
                                                    int64_t keySplits) {
-  patterns.add<DeltaRuleToGPU, DeltaRuleStepToGPU>(patterns.getContext(),
-                                                   blockColumns, keySplits);
+  patterns.add<DeltaRuleToGPU<DeltaRuleOp>, DeltaRuleToGPU<DeltaRuleStepOp>>(
+      patterns.getContext(), blockColumns, keySplits);
 }

@@ -212,7 +212,9 @@ struct DeltaRuleToRecurrence : OpConversionPattern<DeltaRuleOp> {
           Value outAll = insertToken(b, l, outToken, iterArgs[1], t);
           scf::YieldOp::create(b, l, ValueRange{newState, outAll});
         });
-    rewriter.replaceOp(op, {loop.getResult(1), loop.getResult(0)});
+    rewriter.replaceOp(op, castToTypes(rewriter, loc,
+                                       {loop.getResult(1), loop.getResult(0)},
+                                       op->getResultTypes()));
     return success();
   }
 };
@@ -235,7 +237,8 @@ struct DeltaRuleStepToRecurrence : OpConversionPattern<DeltaRuleStepOp> {
         buildRecurrenceStep(rewriter, loc, in, op.getScale().convertToFloat());
     Value outCast =
         convertTensor(rewriter, loc, out, op.getO().getType().getElementType());
-    rewriter.replaceOp(op, {outCast, newState});
+    rewriter.replaceOp(op, castToTypes(rewriter, loc, {outCast, newState},
+                                       op->getResultTypes()));
     return success();
   }
 };

@@ -2,7 +2,7 @@
 //
 // Chooses a schedule per bufferized linalg op (recorded as an attribute, so
 // it is visible in the IR) and applies a transform-dialect schedule that
-// implements them: the recipe of docs/cpu-codegen.md for the chunk matmuls,
+// implements them: register-tiled FMA micro-kernels for the chunk matmuls,
 // row-wise vectors for element-wise ops.
 //
 //===----------------------------------------------------------------------===//

@@ -32,8 +32,6 @@ using namespace mlir;
 using namespace mlir::gdn;
 
 namespace {
-using utils::IteratorType;
-
 /// Emits the per-chunk computation of one (batch entry, value head) task.
 class ChunkEmitter {
 public:
@@ -450,6 +448,20 @@ struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
 
     Value v = op.getV();
     OpFoldResult batchSize = tensor::getMixedSize(rewriter, loc, v, 0);
+    if (op.getV().getType().getDimSize(1) == 0) {
+      // No tokens: an empty output and the state unchanged.
+      Value empty = createEmptyLike(rewriter, loc, v, oType.getElementType());
+      Value state = op.getInitialState();
+      if (!state)
+        state = createZeros(rewriter, loc,
+                            {batchSize, rewriter.getIndexAttr(valueHeads),
+                             rewriter.getIndexAttr(keyDim),
+                             rewriter.getIndexAttr(valueDim)},
+                            f32);
+      rewriter.replaceOp(op, castToTypes(rewriter, loc, {empty, state},
+                                         op->getResultTypes()));
+      return success();
+    }
     Value tokens = tensor::DimOp::create(rewriter, loc, v, 1);
     Value oInit = createEmptyLike(rewriter, loc, v, oType.getElementType());
     Value stateInit = op.getInitialState();
@@ -563,7 +575,9 @@ struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
                                           oOffsets, oSizes, unitStrides);
     tensor::ParallelInsertSliceOp::create(
         rewriter, loc, finalState, stateShared, sOffsets, sSizes, unitStrides);
-    rewriter.replaceOp(op, forall.getResults());
+    rewriter.setInsertionPointAfter(forall);
+    rewriter.replaceOp(op, castToTypes(rewriter, loc, forall.getResults(),
+                                       op->getResultTypes()));
     return success();
   }
 

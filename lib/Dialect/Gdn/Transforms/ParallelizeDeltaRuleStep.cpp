@@ -108,7 +108,9 @@ struct ParallelizeDeltaRuleStep : OpRewritePattern<DeltaRuleStepOp> {
     tensor::ParallelInsertSliceOp::create(b, loc, newState,
                                           forall.getRegionIterArgs()[1],
                                           stateOffsets, stateSizes, unit4);
-    rewriter.replaceOp(op, forall.getResults());
+    rewriter.setInsertionPointAfter(forall);
+    rewriter.replaceOp(op, castToTypes(rewriter, loc, forall.getResults(),
+                                       op->getResultTypes()));
     return success();
   }
 };
