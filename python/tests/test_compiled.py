@@ -227,6 +227,30 @@ def test_step_matches_reference(key, batch, regime):
         np.testing.assert_array_equal(a, b, err_msg=f"{name} was modified")
 
 
+@pytest.mark.parametrize("key,batch", [("e", 3), ("b", 2)])
+def test_in_place_steps_match_reference(key, batch):
+    """inplace=True: the new state overwrites the state (the C ABI lets the
+    out-parameter alias the input); several chained steps stay exact."""
+    heads, value_heads, key_dim, value_dim, _, scale_kind = _KEYS[key]
+    scale = _scale(scale_kind, key_dim)
+    steps = 4
+    d = inputs.delta_rule_inputs(400 + batch, batch, steps, heads,
+                                 value_heads, key_dim, value_dim, "design",
+                                 initial_state=True)
+    state = d["initial_state"].copy()
+    ref_state = d["initial_state"]
+    for t in range(steps):
+        args = [np.ascontiguousarray(d[n][:, t])
+                for n in ("q", "k", "v", "g", "beta")]
+        o, returned = gdn.delta_rule_step(*args, state, scale=scale,
+                                          inplace=True)
+        assert returned is state
+        o_ref, ref_state = reference.delta_rule_step(*args, ref_state, scale)
+        _assert_close(f"in-place step {t} o", o, o_ref, F32_BUDGET)
+        _assert_close(f"in-place step {t} state", state, ref_state,
+                      F32_BUDGET)
+
+
 def test_inputs_are_not_modified():
     """The compiled code reads its inputs only (the state in particular is
     not updated in place; the new state goes to a fresh array)."""
@@ -446,9 +470,11 @@ def test_scale_is_an_mlir_float_literal(scale, text):
 
 
 def test_module_source_parses():
-    gdn_opt = os.path.join(compiled._REPO, "build", "bin", "gdn-opt")
+    build = os.environ.get("GDN_BUILD_DIR",
+                           os.path.join(compiled._REPO, "build"))
+    gdn_opt = os.path.join(build, "bin", "gdn-opt")
     if not os.path.exists(gdn_opt):
-        pytest.skip("gdn-opt is not built")
+        pytest.skip(f"gdn-opt is not built ({gdn_opt})")
     for args in ((1, 1, 16, 16, "f32", "f32", 1.0),
                  (2, 4, 64, 128, "f16", "f16", 1e-5)):
         result = subprocess.run([gdn_opt, "-"], capture_output=True,
