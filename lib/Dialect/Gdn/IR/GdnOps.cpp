@@ -249,3 +249,76 @@ LogicalResult GatedDeltaNetOp::verify() {
                            << getTensorElementType(result.getType());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Model building blocks
+//===----------------------------------------------------------------------===//
+
+/// All operands and results must be f32 tensors, except those named in
+/// `except`.
+static LogicalResult verifyF32(Operation *op,
+                               ArrayRef<std::pair<StringRef, Value>> values) {
+  Type f32 = Float32Type::get(op->getContext());
+  for (auto [name, value] : values)
+    if (getTensorElementType(value.getType()) != f32)
+      return op->emitOpError() << "'" << name
+                               << "' must have element type f32, but got "
+                               << getTensorElementType(value.getType());
+  return success();
+}
+
+LogicalResult RmsNormOp::verify() {
+  auto type = cast<RankedTensorType>(getX().getType());
+  if (type.getRank() < 1 || ShapedType::isDynamic(type.getShape().back()))
+    return emitOpError() << "operand 'x' must have a static last dimension, "
+                            "but got "
+                         << type;
+  ShapeContract contract(*this, {"D"});
+  if (failed(contract.check("operand", "weight", getWeight().getType(),
+                            {"D"})))
+    return failure();
+  if (contract.lookup("D") != type.getShape().back())
+    return emitOpError() << "operand 'weight' must have shape [D] = ["
+                         << type.getShape().back() << "] (the last dimension "
+                         << "of 'x'), but got " << getWeight().getType();
+  return verifyF32(*this, {{"x", getX()}, {"weight", getWeight()}});
+}
+
+LogicalResult SwiGluMlpOp::verify() {
+  ShapeContract contract(*this, {"D", "F"});
+  if (failed(contract.check("operand", "x", getX().getType(), {"B", "T", "D"})) ||
+      failed(contract.check("weight", "gate", getGate().getType(), {"F", "D"})) ||
+      failed(contract.check("weight", "up", getUp().getType(), {"F", "D"})) ||
+      failed(contract.check("weight", "down", getDown().getType(), {"D", "F"})))
+    return failure();
+  return verifyF32(*this, {{"x", getX()},
+                           {"gate", getGate()},
+                           {"up", getUp()},
+                           {"down", getDown()}});
+}
+
+LogicalResult EmbedOp::verify() {
+  ShapeContract contract(*this, {"vocab", "D"});
+  if (failed(contract.check("operand", "ids", getIds().getType(), {"B", "T"})) ||
+      failed(contract.check("operand", "table", getTable().getType(),
+                            {"vocab", "D"})) ||
+      failed(contract.check("result", "y", getY().getType(), {"B", "T", "D"})))
+    return failure();
+  if (!getTensorElementType(getIds().getType()).isInteger(64))
+    return emitOpError() << "operand 'ids' must have element type i64, but got "
+                         << getTensorElementType(getIds().getType());
+  return verifyF32(*this, {{"table", getTable()}, {"y", getY()}});
+}
+
+LogicalResult LmHeadOp::verify() {
+  ShapeContract contract(*this, {"vocab", "D"});
+  if (failed(contract.check("operand", "x", getX().getType(), {"B", "T", "D"})) ||
+      failed(contract.check("weight", "weight", getWeight().getType(),
+                            {"vocab", "D"})) ||
+      failed(contract.check("result", "logits", getLogits().getType(),
+                            {"B", "T", "vocab"})))
+    return failure();
+  return verifyF32(*this, {{"x", getX()},
+                           {"weight", getWeight()},
+                           {"logits", getLogits()}});
+}

@@ -149,28 +149,40 @@ public:
         b, loc, x, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
   }
 
-  /// Sum of squares over the last dimension of [B, T, H, D] -> [B, T, H].
+  /// Maps of an iteration space of `rank` dims: all of them, and all but
+  /// the last (the reduced dimension).
+  AffineMap allDims(unsigned rank) { return b.getMultiDimIdentityMap(rank); }
+  AffineMap leadingDims(unsigned rank) {
+    SmallVector<unsigned> dims;
+    for (unsigned d = 0; d + 1 < rank; ++d)
+      dims.push_back(d);
+    return map(rank, dims);
+  }
+
+  /// Sum of squares over the last dimension: [..., D] -> [...].
   Value sumOfSquares(Value x) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
     sizes.pop_back();
     Value init = createZeros(b, loc, sizes, f32);
+    SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+    iterators.back() = IteratorType::reduction;
     return buildGeneric(
-        b, loc, x, init, {map(4, {0, 1, 2, 3}), map(4, {0, 1, 2})},
-        {IteratorType::parallel, IteratorType::parallel,
-         IteratorType::parallel, IteratorType::reduction},
+        b, loc, x, init, {allDims(rank), leadingDims(rank)}, iterators,
         [](OpBuilder &nb, Location nl, ValueRange args) {
           Value square = arith::MulFOp::create(nb, nl, args[0], args[0]);
           return arith::AddFOp::create(nb, nl, args[1], square).getResult();
         });
   }
 
-  /// F.normalize over the head dimension: x / max(|x|, 1e-12).
+  /// F.normalize over the last dimension: x / max(|x|, 1e-12).
   Value l2Normalize(Value x) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
     Value squares = sumOfSquares(x);
     Value floor = constant(1e-12f);
     return buildElementwise(
         b, loc, ValueRange{x, squares}, createEmptyLike(b, loc, x, f32),
-        {map(4, {0, 1, 2, 3}), map(4, {0, 1, 2})},
+        {allDims(rank), leadingDims(rank)},
         [&](OpBuilder &nb, Location nl, ValueRange args) {
           Value norm = math::SqrtOp::create(nb, nl, args[1]);
           Value safe = arith::MaximumFOp::create(nb, nl, norm, floor);
@@ -178,15 +190,16 @@ public:
         });
   }
 
-  /// RMSNorm over the head dimension: x / sqrt(mean(x^2) + eps) * weight.
+  /// RMSNorm over the last dimension: x / sqrt(mean(x^2) + eps) * weight.
   Value rmsNorm(Value x, Value weight, float eps) {
-    int64_t dim = cast<RankedTensorType>(x.getType()).getDimSize(3);
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
     Value squares = sumOfSquares(x);
-    Value count = constant(static_cast<float>(dim));
+    Value count = constant(static_cast<float>(type.getShape().back()));
     Value epsilon = constant(eps);
     return buildElementwise(
         b, loc, ValueRange{x, squares, weight}, createEmptyLike(b, loc, x, f32),
-        {map(4, {0, 1, 2, 3}), map(4, {0, 1, 2}), map(4, {3})},
+        {allDims(rank), leadingDims(rank), map(rank, {rank - 1})},
         [&](OpBuilder &nb, Location nl, ValueRange args) {
           Value mean = arith::DivFOp::create(nb, nl, args[1], count);
           Value shifted = arith::AddFOp::create(nb, nl, mean, epsilon);
@@ -291,6 +304,73 @@ struct DecomposeGatedDeltaNet : OpRewritePattern<GatedDeltaNetOp> {
   }
 };
 
+struct DecomposeRmsNorm : OpRewritePattern<RmsNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RmsNormOp op,
+                                PatternRewriter &rewriter) const override {
+    LayerBuilder lb(rewriter, op.getLoc());
+    rewriter.replaceOp(op, lb.rmsNorm(op.getX(), op.getWeight(),
+                                      op.getEps().convertToFloat()));
+    return success();
+  }
+};
+
+struct DecomposeSwiGluMlp : OpRewritePattern<SwiGluMlpOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SwiGluMlpOp op,
+                                PatternRewriter &rewriter) const override {
+    LayerBuilder lb(rewriter, op.getLoc());
+    Value gate = lb.linear(op.getX(), op.getGate(), Value());
+    Value up = lb.linear(op.getX(), op.getUp(), Value());
+    Value y = lb.linear(lb.gated(up, gate), op.getDown(), Value());
+    rewriter.replaceOp(op, castToTypes(rewriter, op.getLoc(), y,
+                                       op->getResultTypes()));
+    return success();
+  }
+};
+
+struct DecomposeLmHead : OpRewritePattern<LmHeadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LmHeadOp op,
+                                PatternRewriter &rewriter) const override {
+    LayerBuilder lb(rewriter, op.getLoc());
+    Value logits = lb.linear(op.getX(), op.getWeight(), Value());
+    rewriter.replaceOp(op, castToTypes(rewriter, op.getLoc(), logits,
+                                       op->getResultTypes()));
+    return success();
+  }
+};
+
+/// y[b, t, d] = table[ids[b, t], d], a gather in a linalg.generic body.
+struct DecomposeEmbed : OpRewritePattern<EmbedOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbedOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto tableType = cast<RankedTensorType>(op.getTable().getType());
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(rewriter, loc, op.getIds());
+    sizes.push_back(rewriter.getIndexAttr(tableType.getDimSize(1)));
+    Value init = createEmpty(rewriter, loc, sizes, rewriter.getF32Type());
+    AffineMap ids = AffineMap::get(
+        3, 0, {rewriter.getAffineDimExpr(0), rewriter.getAffineDimExpr(1)},
+        rewriter.getContext());
+    Value table = op.getTable();
+    Value y = buildElementwise(
+        rewriter, loc, op.getIds(), init, ids,
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value row = arith::IndexCastOp::create(nb, nl, nb.getIndexType(),
+                                                 args[0]);
+          Value column = linalg::IndexOp::create(nb, nl, 2);
+          return tensor::ExtractOp::create(nb, nl, table,
+                                           ValueRange{row, column})
+              .getResult();
+        });
+    rewriter.replaceOp(op, castToTypes(rewriter, loc, y, op->getResultTypes()));
+    return success();
+  }
+};
+
 struct GdnDecomposeLayersPass
     : gdn::impl::GdnDecomposeLayersPassBase<GdnDecomposeLayersPass> {
   using Base::Base;
@@ -306,5 +386,6 @@ struct GdnDecomposeLayersPass
 
 void mlir::gdn::populateGdnDecomposeLayersPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<DecomposeGatedDeltaNet>(patterns.getContext());
+  patterns.add<DecomposeGatedDeltaNet, DecomposeRmsNorm, DecomposeSwiGluMlp,
+               DecomposeLmHead, DecomposeEmbed>(patterns.getContext());
 }

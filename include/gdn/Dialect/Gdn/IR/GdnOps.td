@@ -225,4 +225,70 @@ def Gdn_GatedDeltaNetOp : Gdn_Op<"gated_deltanet", [Pure]> {
   }];
 }
 
+def Gdn_RmsNormOp : Gdn_Op<"rms_norm", [Pure, AllTypesMatch<["x", "y"]>]> {
+  let summary = "RMSNorm over the last dimension";
+  let description = [{
+    `y = x / sqrt(mean(x^2 over the last dimension) + eps) * weight`, with
+    `weight` of the size of the last dimension of `x` (`[..., D]`, f32).
+
+    ```mlir
+    %y = gdn.rms_norm %x, %w {eps = 1.0e-6 : f32}
+        : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$x, AnyRankedTensor:$weight,
+                   DefaultValuedAttr<F32Attr, "1.0e-6">:$eps);
+  let results = (outs AnyRankedTensor:$y);
+  let assemblyFormat = [{
+    $x `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Gdn_SwiGluMlpOp : Gdn_Op<"swiglu_mlp", [Pure, AllTypesMatch<["x", "y"]>]> {
+  let summary = "the SwiGLU feed-forward block: down(silu(gate(x)) * up(x))";
+  let description = [{
+    `y = (silu(x gate^T) * (x up^T)) down^T` for `x` `[B, T, D]` and
+    bias-free weights in PyTorch layout: `gate` and `up` `[F, D]`, `down`
+    `[D, F]` (Hugging Face `mlp.{gate,up,down}_proj.weight`). f32.
+  }];
+  let arguments = (ins AnyRankedTensor:$x, AnyRankedTensor:$gate,
+                   AnyRankedTensor:$up, AnyRankedTensor:$down);
+  let results = (outs AnyRankedTensor:$y);
+  let assemblyFormat = [{
+    $x `weights` `(` $gate `,` $up `,` $down `)` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Gdn_EmbedOp : Gdn_Op<"embed", [Pure]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    `y[b, t, :] = table[ids[b, t], :]` for `ids` `[B, T]` (i64) and `table`
+    `[vocab, D]` (f32). Ids outside `[0, vocab)` are undefined behaviour;
+    callers validate them.
+  }];
+  let arguments = (ins AnyRankedTensor:$ids, AnyRankedTensor:$table);
+  let results = (outs AnyRankedTensor:$y);
+  let assemblyFormat = [{
+    $ids `,` $table attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Gdn_LmHeadOp : Gdn_Op<"lm_head", [Pure]> {
+  let summary = "logits: x weight^T";
+  let description = [{
+    `logits = x weight^T` for `x` `[B, T, D]` and `weight` `[vocab, D]`
+    (`lm_head.weight`, or the embedding table when embeddings are tied).
+  }];
+  let arguments = (ins AnyRankedTensor:$x, AnyRankedTensor:$weight);
+  let results = (outs AnyRankedTensor:$logits);
+  let assemblyFormat = [{
+    $x `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // GDN_DIALECT_GDN_IR_GDNOPS_TD
