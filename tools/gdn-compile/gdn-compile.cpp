@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "gdn/Compiler/Compiler.h"
+#include "gdn/Frontend/ModelGraph.h"
+#include "gdn/Frontend/Safetensors.h"
 #include "gdn/InitAllGdn.h"
 
 #include "mlir/IR/AsmState.h"
@@ -50,8 +52,16 @@ static cl::opt<EmitAction> emitAction(
         clEnumValN(EmitAction::SharedLibrary, "shared",
                    "a shared library: every public function is exported as "
                    "_mlir_ciface_<name> (docs/c-abi.md)"),
+        clEnumValN(EmitAction::ModelSummary, "summary",
+                   "for a model description: validate it and its weights, "
+                   "print layers, parameters and cache bytes"),
         clEnumValN(EmitAction::Executable, "exe",
                    "an executable that runs func.func @main()")));
+static cl::opt<std::string> weightsFilename(
+    "weights",
+    cl::desc("Weights of a model description (default: model.safetensors "
+             "beside the .json)"),
+    cl::value_desc("path"), cl::init(""));
 static cl::opt<int64_t> chunkSize("chunk-size",
                                   cl::desc("Tokens per chunk of the chunked "
                                            "gdn.delta_rule"),
@@ -87,6 +97,43 @@ static cl::opt<int64_t> cudaKeySplits(
 static cl::opt<std::string> cpu("cpu",
                                 cl::desc("LLVM CPU name ('native': the host)"),
                                 cl::init("native"));
+
+/// Layers, parameters and the cache per sequence at the maximum context.
+static void printModelSummary(const ModelConfig &config,
+                              const SafetensorsFile &file,
+                              llvm::raw_ostream &os) {
+  int64_t parameters = 0;
+  for (const auto &entry : file.tensors()) {
+    int64_t count = 1;
+    for (int64_t size : entry.second.shape)
+      count *= size;
+    parameters += count;
+  }
+  int64_t gdnLayers = llvm::count(config.layers, LayerKind::GDN);
+  int64_t mlaLayers = config.layers.size() - gdnLayers;
+  os << "model: " << config.numLayers << " layers (" << gdnLayers << " GDN, "
+     << mlaLayers << " MLA), d_model " << config.dModel << ", vocab "
+     << config.vocabSize << ", " << parameters << " parameters\n";
+  os << "layers:";
+  for (LayerKind kind : config.layers)
+    os << (kind == LayerKind::GDN ? " gdn" : " mla");
+  os << "\n";
+  int64_t gdnBytes = 0, mlaBytesPerToken = 0;
+  if (config.gdn) {
+    const GdnSettings &g = *config.gdn;
+    gdnBytes = (g.numHeads * g.headDim * g.headDim +
+                3 * (g.convSize - 1) * g.numHeads * g.headDim) *
+               4 * gdnLayers;
+  }
+  if (config.mla)
+    mlaBytesPerToken =
+        (config.mla->kvLoraRank + config.mla->qkRopeHeadDim) * 4 * mlaLayers;
+  os << "cache per sequence: GDN " << gdnBytes
+     << " bytes (constant), MLA " << mlaBytesPerToken
+     << " bytes per token (" << mlaBytesPerToken * config.maxContext
+     << " at max_context " << config.maxContext << ")\n";
+  os << "weights: " << file.path() << " valid\n";
+}
 
 /// An address inside this executable, to locate it on disk.
 static void locateExecutable() {}
@@ -141,11 +188,44 @@ int main(int argc, char **argv) {
     return 1;
   }
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module;
+  if (llvm::StringRef(inputFilename).ends_with(".json")) {
+    // A model description and its weights: validated, then the model's
+    // prefill graph is built as gdn IR.
+    llvm::Expected<ModelConfig> config = parseModelConfig(input->getBuffer());
+    if (!config)
+      return optionError(inputFilename + ": " +
+                         llvm::toString(config.takeError()));
+    std::string weights = weightsFilename;
+    if (weights.empty()) {
+      llvm::SmallString<256> path(llvm::sys::path::parent_path(inputFilename));
+      llvm::sys::path::append(path, "model.safetensors");
+      weights = std::string(path);
+    }
+    llvm::Expected<SafetensorsFile> file = SafetensorsFile::open(weights);
+    if (!file)
+      return optionError(llvm::toString(file.takeError()));
+    if (llvm::Error e = validateWeights(*config, *file))
+      return optionError(llvm::toString(std::move(e)));
+    if (emitAction == EmitAction::ModelSummary) {
+      printModelSummary(*config, *file, llvm::outs());
+      return 0;
+    }
+    SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+    auto built = buildModelPrefill(
+        &context, *config, FileLineColLoc::get(&context, inputFilename, 1, 1));
+    if (failed(built))
+      return 1;
+    module = std::move(*built);
+  } else {
+    if (emitAction == EmitAction::ModelSummary)
+      return optionError("--emit=summary needs a model description (.json)");
+    sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return 1;
+  }
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
-    return 1;
 
   CompileOptions options;
   options.target = target;

@@ -34,6 +34,8 @@ enum class EmitAction {
   SharedLibrary,
   /// An executable that runs the module's @main.
   Executable,
+  /// For model descriptions only: validate and summarise (gdn-compile).
+  ModelSummary,
 };
 
 /// The machine the code is compiled for.

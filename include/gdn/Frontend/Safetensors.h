@@ -1,0 +1,47 @@
+//===- Safetensors.h - memory-mapped safetensors files ----------*- C++ -*-===//
+
+#ifndef GDN_FRONTEND_SAFETENSORS_H
+#define GDN_FRONTEND_SAFETENSORS_H
+
+#include "gdn/Frontend/ModelConfig.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <memory>
+
+namespace mlir::gdn {
+
+/// One tensor of a safetensors file: its dtype name ("F32", "BF16"), shape
+/// and bytes (inside the mapped file).
+struct SafetensorsTensor {
+  std::string dtype;
+  llvm::SmallVector<int64_t> shape;
+  llvm::ArrayRef<char> bytes;
+};
+
+/// A safetensors file mapped into memory, its header validated: dtypes,
+/// shapes, and data offsets that tile the data section exactly.
+class SafetensorsFile {
+public:
+  static llvm::Expected<SafetensorsFile> open(llvm::StringRef path);
+
+  const llvm::StringMap<SafetensorsTensor> &tensors() const {
+    return tensorMap;
+  }
+  llvm::StringRef path() const { return filePath; }
+
+private:
+  std::string filePath;
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  llvm::StringMap<SafetensorsTensor> tensorMap;
+};
+
+/// Checks that `file` holds exactly the weights of `config` with their
+/// shapes, in f32 or bf16; the error names the tensor.
+llvm::Error validateWeights(const ModelConfig &config,
+                            const SafetensorsFile &file);
+
+} // namespace mlir::gdn
+
+#endif // GDN_FRONTEND_SAFETENSORS_H

@@ -1,0 +1,94 @@
+//===- ModelGraph.cpp - a model description as gdn IR ---------------------===//
+
+#include "gdn/Frontend/ModelGraph.h"
+#include "gdn/Dialect/Gdn/IR/GdnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
+                             Location loc) {
+  for (auto [index, kind] : llvm::enumerate(config.layers))
+    if (kind == LayerKind::MLA)
+      return emitError(loc) << "layer " << index
+                            << " is an MLA layer; compiling MLA layers is not "
+                               "supported by this version of gdn-compile "
+                               "(GDN-only models are)";
+
+  OpBuilder b(context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  Type f32 = b.getF32Type();
+  int64_t dyn = ShapedType::kDynamic;
+  auto shapes = expectedWeightShapes(config);
+  SmallVector<Type> argTypes = {
+      RankedTensorType::get({dyn, dyn}, b.getI64Type())};
+  std::map<std::string, unsigned> argIndex;
+  for (const auto &[name, shape] : shapes) {
+    argIndex[name] = argTypes.size();
+    argTypes.push_back(RankedTensorType::get(shape, f32));
+  }
+  auto hidden = RankedTensorType::get({dyn, dyn, config.dModel}, f32);
+  auto logitsType = RankedTensorType::get({dyn, dyn, config.vocabSize}, f32);
+  auto func = func::FuncOp::create(b, loc, "gdn_model_prefill",
+                                   b.getFunctionType(argTypes, {logitsType}));
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto weight = [&](const std::string &name) {
+    return body->getArgument(argIndex.at(name));
+  };
+  // x + y on [B, T, D], through linalg.add into a fresh tensor.
+  auto add = [&](Value x, Value y) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    Value init = tensor::EmptyOp::create(b, loc, sizes, f32);
+    return linalg::AddOp::create(b, loc, ValueRange{x, y}, ValueRange{init})
+        .getResult(0);
+  };
+  FloatAttr eps = b.getF32FloatAttr(static_cast<float>(config.normEps));
+  auto norm = [&](Value x, const std::string &name) {
+    auto op = RmsNormOp::create(b, loc, hidden, x, weight(name), eps);
+    return op.getY();
+  };
+
+  Value x = EmbedOp::create(b, loc, hidden, body->getArgument(0),
+                            weight("model.embed_tokens.weight"));
+  for (size_t i = 0; i < config.layers.size(); ++i) {
+    std::string layer = llvm::formatv("model.layers.{0}.", i).str();
+    Value normed = norm(x, layer + "input_layernorm.weight");
+    const GdnSettings &g = *config.gdn;
+    std::string p = layer + "linear_attn.";
+    SmallVector<Value> weights;
+    for (StringRef w :
+         {"W_query.weight", "W_key.weight", "W_value.weight",
+          "out_proj.weight", "out_proj.bias", "beta.weight", "beta.bias",
+          "alpha.weight", "alpha.bias", "gate.weight", "gate.bias",
+          "log_alpha", "conv_k.weight", "conv_k.bias", "conv_v.weight",
+          "conv_v.bias", "conv_q.weight", "conv_q.bias", "norm.weight"})
+      weights.push_back(weight(p + w.str()));
+    auto stateType = RankedTensorType::get(
+        {dyn, g.numHeads, g.headDim, g.headDim}, f32);
+    auto mixer = GatedDeltaNetOp::create(
+        b, loc, TypeRange{hidden, stateType}, normed, weights,
+        b.getI64IntegerAttr(g.numHeads), eps);
+    x = add(x, mixer.getY());
+    Value mlpIn = norm(x, layer + "post_attention_layernorm.weight");
+    Value mlp = SwiGluMlpOp::create(b, loc, hidden, mlpIn,
+                                    weight(layer + "mlp.gate_proj.weight"),
+                                    weight(layer + "mlp.up_proj.weight"),
+                                    weight(layer + "mlp.down_proj.weight"));
+    x = add(x, mlp);
+  }
+  Value last = norm(x, "model.norm.weight");
+  Value head = weight(config.tieEmbeddings ? "model.embed_tokens.weight"
+                                           : "lm_head.weight");
+  Value logits = LmHeadOp::create(b, loc, logitsType, last, head);
+  func::ReturnOp::create(b, loc, logits);
+  return module;
+}
