@@ -188,6 +188,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
   if (llvm::StringRef(inputFilename).ends_with(".json")) {
     // A model description and its weights: validated, then the model's
@@ -211,7 +212,6 @@ int main(int argc, char **argv) {
       printModelSummary(*config, *file, llvm::outs());
       return 0;
     }
-    SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
     auto built = buildModelPrefill(
         &context, *config, FileLineColLoc::get(&context, inputFilename, 1, 1));
     if (failed(built))
@@ -225,7 +225,6 @@ int main(int argc, char **argv) {
     if (!module)
       return 1;
   }
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
   CompileOptions options;
   options.target = target;
