@@ -74,9 +74,11 @@ mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
       weights.push_back(weight(p + w.str()));
     auto stateType = RankedTensorType::get(
         {dyn, g.numHeads, g.headDim, g.headDim}, f32);
+    // The layer's own RMSNorm keeps the design document's eps (1e-6);
+    // norm_eps is for the block norms.
     auto mixer = GatedDeltaNetOp::create(
         b, loc, TypeRange{hidden, stateType}, normed, weights,
-        b.getI64IntegerAttr(g.numHeads), eps);
+        b.getI64IntegerAttr(g.numHeads), b.getF32FloatAttr(1.0e-6f));
     x = add(x, mixer.getY());
     Value mlpIn = norm(x, layer + "post_attention_layernorm.weight");
     Value mlp = SwiGluMlpOp::create(b, loc, hidden, mlpIn,

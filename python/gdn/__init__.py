@@ -5,10 +5,13 @@ for tests (gdn.inputs), helpers that emit and run MLIR (gdn.mlir) and the
 compiled ops for numpy arrays (gdn.delta_rule, gdn.delta_rule_step, from
 gdn.compiled) and the design document's Gated DeltaNet layer
 (gdn.GatedDeltaNetLayer, gdn.init_gated_deltanet,
-gdn.gated_deltanet_reference, from gdn.layers).
+gdn.gated_deltanet_reference, from gdn.layers), the hybrid GDN + MLA model
+description, weights and float64 reference (gdn.model) and the safetensors
+format (gdn.safetensors).
 """
 
 from . import inputs, reference  # noqa: F401
+from . import model, safetensors  # noqa: F401
 from .compiled import delta_rule, delta_rule_step  # noqa: F401
 from .layers import (  # noqa: F401
     GatedDeltaNetLayer, gated_deltanet_reference, init_gated_deltanet)

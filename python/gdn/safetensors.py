@@ -16,9 +16,9 @@ so that the data section is aligned) and writes the file atomically (a
 temporary file in the same folder, then os.replace). bf16 is float32 rounded
 to nearest even (gdn.mlir.round_to_element_type).
 
-`load` returns float32 arrays (bf16 widened exactly) after validating the
-header; every problem is a ValueError naming the file and, where there is
-one, the tensor.
+`load` returns float32 arrays (bf16, and f16 as gdn-compile also reads it,
+widened exactly) after validating the header; every problem is a ValueError
+naming the file and, where there is one, the tensor.
 """
 
 import json
@@ -36,7 +36,9 @@ __all__ = ["save", "load", "load_with_metadata", "DTYPES"]
 
 # save()'s dtype argument -> the header's dtype string.
 DTYPES = {"f32": "F32", "bf16": "BF16"}
-_ITEMSIZE = {"F32": 4, "BF16": 2}
+# load() also reads F16 (widened), as gdn-compile's reader does.
+_ITEMSIZE = {"F32": 4, "BF16": 2, "F16": 2}
+_RAW = {"F32": "<f4", "BF16": "<u2", "F16": "<f2"}
 _METADATA = "__metadata__"
 
 
@@ -53,8 +55,9 @@ def _storage(name, value, dtype):
         raise ValueError(f"tensor {name!r}: expected a real numeric array, "
                          f"got dtype {array.dtype}")
     f32 = np.ascontiguousarray(array, dtype=np.float32)
-    storage, _ = round_to_element_type(f32, dtype)
-    storage = np.array(storage, copy=True, order="C")
+    # Rounded flat: numpy 1.x cannot shift a 0-d uint64 by a Python int.
+    storage, _ = round_to_element_type(f32.reshape(-1), dtype)
+    storage = np.array(storage, copy=True, order="C").reshape(f32.shape)
     if dtype == "bf16":
         # Rounding a NaN's bit pattern can carry into the sign or exponent;
         # keep NaNs quiet NaNs of the same sign.
@@ -202,7 +205,7 @@ def _read(path):
             dtype = info["dtype"]
             if dtype not in _ITEMSIZE:
                 fail(f"unsupported dtype {json.dumps(dtype)} (expected "
-                     f"\"F32\" or \"BF16\")", name)
+                     f"\"F32\", \"BF16\" or \"F16\")", name)
             shape = info["shape"]
             if not isinstance(shape, list) or not all(map(_is_count, shape)):
                 fail(f"shape must be a list of non-negative integers, got "
@@ -237,15 +240,14 @@ def _read(path):
         tensors = {}
         for name, dtype, shape, begin, end in entries:
             numel = math.prod(shape)
-            raw_dtype = "<f4" if dtype == "F32" else "<u2"
-            buffer = np.empty(numel, dtype=raw_dtype)
+            buffer = np.empty(numel, dtype=_RAW[dtype])
             f.seek(base + begin)
             if f.readinto(memoryview(buffer).cast("B")) != end - begin:
                 fail("data ends early (file changed while reading?)", name)
-            if dtype == "F32":
-                value = buffer.astype(np.float32, copy=False)
-            else:
+            if dtype == "BF16":
                 value = (buffer.astype(np.uint32) << 16).view(np.float32)
+            else:
+                value = buffer.astype(np.float32, copy=False)
             tensors[name] = value.reshape(shape)
     return tensors, dict(metadata) if metadata is not None else None
 
