@@ -15,13 +15,6 @@ using namespace mlir::gdn;
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
                              Location loc) {
-  for (auto [index, kind] : llvm::enumerate(config.layers))
-    if (kind == LayerKind::MLA)
-      return emitError(loc) << "layer " << index
-                            << " is an MLA layer; compiling MLA layers is not "
-                               "supported by this version of gdn-compile "
-                               "(GDN-only models are)";
-
   OpBuilder b(context);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
@@ -62,24 +55,50 @@ mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
   for (size_t i = 0; i < config.layers.size(); ++i) {
     std::string layer = llvm::formatv("model.layers.{0}.", i).str();
     Value normed = norm(x, layer + "input_layernorm.weight");
-    const GdnSettings &g = *config.gdn;
-    std::string p = layer + "linear_attn.";
-    SmallVector<Value> weights;
-    for (StringRef w :
-         {"W_query.weight", "W_key.weight", "W_value.weight",
-          "out_proj.weight", "out_proj.bias", "beta.weight", "beta.bias",
-          "alpha.weight", "alpha.bias", "gate.weight", "gate.bias",
-          "log_alpha", "conv_k.weight", "conv_k.bias", "conv_v.weight",
-          "conv_v.bias", "conv_q.weight", "conv_q.bias", "norm.weight"})
-      weights.push_back(weight(p + w.str()));
-    auto stateType = RankedTensorType::get(
-        {dyn, g.numHeads, g.headDim, g.headDim}, f32);
-    // The layer's own RMSNorm keeps the design document's eps (1e-6);
-    // norm_eps is for the block norms.
-    auto mixer = GatedDeltaNetOp::create(
-        b, loc, TypeRange{hidden, stateType}, normed, weights,
-        b.getI64IntegerAttr(g.numHeads), b.getF32FloatAttr(1.0e-6f));
-    x = add(x, mixer.getY());
+    if (config.layers[i] == LayerKind::MLA) {
+      const MlaSettings &m = *config.mla;
+      std::string p = layer + "self_attn.";
+      SmallVector<Value> weights;
+      SmallVector<std::string> names;
+      if (m.qLoraRank == 0)
+        names.push_back("q_proj.weight");
+      else
+        names.append(
+            {"q_a_proj.weight", "q_a_layernorm.weight", "q_b_proj.weight"});
+      names.append({"kv_a_proj_with_mqa.weight", "kv_a_layernorm.weight",
+                    "kv_b_proj.weight", "o_proj.weight"});
+      for (const std::string &name : names)
+        weights.push_back(weight(p + name));
+      auto latentType = RankedTensorType::get({dyn, dyn, m.kvLoraRank}, f32);
+      auto ropeType = RankedTensorType::get({dyn, dyn, m.qkRopeHeadDim}, f32);
+      auto mixer = MlaOp::create(
+          b, loc, TypeRange{hidden, latentType, ropeType}, normed, weights,
+          b.getI64IntegerAttr(m.numHeads), b.getI64IntegerAttr(m.qLoraRank),
+          b.getI64IntegerAttr(m.kvLoraRank),
+          b.getI64IntegerAttr(m.qkNopeHeadDim),
+          b.getI64IntegerAttr(m.qkRopeHeadDim), b.getI64IntegerAttr(m.vHeadDim),
+          b.getF32FloatAttr(static_cast<float>(m.ropeTheta)), eps);
+      x = add(x, mixer.getY());
+    } else {
+      const GdnSettings &g = *config.gdn;
+      std::string p = layer + "linear_attn.";
+      SmallVector<Value> weights;
+      for (StringRef w :
+           {"W_query.weight", "W_key.weight", "W_value.weight",
+            "out_proj.weight", "out_proj.bias", "beta.weight", "beta.bias",
+            "alpha.weight", "alpha.bias", "gate.weight", "gate.bias",
+            "log_alpha", "conv_k.weight", "conv_k.bias", "conv_v.weight",
+            "conv_v.bias", "conv_q.weight", "conv_q.bias", "norm.weight"})
+        weights.push_back(weight(p + w.str()));
+      auto stateType =
+          RankedTensorType::get({dyn, g.numHeads, g.headDim, g.headDim}, f32);
+      // The layer's own RMSNorm keeps the design document's eps (1e-6);
+      // norm_eps is for the block norms.
+      auto mixer = GatedDeltaNetOp::create(
+          b, loc, TypeRange{hidden, stateType}, normed, weights,
+          b.getI64IntegerAttr(g.numHeads), b.getF32FloatAttr(1.0e-6f));
+      x = add(x, mixer.getY());
+    }
     Value mlpIn = norm(x, layer + "post_attention_layernorm.weight");
     Value mlp = SwiGluMlpOp::create(b, loc, hidden, mlpIn,
                                     weight(layer + "mlp.gate_proj.weight"),

@@ -54,3 +54,42 @@ def test_compiled_prefill_matches_reference(tmp_path, num_layers, d_model,
                                     weights).prefill(ids)
     ratio, max_rel = reference.relative_error(logits, expected)
     assert max(ratio, max_rel) <= 1e-4, (ratio, max_rel)
+
+
+@pytest.mark.parametrize("q_lora_rank,batch,tokens", [(0, 2, 19), (12, 1, 33)])
+def test_compiled_hybrid_prefill_matches_reference(tmp_path, q_lora_rank,
+                                                   batch, tokens):
+    config = {"vocab_size": 64, "d_model": 32, "num_layers": 5,
+              "layer_pattern": "nenya",
+              "gdn": {"num_heads": 2, "head_dim": 16, "conv_size": 4},
+              "mla": {"num_heads": 2, "q_lora_rank": q_lora_rank,
+                      "kv_lora_rank": 16, "qk_nope_head_dim": 8,
+                      "qk_rope_head_dim": 8, "v_head_dim": 12,
+                      "rope_theta": 10000.0},
+              "mlp_hidden_size": 48, "norm_eps": 1e-6,
+              "tie_embeddings": False, "max_context": 128,
+              "tokenizer": "ids"}
+    config_path = tmp_path / "model.json"
+    config_path.write_text(json.dumps(config))
+    weights = model.init_weights(model.load_config(config), seed=5)
+    safetensors.save(str(tmp_path / "model.safetensors"), weights)
+    library_path = tmp_path / "model.so"
+    result = subprocess.run([compiled.find_compiler(), str(config_path),
+                             "--emit=shared", "-o", str(library_path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    names = sorted(weights)
+    function = ctypes.CDLL(str(library_path))._mlir_ciface_gdn_model_prefill
+    function.restype = None
+    function.argtypes = [ctypes.c_void_p] * (len(names) + 2)
+    ids = np.random.default_rng(tokens).integers(
+        0, config["vocab_size"], size=(batch, tokens), dtype=np.int64)
+    logits = np.empty((batch, tokens, config["vocab_size"]), np.float32)
+    arrays = [ids] + [np.ascontiguousarray(weights[n], dtype=np.float32)
+                      for n in names] + [logits]
+    descriptors = [compiled.descriptor(a) for a in arrays]
+    function(*[ctypes.addressof(d) for d in descriptors])
+    expected = model.ModelReference(model.load_config(config),
+                                    weights).prefill(ids)
+    ratio, max_rel = reference.relative_error(logits, expected)
+    assert max(ratio, max_rel) <= 1e-4, (ratio, max_rel)

@@ -17,8 +17,8 @@ namespace mlir::gdn {
 ///
 /// with one f32 tensor argument per weight of expectedWeightShapes(config),
 /// in that (sorted) order: embed, pre-norm residual blocks (gdn.rms_norm,
-/// mixer, gdn.swiglu_mlp), final norm, LM head. Errors (layer kinds not
-/// supported yet) are emitted at `loc`.
+/// mixer (gdn.gated_deltanet or gdn.mla), gdn.swiglu_mlp), final norm, LM
+/// head.
 FailureOr<OwningOpRef<ModuleOp>> buildModelPrefill(MLIRContext *context,
                                                   const ModelConfig &config,
                                                   Location loc);

@@ -322,3 +322,71 @@ LogicalResult LmHeadOp::verify() {
                            {"weight", getWeight()},
                            {"logits", getLogits()}});
 }
+
+//===----------------------------------------------------------------------===//
+// MlaOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MlaOp::verify() {
+  int64_t n = static_cast<int64_t>(getNumHeads());
+  int64_t qLora = static_cast<int64_t>(getQLoraRank());
+  int64_t kvLora = static_cast<int64_t>(getKvLoraRank());
+  int64_t nope = static_cast<int64_t>(getQkNopeHeadDim());
+  int64_t rope = static_cast<int64_t>(getQkRopeHeadDim());
+  int64_t vDim = static_cast<int64_t>(getVHeadDim());
+  if (qLora < 0)
+    return emitOpError() << "q_lora_rank must be >= 0, but got " << qLora;
+  if (rope % 2 != 0)
+    return emitOpError() << "qk_rope_head_dim must be even (rotate-half "
+                            "RoPE), but got "
+                         << rope;
+  SmallVector<std::pair<StringRef, SmallVector<int64_t>>> expected;
+  int64_t qk = nope + rope;
+  auto type = dyn_cast<RankedTensorType>(getX().getType());
+  if (!type || type.getRank() != 3 || type.isDynamicDim(2))
+    return emitOpError() << "operand 'x' must be [B, T, d_model] with a "
+                            "static d_model, but got "
+                         << getX().getType();
+  int64_t d = type.getDimSize(2);
+  if (qLora == 0) {
+    expected.push_back({"q_proj.weight", {n * qk, d}});
+  } else {
+    expected.push_back({"q_a_proj.weight", {qLora, d}});
+    expected.push_back({"q_a_layernorm.weight", {qLora}});
+    expected.push_back({"q_b_proj.weight", {n * qk, qLora}});
+  }
+  expected.push_back({"kv_a_proj_with_mqa.weight", {kvLora + rope, d}});
+  expected.push_back({"kv_a_layernorm.weight", {kvLora}});
+  expected.push_back({"kv_b_proj.weight", {n * (nope + vDim), kvLora}});
+  expected.push_back({"o_proj.weight", {d, n * vDim}});
+  if (getWeights().size() != expected.size())
+    return emitOpError() << "expects " << expected.size()
+                         << " weights for q_lora_rank = " << qLora
+                         << ", but got " << getWeights().size();
+  for (auto [weight, entry] : llvm::zip_equal(getWeights(), expected)) {
+    auto weightType = cast<RankedTensorType>(weight.getType());
+    if (weightType.getShape() != ArrayRef<int64_t>(entry.second) ||
+        !weightType.getElementType().isF32())
+      return emitOpError() << "weight '" << entry.first << "' must be "
+                           << RankedTensorType::get(
+                                  entry.second, Float32Type::get(getContext()))
+                           << ", but got " << weightType;
+  }
+  ShapeContract contract(*this, {});
+  if (failed(contract.check("operand", "x", getX().getType(),
+                            {"B", "T", "d"})) ||
+      failed(contract.check("result", "y", getY().getType(), {"B", "T", "d"})) ||
+      failed(contract.check("result", "latent", getLatent().getType(),
+                            {"B", "T", "kv_lora_rank"})) ||
+      failed(contract.check("result", "k_rope", getKRope().getType(),
+                            {"B", "T", "qk_rope_head_dim"})))
+    return failure();
+  auto lastDim = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape().back();
+  };
+  if (lastDim(getLatent()) != kvLora || lastDim(getKRope()) != rope)
+    return emitOpError() << "results 'latent' and 'k_rope' must end in "
+                            "kv_lora_rank = "
+                         << kvLora << " and qk_rope_head_dim = " << rope;
+  return verifyF32(*this, {{"x", getX()}, {"y", getY()}});
+}

@@ -16,6 +16,9 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <cmath>
+#include <limits>
+
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNDECOMPOSELAYERSPASS
 #include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
@@ -31,7 +34,8 @@ using utils::IteratorType;
 /// ([B, T, H, D]).
 class LayerBuilder {
 public:
-  LayerBuilder(OpBuilder &b, Location loc) : b(b), loc(loc), f32(b.getF32Type()) {}
+  LayerBuilder(OpBuilder &b, Location loc)
+      : b(b), loc(loc), f32(b.getF32Type()) {}
 
   Value constant(float value) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
@@ -56,17 +60,16 @@ public:
     int64_t outputs = cast<RankedTensorType>(weight.getType()).getDimSize(0);
     Value init = emptyRows(x, outputs);
     if (bias)
-      init = buildElementwise(b, loc, bias, init, map(3, {2}),
-                              [](OpBuilder &, Location, ValueRange args) {
-                                return args[0];
-                              });
+      init = buildElementwise(
+          b, loc, bias, init, map(3, {2}),
+          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
     else
       init = fillWith(b, loc, init, 0.0f);
     return buildGeneric(
         b, loc, ValueRange{x, weight}, init,
         {map(4, {0, 1, 3}), map(4, {2, 3}), map(4, {0, 1, 2})},
-        {IteratorType::parallel, IteratorType::parallel,
-         IteratorType::parallel, IteratorType::reduction},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+         IteratorType::reduction},
         [](OpBuilder &nb, Location nl, ValueRange args) {
           Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
           return arith::AddFOp::create(nb, nl, args[2], product).getResult();
@@ -93,21 +96,20 @@ public:
     int64_t kernel = weightType.getDimSize(2);
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, z);
     SmallVector<OpFoldResult> paddedSizes = sizes;
-    paddedSizes[1] = arith::AddIOp::create(
-                         b, loc, getValueOrCreateConstantIndexOp(b, loc, sizes[1]),
-                         arith::ConstantIndexOp::create(b, loc, kernel - 1))
-                         .getResult();
+    paddedSizes[1] =
+        arith::AddIOp::create(
+            b, loc, getValueOrCreateConstantIndexOp(b, loc, sizes[1]),
+            arith::ConstantIndexOp::create(b, loc, kernel - 1))
+            .getResult();
     Value padded = createZeros(b, loc, paddedSizes, f32);
     padded = tensor::InsertSliceOp::create(
         b, loc, z, padded,
         ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(kernel - 1),
                                b.getIndexAttr(0)},
         sizes, SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
-    Value init = buildElementwise(b, loc, bias, createEmpty(b, loc, sizes, f32),
-                                  map(3, {2}),
-                                  [](OpBuilder &, Location, ValueRange args) {
-                                    return args[0];
-                                  });
+    Value init = buildElementwise(
+        b, loc, bias, createEmpty(b, loc, sizes, f32), map(3, {2}),
+        [](OpBuilder &, Location, ValueRange args) { return args[0]; });
     AffineExpr bDim = b.getAffineDimExpr(0), t = b.getAffineDimExpr(1),
                c = b.getAffineDimExpr(2), j = b.getAffineDimExpr(3);
     AffineMap shifted = AffineMap::get(4, 0, {bDim, t + j, c}, b.getContext());
@@ -116,8 +118,8 @@ public:
     Value conv = buildGeneric(
         b, loc, ValueRange{padded, weight}, init,
         {shifted, taps, map(4, {0, 1, 2})},
-        {IteratorType::parallel, IteratorType::parallel,
-         IteratorType::parallel, IteratorType::reduction},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+         IteratorType::reduction},
         [](OpBuilder &nb, Location nl, ValueRange args) {
           Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
           return arith::AddFOp::create(nb, nl, args[2], product).getResult();
@@ -133,14 +135,13 @@ public:
     auto type = cast<RankedTensorType>(x.getType());
     int64_t headDim = type.getDimSize(2) / heads;
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
-    SmallVector<OpFoldResult> shape = {sizes[0], sizes[1],
-                                       b.getIndexAttr(heads),
-                                       b.getIndexAttr(headDim)};
+    SmallVector<OpFoldResult> shape = {
+        sizes[0], sizes[1], b.getIndexAttr(heads), b.getIndexAttr(headDim)};
     auto resultType = RankedTensorType::get(
         {type.getDimSize(0), type.getDimSize(1), heads, headDim}, f32);
     return tensor::ExpandShapeOp::create(
-        b, loc, resultType, x, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}},
-        shape);
+        b, loc, resultType, x,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}, shape);
   }
 
   /// [B, T, H, D] -> [B, T, H*D].
@@ -221,7 +222,8 @@ public:
           Value soft = math::Log1pOp::create(nb, nl, e);
           Value large = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
                                               args[0], threshold);
-          Value softplus = arith::SelectOp::create(nb, nl, large, args[0], soft);
+          Value softplus =
+              arith::SelectOp::create(nb, nl, large, args[0], soft);
           Value rate = math::ExpOp::create(nb, nl, args[1]);
           Value product = arith::MulFOp::create(nb, nl, rate, softplus);
           return arith::NegFOp::create(nb, nl, product).getResult();
@@ -241,8 +243,7 @@ public:
     return buildElementwise(b, loc, ValueRange{gate}, o, {id},
                             [&](OpBuilder &nb, Location nl, ValueRange args) {
                               return arith::MulFOp::create(
-                                         nb, nl, args[1],
-                                         silu(nb, nl, args[0]))
+                                         nb, nl, args[1], silu(nb, nl, args[0]))
                                   .getResult();
                             });
   }
@@ -274,8 +275,8 @@ struct DecomposeGatedDeltaNet : OpRewritePattern<GatedDeltaNetOp> {
     };
     Value q = lb.l2Normalize(branch(W::WQuery, W::ConvQWeight, W::ConvQBias));
     Value k = lb.l2Normalize(branch(W::WKey, W::ConvKWeight, W::ConvKBias));
-    Value v = lb.rmsNorm(branch(W::WValue, W::ConvVWeight, W::ConvVBias), norm,
-                         eps);
+    Value v =
+        lb.rmsNorm(branch(W::WValue, W::ConvVWeight, W::ConvVBias), norm, eps);
 
     Value g = lb.logForgetGate(
         lb.linear(x, op.getWeight(W::AlphaWeight), op.getWeight(W::AlphaBias)),
@@ -304,6 +305,237 @@ struct DecomposeGatedDeltaNet : OpRewritePattern<GatedDeltaNetOp> {
   }
 };
 
+/// Pieces of multi-head latent attention.
+class AttentionBuilder {
+public:
+  AttentionBuilder(OpBuilder &b, Location loc)
+      : b(b), loc(loc), f32(b.getF32Type()) {}
+
+  Value constant(float value) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+  }
+
+  AffineMap map(unsigned dims, ArrayRef<unsigned> results) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned r : results)
+      exprs.push_back(b.getAffineDimExpr(r));
+    return AffineMap::get(dims, 0, exprs, b.getContext());
+  }
+
+  /// x[..., offset : offset + size] along the last dimension.
+  Value sliceLast(Value x, int64_t offset, int64_t size) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    offsets.back() = b.getIndexAttr(offset);
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.back() = b.getIndexAttr(size);
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = size;
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(shape, f32), x, offsets, sizes, strides);
+  }
+
+  /// Rotate-half RoPE along the last dimension (size r) at the positions of
+  /// dimension 1: out[i] = x[i] cos(t w_j) + sign_i x[partner_i] sin(t w_j),
+  /// w_j = theta^(-2j / r), j = i mod r/2, partner_i = i +- r/2 with sign
+  /// -1 for the first half.
+  Value rope(Value x, float theta) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    int64_t r = type.getShape().back();
+    Value logTheta = constant(std::log(theta));
+    return buildElementwise(
+        b, loc, x, createEmptyLike(b, loc, x, f32),
+        b.getMultiDimIdentityMap(rank),
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          SmallVector<Value> indices;
+          for (int64_t d = 0; d < rank; ++d)
+            indices.push_back(linalg::IndexOp::create(nb, nl, d));
+          Value i = indices.back();
+          Value half = arith::ConstantIndexOp::create(nb, nl, r / 2);
+          Value first =
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, i, half);
+          Value j = arith::RemUIOp::create(nb, nl, i, half);
+          Value partner = arith::SelectOp::create(
+              nb, nl, first, arith::AddIOp::create(nb, nl, i, half),
+              arith::SubIOp::create(nb, nl, i, half));
+          indices.back() = partner;
+          Value other = tensor::ExtractOp::create(nb, nl, x, indices);
+          auto toF32 = [&](Value index) {
+            Value i64 =
+                arith::IndexCastOp::create(nb, nl, nb.getI64Type(), index);
+            return arith::SIToFPOp::create(nb, nl, nb.getF32Type(), i64)
+                .getResult();
+          };
+          Value exponent = arith::MulFOp::create(
+              nb, nl, toF32(j),
+              arith::ConstantOp::create(
+                  nb, nl, nb.getF32FloatAttr(-2.0f / static_cast<float>(r))));
+          Value frequency = math::ExpOp::create(
+              nb, nl, arith::MulFOp::create(nb, nl, exponent, logTheta));
+          Value angle =
+              arith::MulFOp::create(nb, nl, toF32(indices[1]), frequency);
+          Value cosine = math::CosOp::create(nb, nl, angle);
+          Value sine = math::SinOp::create(nb, nl, angle);
+          Value rotated = arith::SelectOp::create(
+              nb, nl, first, arith::NegFOp::create(nb, nl, other), other);
+          Value a = arith::MulFOp::create(nb, nl, args[0], cosine);
+          Value c = arith::MulFOp::create(nb, nl, rotated, sine);
+          return arith::AddFOp::create(nb, nl, a, c).getResult();
+        });
+  }
+
+  /// scores[b, n, t, s] = q_nope[b,t,n,:] . k_nope[b,s,n,:]
+  ///                    + q_rope[b,t,n,:] . k_rope[b,s,:].
+  Value scores(Value qNope, Value kNope, Value qRope, Value kRope) {
+    int64_t heads = cast<RankedTensorType>(qNope.getType()).getDimSize(2);
+    OpFoldResult batch = tensor::getMixedSize(b, loc, qNope, 0);
+    OpFoldResult tokens = tensor::getMixedSize(b, loc, qNope, 1);
+    Value init = createZeros(
+        b, loc, {batch, b.getIndexAttr(heads), tokens, tokens}, f32);
+    auto iterators = SmallVector<IteratorType>(4, IteratorType::parallel);
+    iterators.push_back(IteratorType::reduction);
+    auto body = [](OpBuilder &nb, Location nl, ValueRange args) {
+      Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
+      return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+    };
+    // Dimensions (b, n, t, s, d).
+    Value nope = buildGeneric(
+        b, loc, ValueRange{qNope, kNope}, init,
+        {map(5, {0, 2, 1, 4}), map(5, {0, 3, 1, 4}), map(5, {0, 1, 2, 3})},
+        iterators, body);
+    return buildGeneric(
+        b, loc, ValueRange{qRope, kRope}, nope,
+        {map(5, {0, 2, 1, 4}), map(5, {0, 3, 4}), map(5, {0, 1, 2, 3})},
+        iterators, body);
+  }
+
+  /// Causal softmax over s of scale * scores[b, n, t, s] (s <= t).
+  Value causalSoftmax(Value scores, float scale) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, scores);
+    SmallVector<OpFoldResult> rowSizes(sizes.begin(), sizes.end() - 1);
+    Value factor = constant(scale);
+    Value lowest = constant(-std::numeric_limits<float>::infinity());
+    Value zero = constant(0.0f);
+    SmallVector<IteratorType> reduce(4, IteratorType::parallel);
+    reduce.back() = IteratorType::reduction;
+    AffineMap all = b.getMultiDimIdentityMap(4), rows = map(4, {0, 1, 2});
+    auto masked = [&](OpBuilder &nb, Location nl, Value score) {
+      Value t = linalg::IndexOp::create(nb, nl, 2);
+      Value s = linalg::IndexOp::create(nb, nl, 3);
+      Value causal =
+          arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule, s, t);
+      Value scaled = arith::MulFOp::create(nb, nl, score, factor);
+      return std::make_pair(causal, scaled);
+    };
+    Value maxInit =
+        linalg::FillOp::create(b, loc, ValueRange{lowest},
+                               ValueRange{createEmpty(b, loc, rowSizes, f32)})
+            .getResult(0);
+    Value maximum = buildGeneric(
+        b, loc, scores, maxInit, {all, rows}, reduce,
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          auto [causal, scaled] = masked(nb, nl, args[0]);
+          Value candidate =
+              arith::SelectOp::create(nb, nl, causal, scaled, lowest);
+          return arith::MaximumFOp::create(nb, nl, args[1], candidate)
+              .getResult();
+        });
+    Value exps = buildElementwise(
+        b, loc, ValueRange{scores, maximum},
+        createEmptyLike(b, loc, scores, f32), {all, rows},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          auto [causal, scaled] = masked(nb, nl, args[0]);
+          Value shifted = arith::SubFOp::create(nb, nl, scaled, args[1]);
+          Value safe = arith::SelectOp::create(nb, nl, causal, shifted, zero);
+          Value e = math::ExpOp::create(nb, nl, safe);
+          return arith::SelectOp::create(nb, nl, causal, e, zero).getResult();
+        });
+    Value sums = buildGeneric(
+        b, loc, exps, createZeros(b, loc, rowSizes, f32), {all, rows}, reduce,
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          return arith::AddFOp::create(nb, nl, args[1], args[0]).getResult();
+        });
+    return buildElementwise(
+        b, loc, ValueRange{exps, sums}, createEmptyLike(b, loc, scores, f32),
+        {all, rows}, [](OpBuilder &nb, Location nl, ValueRange args) {
+          return arith::DivFOp::create(nb, nl, args[0], args[1]).getResult();
+        });
+  }
+
+  /// out[b, t, n, e] = sum_s p[b, n, t, s] v[b, s, n, e].
+  Value weightedValues(Value probabilities, Value values) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, values);
+    Value init = createZeros(b, loc, sizes, f32);
+    SmallVector<IteratorType> iterators(4, IteratorType::parallel);
+    iterators.push_back(IteratorType::reduction);
+    // Dimensions (b, t, n, e, s).
+    return buildGeneric(
+        b, loc, ValueRange{probabilities, values}, init,
+        {map(5, {0, 2, 1, 4}), map(5, {0, 4, 2, 3}), map(5, {0, 1, 2, 3})},
+        iterators, [](OpBuilder &nb, Location nl, ValueRange args) {
+          Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
+          return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+        });
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  Type f32;
+};
+
+struct DecomposeMla : OpRewritePattern<MlaOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MlaOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    LayerBuilder lb(rewriter, loc);
+    AttentionBuilder ab(rewriter, loc);
+    int64_t heads = static_cast<int64_t>(op.getNumHeads());
+    int64_t kvLora = static_cast<int64_t>(op.getKvLoraRank());
+    int64_t nope = static_cast<int64_t>(op.getQkNopeHeadDim());
+    int64_t rope = static_cast<int64_t>(op.getQkRopeHeadDim());
+    int64_t vDim = static_cast<int64_t>(op.getVHeadDim());
+    float eps = op.getEps().convertToFloat();
+    float theta = op.getRopeTheta().convertToFloat();
+    Value x = op.getX();
+    ValueRange w = op.getWeights();
+    unsigned next = 0;
+
+    Value q;
+    if (op.getQLoraRank() == 0) {
+      q = lb.linear(x, w[next++], Value());
+    } else {
+      Value down = lb.linear(x, w[next++], Value());
+      Value normed = lb.rmsNorm(down, w[next++], eps);
+      q = lb.linear(normed, w[next++], Value());
+    }
+    Value qHeads = lb.splitHeads(q, heads);
+    Value qNope = ab.sliceLast(qHeads, 0, nope);
+    Value qRope = ab.rope(ab.sliceLast(qHeads, nope, rope), theta);
+
+    Value kvA = lb.linear(x, w[next++], Value());
+    Value latent = lb.rmsNorm(ab.sliceLast(kvA, 0, kvLora), w[next++], eps);
+    Value kRope = ab.rope(ab.sliceLast(kvA, kvLora, rope), theta);
+    Value kv = lb.splitHeads(lb.linear(latent, w[next++], Value()), heads);
+    Value kNope = ab.sliceLast(kv, 0, nope);
+    Value values = ab.sliceLast(kv, nope, vDim);
+
+    Value probabilities =
+        ab.causalSoftmax(ab.scores(qNope, kNope, qRope, kRope),
+                         1.0f / std::sqrt(static_cast<float>(nope + rope)));
+    Value attended = lb.mergeHeads(ab.weightedValues(probabilities, values));
+    Value y = lb.linear(attended, w[next++], Value());
+    rewriter.replaceOp(op, castToTypes(rewriter, loc, {y, latent, kRope},
+                                       op->getResultTypes()));
+    return success();
+  }
+};
+
 struct DecomposeRmsNorm : OpRewritePattern<RmsNormOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RmsNormOp op,
@@ -323,8 +555,8 @@ struct DecomposeSwiGluMlp : OpRewritePattern<SwiGluMlpOp> {
     Value gate = lb.linear(op.getX(), op.getGate(), Value());
     Value up = lb.linear(op.getX(), op.getUp(), Value());
     Value y = lb.linear(lb.gated(up, gate), op.getDown(), Value());
-    rewriter.replaceOp(op, castToTypes(rewriter, op.getLoc(), y,
-                                       op->getResultTypes()));
+    rewriter.replaceOp(
+        op, castToTypes(rewriter, op.getLoc(), y, op->getResultTypes()));
     return success();
   }
 };
@@ -335,8 +567,8 @@ struct DecomposeLmHead : OpRewritePattern<LmHeadOp> {
                                 PatternRewriter &rewriter) const override {
     LayerBuilder lb(rewriter, op.getLoc());
     Value logits = lb.linear(op.getX(), op.getWeight(), Value());
-    rewriter.replaceOp(op, castToTypes(rewriter, op.getLoc(), logits,
-                                       op->getResultTypes()));
+    rewriter.replaceOp(
+        op, castToTypes(rewriter, op.getLoc(), logits, op->getResultTypes()));
     return success();
   }
 };
@@ -359,8 +591,8 @@ struct DecomposeEmbed : OpRewritePattern<EmbedOp> {
     Value y = buildElementwise(
         rewriter, loc, op.getIds(), init, ids,
         [&](OpBuilder &nb, Location nl, ValueRange args) {
-          Value row = arith::IndexCastOp::create(nb, nl, nb.getIndexType(),
-                                                 args[0]);
+          Value row =
+              arith::IndexCastOp::create(nb, nl, nb.getIndexType(), args[0]);
           Value column = linalg::IndexOp::create(nb, nl, 2);
           return tensor::ExtractOp::create(nb, nl, table,
                                            ValueRange{row, column})
@@ -386,6 +618,7 @@ struct GdnDecomposeLayersPass
 
 void mlir::gdn::populateGdnDecomposeLayersPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<DecomposeGatedDeltaNet, DecomposeRmsNorm, DecomposeSwiGluMlp,
-               DecomposeLmHead, DecomposeEmbed>(patterns.getContext());
+  patterns.add<DecomposeGatedDeltaNet, DecomposeMla, DecomposeRmsNorm,
+               DecomposeSwiGluMlp, DecomposeLmHead, DecomposeEmbed>(
+      patterns.getContext());
 }

@@ -225,6 +225,52 @@ def Gdn_GatedDeltaNetOp : Gdn_Op<"gated_deltanet", [Pure]> {
   }];
 }
 
+def Gdn_MlaOp : Gdn_Op<"mla", [Pure]> {
+  let summary = "multi-head latent attention (DeepSeek-V2), prefill";
+  let description = [{
+    Causal multi-head latent attention over `T` tokens of `x` `[B, T, d]`:
+
+    ```
+    q        = x q_proj^T                      (q_lora_rank = 0)
+             | rms_norm(x q_a_proj^T, q_a_layernorm) q_b_proj^T
+    q_nope, q_rope = split per head [n, qk_nope | qk_rope]
+    latent, k_rope = split(x kv_a_proj_with_mqa^T) [kv_lora_rank | qk_rope]
+    latent   = rms_norm(latent, kv_a_layernorm)
+    k_nope, v = split per head of latent kv_b_proj^T [n, qk_nope | v_head_dim]
+    q_rope, k_rope = RoPE at positions 0..T-1 (rotate-half, rope_theta);
+                     k_rope is one head shared by all heads
+    y = softmax_causal((q_nope k_nope^T + q_rope k_rope^T)
+                       / sqrt(qk_nope + qk_rope)) v,  heads merged, o_proj
+    ```
+
+    Weights (PyTorch layouts), in this order: with `q_lora_rank = 0`,
+    `q_proj.weight`; otherwise `q_a_proj.weight`, `q_a_layernorm.weight`,
+    `q_b_proj.weight`; then `kv_a_proj_with_mqa.weight`,
+    `kv_a_layernorm.weight`, `kv_b_proj.weight`, `o_proj.weight`. Besides
+    `y`, the op returns what the decode cache keeps per token: the normalised
+    latent `[B, T, kv_lora_rank]` and the rotated shared key
+    `[B, T, qk_rope_head_dim]`. f32.
+  }];
+  let arguments = (ins
+    AnyRankedTensor:$x,
+    Variadic<AnyRankedTensor>:$weights,
+    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+    I64Attr:$q_lora_rank,
+    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
+    ConfinedAttr<I64Attr, [IntPositive]>:$qk_nope_head_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$qk_rope_head_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim,
+    F32Attr:$rope_theta,
+    DefaultValuedAttr<F32Attr, "1.0e-6">:$eps
+  );
+  let results = (outs AnyRankedTensor:$y, AnyRankedTensor:$latent,
+                      AnyRankedTensor:$k_rope);
+  let assemblyFormat = [{
+    $x `weights` `(` $weights `)` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Gdn_RmsNormOp : Gdn_Op<"rms_norm", [Pure, AllTypesMatch<["x", "y"]>]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{
