@@ -1,0 +1,23 @@
+// RUN: gdn-opt %s -split-input-file -verify-diagnostics
+
+func.func @q_proj_shape(%x: tensor<?x?x32xf32>, %w0: tensor<30x32xf32>, %w1: tensor<24x32xf32>, %w2: tensor<16xf32>, %w3: tensor<40x16xf32>, %w4: tensor<32x24xf32>)  {
+  // expected-error @+1 {{weight 'q_proj.weight' must be 'tensor<32x32xf32>', but got 'tensor<30x32xf32>'}}
+  %y, %l, %k = gdn.mla %x weights(%w0, %w1, %w2, %w3, %w4) {num_heads = 2 : i64, q_lora_rank = 0 : i64, kv_lora_rank = 16 : i64, qk_nope_head_dim = 8 : i64, qk_rope_head_dim = 8 : i64, v_head_dim = 12 : i64, rope_theta = 10000.0 : f32} : (tensor<?x?x32xf32>, tensor<30x32xf32>, tensor<24x32xf32>, tensor<16xf32>, tensor<40x16xf32>, tensor<32x24xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @kv_b_shape(%x: tensor<?x?x32xf32>, %w0: tensor<12x32xf32>, %w1: tensor<12xf32>, %w2: tensor<32x12xf32>, %w3: tensor<24x32xf32>, %w4: tensor<16xf32>, %w5: tensor<36x16xf32>, %w6: tensor<32x24xf32>)  {
+  // expected-error @+1 {{weight 'kv_b_proj.weight' must be 'tensor<40x16xf32>', but got 'tensor<36x16xf32>'}}
+  %y, %l, %k = gdn.mla %x weights(%w0, %w1, %w2, %w3, %w4, %w5, %w6) {num_heads = 2 : i64, q_lora_rank = 12 : i64, kv_lora_rank = 16 : i64, qk_nope_head_dim = 8 : i64, qk_rope_head_dim = 8 : i64, v_head_dim = 12 : i64, rope_theta = 10000.0 : f32} : (tensor<?x?x32xf32>, tensor<12x32xf32>, tensor<12xf32>, tensor<32x12xf32>, tensor<24x32xf32>, tensor<16xf32>, tensor<36x16xf32>, tensor<32x24xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @count(%x: tensor<?x?x32xf32>, %w0: tensor<32x32xf32>, %w1: tensor<24x32xf32>, %w2: tensor<16xf32>, %w3: tensor<40x16xf32>, %w4: tensor<32x24xf32>)  {
+  // expected-error @+1 {{expects 7 weights for q_lora_rank = 12, but got 5}}
+  %y, %l, %k = gdn.mla %x weights(%w0, %w1, %w2, %w3, %w4) {num_heads = 2 : i64, q_lora_rank = 12 : i64, kv_lora_rank = 16 : i64, qk_nope_head_dim = 8 : i64, qk_rope_head_dim = 8 : i64, v_head_dim = 12 : i64, rope_theta = 10000.0 : f32} : (tensor<?x?x32xf32>, tensor<32x32xf32>, tensor<24x32xf32>, tensor<16xf32>, tensor<40x16xf32>, tensor<32x24xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>)
+  return
+}
