@@ -2,6 +2,7 @@
 
 #include "gdn/Frontend/ModelGraph.h"
 #include "gdn/Dialect/Gdn/IR/GdnOps.h"
+#include "gdn/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -12,17 +13,40 @@
 using namespace mlir;
 using namespace mlir::gdn;
 
-FailureOr<OwningOpRef<ModuleOp>>
-mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
-                             Location loc) {
-  OpBuilder b(context);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module->getBody());
+SmallVector<RankedTensorType>
+mlir::gdn::modelCacheTypes(MLIRContext *context, const ModelConfig &config) {
+  Type f32 = Float32Type::get(context);
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<RankedTensorType> types;
+  for (LayerKind kind : config.layers) {
+    if (kind == LayerKind::MLA) {
+      const MlaSettings &m = *config.mla;
+      types.push_back(RankedTensorType::get({dyn, dyn, m.kvLoraRank}, f32));
+      types.push_back(RankedTensorType::get({dyn, dyn, m.qkRopeHeadDim}, f32));
+    } else {
+      const GdnSettings &g = *config.gdn;
+      int64_t dOut = g.numHeads * g.headDim;
+      types.push_back(
+          RankedTensorType::get({dyn, g.convSize - 1, 3 * dOut}, f32));
+      types.push_back(
+          RankedTensorType::get({dyn, g.numHeads, g.headDim, g.headDim}, f32));
+    }
+  }
+  return types;
+}
+
+/// Builds @name: (ids, [caches,] weights) -> (logits[, caches]).
+static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
+                         StringRef name, bool withCaches) {
   Type f32 = b.getF32Type();
   int64_t dyn = ShapedType::kDynamic;
   auto shapes = expectedWeightShapes(config);
   SmallVector<Type> argTypes = {
       RankedTensorType::get({dyn, dyn}, b.getI64Type())};
+  SmallVector<RankedTensorType> cacheTypes;
+  if (withCaches)
+    cacheTypes = modelCacheTypes(b.getContext(), config);
+  llvm::append_range(argTypes, cacheTypes);
   std::map<std::string, unsigned> argIndex;
   for (const auto &[name, shape] : shapes) {
     argIndex[name] = argTypes.size();
@@ -30,13 +54,20 @@ mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
   }
   auto hidden = RankedTensorType::get({dyn, dyn, config.dModel}, f32);
   auto logitsType = RankedTensorType::get({dyn, dyn, config.vocabSize}, f32);
-  auto func = func::FuncOp::create(b, loc, "gdn_model_prefill",
-                                   b.getFunctionType(argTypes, {logitsType}));
+  SmallVector<Type> resultTypes = {logitsType};
+  llvm::append_range(resultTypes, cacheTypes);
+  auto func = func::FuncOp::create(b, loc, name,
+                                   b.getFunctionType(argTypes, resultTypes));
   Block *body = func.addEntryBlock();
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(body);
   auto weight = [&](const std::string &name) {
     return body->getArgument(argIndex.at(name));
   };
+  auto cache = [&](size_t layer, unsigned which) {
+    return body->getArgument(1 + 2 * layer + which);
+  };
+  SmallVector<Value> newCaches;
   // x + y on [B, T, D], through linalg.add into a fresh tensor.
   auto add = [&](Value x, Value y) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
@@ -71,14 +102,22 @@ mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
         weights.push_back(weight(p + name));
       auto latentType = RankedTensorType::get({dyn, dyn, m.kvLoraRank}, f32);
       auto ropeType = RankedTensorType::get({dyn, dyn, m.qkRopeHeadDim}, f32);
+      Value pastLatent = withCaches ? cache(i, 0) : Value();
+      Value pastKRope = withCaches ? cache(i, 1) : Value();
       auto mixer = MlaOp::create(
           b, loc, TypeRange{hidden, latentType, ropeType}, normed, weights,
-          b.getI64IntegerAttr(m.numHeads), b.getI64IntegerAttr(m.qLoraRank),
+          pastLatent, pastKRope, b.getI64IntegerAttr(m.numHeads), b.getI64IntegerAttr(m.qLoraRank),
           b.getI64IntegerAttr(m.kvLoraRank),
           b.getI64IntegerAttr(m.qkNopeHeadDim),
           b.getI64IntegerAttr(m.qkRopeHeadDim), b.getI64IntegerAttr(m.vHeadDim),
           b.getF32FloatAttr(static_cast<float>(m.ropeTheta)), eps);
       x = add(x, mixer.getY());
+      if (withCaches) {
+        newCaches.push_back(
+            concatAlong(b, loc, {pastLatent, mixer.getLatent()}, 1));
+        newCaches.push_back(
+            concatAlong(b, loc, {pastKRope, mixer.getKRope()}, 1));
+      }
     } else {
       const GdnSettings &g = *config.gdn;
       std::string p = layer + "linear_attn.";
@@ -92,12 +131,17 @@ mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
         weights.push_back(weight(p + w.str()));
       auto stateType =
           RankedTensorType::get({dyn, g.numHeads, g.headDim, g.headDim}, f32);
+      auto convType = RankedTensorType::get(
+          {dyn, g.convSize - 1, 3 * g.numHeads * g.headDim}, f32);
       // The layer's own RMSNorm keeps the design document's eps (1e-6);
       // norm_eps is for the block norms.
       auto mixer = GatedDeltaNetOp::create(
-          b, loc, TypeRange{hidden, stateType}, normed, weights,
+          b, loc, TypeRange{hidden, stateType, convType}, normed, weights,
+          withCaches ? cache(i, 0) : Value(), withCaches ? cache(i, 1) : Value(),
           b.getI64IntegerAttr(g.numHeads), b.getF32FloatAttr(1.0e-6f));
       x = add(x, mixer.getY());
+      if (withCaches)
+        newCaches.append({mixer.getFinalConvState(), mixer.getFinalState()});
     }
     Value mlpIn = norm(x, layer + "post_attention_layernorm.weight");
     Value mlp = SwiGluMlpOp::create(b, loc, hidden, mlpIn,
@@ -110,6 +154,18 @@ mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
   Value head = weight(config.tieEmbeddings ? "model.embed_tokens.weight"
                                            : "lm_head.weight");
   Value logits = LmHeadOp::create(b, loc, logitsType, last, head);
-  func::ReturnOp::create(b, loc, logits);
+  SmallVector<Value> results = {logits};
+  llvm::append_range(results, newCaches);
+  func::ReturnOp::create(b, loc, results);
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
+                             Location loc) {
+  OpBuilder b(context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  buildForward(b, config, loc, "gdn_model_prefill", /*withCaches=*/false);
+  buildForward(b, config, loc, "gdn_model_step", /*withCaches=*/true);
   return module;
 }

@@ -2,6 +2,7 @@
 
 #include "gdn/Utils/TensorBuilders.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -89,4 +90,31 @@ SmallVector<Value> mlir::gdn::castToTypes(OpBuilder &b, Location loc,
                        ? value
                        : tensor::CastOp::create(b, loc, type, value).getResult());
   return cast;
+}
+
+Value mlir::gdn::concatAlong(OpBuilder &b, Location loc, ValueRange parts,
+                             int64_t dim) {
+  auto firstType = cast<RankedTensorType>(parts.front().getType());
+  int64_t rank = firstType.getRank();
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, parts[0]);
+  OpFoldResult total = b.getIndexAttr(0);
+  AffineExpr s0, s1;
+  bindSymbols(b.getContext(), s0, s1);
+  SmallVector<OpFoldResult> offsets;
+  for (Value part : parts) {
+    offsets.push_back(total);
+    total = affine::makeComposedFoldedAffineApply(
+        b, loc, s0 + s1, {total, tensor::getMixedSize(b, loc, part, dim)});
+  }
+  sizes[dim] = total;
+  Value result = createEmpty(b, loc, sizes, firstType.getElementType());
+  SmallVector<OpFoldResult> unit(rank, b.getIndexAttr(1));
+  for (auto [part, offset] : llvm::zip_equal(parts, offsets)) {
+    SmallVector<OpFoldResult> partOffsets(rank, b.getIndexAttr(0));
+    partOffsets[dim] = offset;
+    result = tensor::InsertSliceOp::create(
+        b, loc, part, result, partOffsets,
+        tensor::getMixedSizes(b, loc, part), unit);
+  }
+  return result;
 }

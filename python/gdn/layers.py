@@ -321,6 +321,7 @@ def module_source(d_model, d_out, num_heads):
     weight_types = [_tensor(shapes[n]) for n in STATE_DICT_NAMES]
     y_type = _tensor(["?", "?", d_out])
     state_type = _tensor(["?", heads, head_dim, head_dim])
+    conv_type = _tensor(["?", KERNEL_SIZE - 1, 3 * d_out])
     results = f"{y_type}, {state_type}"
     signature = ", ".join([f"%x: {x_type}"] + [
         f"%p{i}: {t}" for i, t in enumerate(weight_types)])
@@ -330,8 +331,9 @@ def module_source(d_model, d_out, num_heads):
         "module {",
         f"  func.func @gdn_gated_deltanet({signature}) -> ({results}) "
         f"attributes {{llvm.emit_c_interface}} {{",
-        f"    %y, %s = gdn.gated_deltanet %x weights({weights}) "
-        f"{{num_heads = {heads} : i64}} : ({operand_types}) -> ({results})",
+        f"    %y, %s, %c = gdn.gated_deltanet %x weights({weights}) "
+        f"{{num_heads = {heads} : i64}} : ({operand_types}) -> "
+        f"({results}, {conv_type})",
         f"    return %y, %s : {results}",
         "  }",
         "}",

@@ -363,11 +363,11 @@ def test_module_source():
             "(tensor<?x?x64xf32>, tensor<?x2x32x32xf32>) "
             "attributes {llvm.emit_c_interface} {\n" in text)
     weights = ", ".join(f"%p{i}" for i in range(19))
-    assert (f"    %y, %s = gdn.gated_deltanet %x weights({weights}) "
+    assert (f"    %y, %s, %c = gdn.gated_deltanet %x weights({weights}) "
             "{num_heads = 2 : i64} : (tensor<?x?x96xf32>, "
             "tensor<64x96xf32>, " in text)
     assert ("tensor<32xf32>) -> (tensor<?x?x64xf32>, "
-            "tensor<?x2x32x32xf32>)\n" in text)
+            "tensor<?x2x32x32xf32>, tensor<?x3x192xf32>)\n" in text)
     assert ("    return %y, %s : tensor<?x?x64xf32>, "
             "tensor<?x2x32x32xf32>\n  }\n}\n" in text)
 

@@ -19,9 +19,25 @@ namespace mlir::gdn {
 /// in that (sorted) order: embed, pre-norm residual blocks (gdn.rms_norm,
 /// mixer (gdn.gated_deltanet or gdn.mla), gdn.swiglu_mlp), final norm, LM
 /// head.
+///
+/// and, over the same weights, the step that continues sequences from their
+/// caches (decode is T = 1; a longer T continues a prefill in chunks):
+///
+///   func.func @gdn_model_step(%ids: tensor<?x?xi64>, <caches>, <weights>)
+///       -> (logits, <caches>)
+///
+/// with two caches per layer, in layer order (modelCacheTypes): for a GDN
+/// layer the conv state [B, conv_size - 1, 3 d_out] and the delta-rule
+/// state [B, H, D, D]; for an MLA layer the latents [B, P, kv_lora_rank]
+/// and RoPE keys [B, P, qk_rope_head_dim] of the P tokens so far. The
+/// returned MLA caches hold P + T tokens.
 FailureOr<OwningOpRef<ModuleOp>> buildModelPrefill(MLIRContext *context,
                                                   const ModelConfig &config,
                                                   Location loc);
+
+/// The types of the caches of @gdn_model_step, two per layer.
+SmallVector<RankedTensorType> modelCacheTypes(MLIRContext *context,
+                                              const ModelConfig &config);
 
 } // namespace mlir::gdn
 

@@ -54,6 +54,11 @@ Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
 SmallVector<Value> castToTypes(OpBuilder &b, Location loc, ValueRange values,
                                TypeRange types);
 
+/// Concatenates ranked tensors of equal rank along `dim` with
+/// tensor.insert_slice into one tensor.empty (the form the CPU and CUDA
+/// pipelines bufferize in place, without a tensor.concat decomposition).
+Value concatAlong(OpBuilder &b, Location loc, ValueRange parts, int64_t dim);
+
 /// Converts every element of a ranked tensor to `elementType`.
 Value convertTensor(OpBuilder &b, Location loc, Value x, Type elementType);
 

@@ -1,4 +1,4 @@
-// RUN: gdn-opt %s -gdn-decompose-layers | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -gdn-decompose-layers | FileCheck %s
 
 // The layer becomes projections, convolutions, normalisations and gates in
 // linalg around one gdn.delta_rule with scale 1 and no initial state.
@@ -20,6 +20,25 @@
 // CHECK: tensor.collapse_shape
 // CHECK: return %{{.+}}, %[[S]]
 func.func @layer(%x: tensor<?x?x8xf32>, %p0: tensor<8x8xf32>, %p1: tensor<8x8xf32>, %p2: tensor<8x8xf32>, %p3: tensor<8x8xf32>, %p4: tensor<8xf32>, %p5: tensor<2x8xf32>, %p6: tensor<2xf32>, %p7: tensor<2x8xf32>, %p8: tensor<2xf32>, %p9: tensor<8x8xf32>, %p10: tensor<8xf32>, %p11: tensor<2xf32>, %p12: tensor<8x1x4xf32>, %p13: tensor<8xf32>, %p14: tensor<8x1x4xf32>, %p15: tensor<8xf32>, %p16: tensor<8x1x4xf32>, %p17: tensor<8xf32>, %p18: tensor<4xf32>) -> (tensor<?x?x8xf32>, tensor<?x2x4x4xf32>) {
-  %y, %s = gdn.gated_deltanet %x weights(%p0, %p1, %p2, %p3, %p4, %p5, %p6, %p7, %p8, %p9, %p10, %p11, %p12, %p13, %p14, %p15, %p16, %p17, %p18) {num_heads = 2 : i64} : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<2x8xf32>, tensor<2xf32>, tensor<2x8xf32>, tensor<2xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<2xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<4xf32>) -> (tensor<?x?x8xf32>, tensor<?x2x4x4xf32>)
+  %y, %s, %c = gdn.gated_deltanet %x weights(%p0, %p1, %p2, %p3, %p4, %p5, %p6, %p7, %p8, %p9, %p10, %p11, %p12, %p13, %p14, %p15, %p16, %p17, %p18) {num_heads = 2 : i64} : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<2x8xf32>, tensor<2xf32>, tensor<2x8xf32>, tensor<2xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<2xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<4xf32>) -> (tensor<?x?x8xf32>, tensor<?x2x4x4xf32>, tensor<?x3x24xf32>)
   return %y, %s : tensor<?x?x8xf32>, tensor<?x2x4x4xf32>
+}
+
+// -----
+
+// A continued sequence: each conv reads its slice of the conv state where
+// the zero padding was, the delta rule starts from the given state, and the
+// last three projected inputs of q, k and v become the next conv state.
+// CHECK-LABEL: func.func @layer_continued
+// CHECK-SAME: %[[CONV:[^:]+]]: tensor<?x3x24xf32>, %[[S0:[^:]+]]: tensor<?x2x4x4xf32>
+// CHECK: %[[HQ:.+]] = tensor.extract_slice %[[CONV]][0, 0, 0] [%{{.+}}, 3, 8] [1, 1, 1]
+// CHECK: tensor.insert_slice %[[HQ]] into %{{.+}}[0, 0, 0] [%{{.+}}, 3, 8]
+// CHECK: tensor.extract_slice %[[CONV]][0, 0, 8] [%{{.+}}, 3, 8]
+// CHECK: tensor.extract_slice %[[CONV]][0, 0, 16] [%{{.+}}, 3, 8]
+// CHECK: gdn.delta_rule %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} initial_state(%[[S0]]) :
+// CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 16] [%{{.+}}, 3, 8]
+// CHECK: return
+func.func @layer_continued(%x: tensor<?x?x8xf32>, %conv: tensor<?x3x24xf32>, %s0: tensor<?x2x4x4xf32>, %p0: tensor<8x8xf32>, %p1: tensor<8x8xf32>, %p2: tensor<8x8xf32>, %p3: tensor<8x8xf32>, %p4: tensor<8xf32>, %p5: tensor<2x8xf32>, %p6: tensor<2xf32>, %p7: tensor<2x8xf32>, %p8: tensor<2xf32>, %p9: tensor<8x8xf32>, %p10: tensor<8xf32>, %p11: tensor<2xf32>, %p12: tensor<8x1x4xf32>, %p13: tensor<8xf32>, %p14: tensor<8x1x4xf32>, %p15: tensor<8xf32>, %p16: tensor<8x1x4xf32>, %p17: tensor<8xf32>, %p18: tensor<4xf32>) -> (tensor<?x?x8xf32>, tensor<?x2x4x4xf32>, tensor<?x3x24xf32>) {
+  %y, %s, %c = gdn.gated_deltanet %x weights(%p0, %p1, %p2, %p3, %p4, %p5, %p6, %p7, %p8, %p9, %p10, %p11, %p12, %p13, %p14, %p15, %p16, %p17, %p18) state(%conv, %s0) {num_heads = 2 : i64} : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<2x8xf32>, tensor<2xf32>, tensor<2x8xf32>, tensor<2xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<2xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<8x1x4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<?x3x24xf32>, tensor<?x2x4x4xf32>) -> (tensor<?x?x8xf32>, tensor<?x2x4x4xf32>, tensor<?x3x24xf32>)
+  return %y, %s, %c : tensor<?x?x8xf32>, tensor<?x2x4x4xf32>, tensor<?x3x24xf32>
 }

@@ -31,3 +31,22 @@ func.func @mla_lora(%x: tensor<?x?x32xf32>, %w0: tensor<12x32xf32>, %w1: tensor<
   %y, %l, %k = gdn.mla %x weights(%w0, %w1, %w2, %w3, %w4, %w5, %w6) {num_heads = 2 : i64, q_lora_rank = 12 : i64, kv_lora_rank = 16 : i64, qk_nope_head_dim = 8 : i64, qk_rope_head_dim = 8 : i64, v_head_dim = 12 : i64, rope_theta = 10000.0 : f32} : (tensor<?x?x32xf32>, tensor<12x32xf32>, tensor<12xf32>, tensor<32x12xf32>, tensor<24x32xf32>, tensor<16xf32>, tensor<40x16xf32>, tensor<32x24xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>)
   return %y, %l, %k : tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>
 }
+
+// -----
+
+// With a cache of P tokens: RoPE and the causal mask shift the new tokens
+// to positions P.., the keys are the cached latents and RoPE keys followed
+// by the new ones, and the results are the new tokens' latents and keys.
+// CHECK-LABEL: func.func @mla_cached
+// CHECK-SAME: %[[LATENT:[^:]+]]: tensor<?x?x16xf32>, %[[KROPE:[^:]+]]: tensor<?x?x8xf32>
+// CHECK: %[[P:.+]] = tensor.dim %[[LATENT]], %c1
+// CHECK: math.cos
+// CHECK: tensor.insert_slice %[[LATENT]] into %{{.+}}[0, 0, 0]
+// CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, %{{.+}}, 0]
+// CHECK: tensor.insert_slice %[[KROPE]] into %{{.+}}[0, 0, 0]
+// CHECK: arith.cmpi ule
+// CHECK: return
+func.func @mla_cached(%x: tensor<?x?x32xf32>, %latent: tensor<?x?x16xf32>, %k_rope: tensor<?x?x8xf32>, %w0: tensor<32x32xf32>, %w1: tensor<24x32xf32>, %w2: tensor<16xf32>, %w3: tensor<40x16xf32>, %w4: tensor<32x24xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) {
+  %y, %l, %k = gdn.mla %x weights(%w0, %w1, %w2, %w3, %w4) cache(%latent, %k_rope) {num_heads = 2 : i64, q_lora_rank = 0 : i64, kv_lora_rank = 16 : i64, qk_nope_head_dim = 8 : i64, qk_rope_head_dim = 8 : i64, v_head_dim = 12 : i64, rope_theta = 10000.0 : f32} : (tensor<?x?x32xf32>, tensor<32x32xf32>, tensor<24x32xf32>, tensor<16xf32>, tensor<40x16xf32>, tensor<32x24xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>)
+  return %y, %l, %k : tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>
+}

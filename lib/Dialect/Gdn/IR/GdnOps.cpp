@@ -236,11 +236,47 @@ LogicalResult GatedDeltaNetOp::verify() {
       failed(contract.check("result", "final_state",
                             getFinalState().getType(), {"B", "H", "D", "D"})))
     return failure();
+  if (static_cast<bool>(getConvState()) !=
+      static_cast<bool>(getInitialState()))
+    return emitOpError() << "expects both 'conv_state' and 'initial_state' "
+                            "or neither";
+  if (getInitialState() &&
+      failed(contract.check("operand", "initial_state",
+                            getInitialState().getType(), {"B", "H", "D", "D"})))
+    return failure();
+  // The conv state's sizes derive from the kernel and d_out rather than
+  // being symbols of their own, so they are checked against a built type.
+  int64_t history = contract.lookup("kernel") - 1;
+  SmallVector<Value> convStates = {getFinalConvState()};
+  if (getConvState())
+    convStates.push_back(getConvState());
+  for (Value convState : convStates) {
+    auto type = dyn_cast<RankedTensorType>(convState.getType());
+    bool ok = type && type.getRank() == 3 &&
+              type.getDimSize(1) == history &&
+              type.getDimSize(2) == 3 * dOut;
+    if (ok && !type.isDynamicDim(0) &&
+        !ShapedType::isDynamic(contract.lookup("B")))
+      ok = type.getDimSize(0) == contract.lookup("B");
+    if (!ok)
+      return emitOpError()
+             << (convState == getConvState() ? "operand 'conv_state'"
+                                             : "result 'final_conv_state'")
+             << " must be [B, kernel - 1, 3 d_out] = [B, " << history << ", "
+             << 3 * dOut << "], but got " << convState.getType();
+  }
   Type f32 = Float32Type::get(getContext());
+  auto operandName = [&](size_t index) -> StringRef {
+    if (index == 0)
+      return "operand 'x'";
+    if (index <= NumWeights)
+      return names[index - 1];
+    return index == NumWeights + 1 ? "operand 'conv_state'"
+                                   : "operand 'initial_state'";
+  };
   for (auto [index, value] : llvm::enumerate(getOperands()))
     if (getTensorElementType(value.getType()) != f32)
-      return emitOpError() << (index == 0 ? StringRef("operand 'x'")
-                                          : StringRef(names[index - 1]))
+      return emitOpError() << operandName(index)
                            << " must have element type f32, but got "
                            << getTensorElementType(value.getType());
   for (Value result : getResults())
@@ -381,6 +417,17 @@ LogicalResult MlaOp::verify() {
       failed(contract.check("result", "k_rope", getKRope().getType(),
                             {"B", "T", "qk_rope_head_dim"})))
     return failure();
+  if (static_cast<bool>(getPastLatent()) != static_cast<bool>(getPastKRope()))
+    return emitOpError() << "expects both 'past_latent' and 'past_k_rope' "
+                            "or neither";
+  if (getPastLatent() &&
+      (failed(contract.check("operand", "past_latent",
+                             getPastLatent().getType(),
+                             {"B", "P", "kv_lora_rank"})) ||
+       failed(contract.check("operand", "past_k_rope",
+                             getPastKRope().getType(),
+                             {"B", "P", "qk_rope_head_dim"}))))
+    return failure();
   auto lastDim = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getShape().back();
   };
@@ -388,5 +435,10 @@ LogicalResult MlaOp::verify() {
     return emitOpError() << "results 'latent' and 'k_rope' must end in "
                             "kv_lora_rank = "
                          << kvLora << " and qk_rope_head_dim = " << rope;
-  return verifyF32(*this, {{"x", getX()}, {"y", getY()}});
+  SmallVector<std::pair<StringRef, Value>> values = {{"x", getX()},
+                                                     {"y", getY()}};
+  if (getPastLatent())
+    values.append({{"past_latent", getPastLatent()},
+                   {"past_k_rope", getPastKRope()}});
+  return verifyF32(*this, values);
 }

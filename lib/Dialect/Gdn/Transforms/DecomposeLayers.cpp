@@ -88,25 +88,61 @@ public:
     return arith::MulFOp::create(nb, nl, z, sigmoid(nb, nl, z));
   }
 
+  /// x[:, :, offset : offset + size] of x [B, T, C].
+  Value sliceChannels(Value x, int64_t offset, int64_t size) {
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes[2] = b.getIndexAttr(size);
+    return tensor::ExtractSliceOp::create(
+        b, loc,
+        RankedTensorType::get(
+            {type.getDimSize(0), type.getDimSize(1), size}, f32),
+        x,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0),
+                               b.getIndexAttr(offset)},
+        sizes, SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+  }
+
   /// SiLU of the causal depthwise convolution of z [B, T, C] with weight
   /// [C, 1, W] and bias [C]: out[t] = bias + sum_j w[j] z[t + j - (W - 1)],
-  /// z taken as 0 before the first token.
-  Value causalConvSilu(Value z, Value weight, Value bias) {
+  /// where the W - 1 inputs before the first token are `history`
+  /// [B, W - 1, C], or zeros without one. Also returns the history for the
+  /// next call: the last W - 1 inputs.
+  std::pair<Value, Value> causalConvSilu(Value z, Value weight, Value bias,
+                                         Value history) {
     auto weightType = cast<RankedTensorType>(weight.getType());
     int64_t kernel = weightType.getDimSize(2);
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, z);
     SmallVector<OpFoldResult> paddedSizes = sizes;
+    Value tokens = getValueOrCreateConstantIndexOp(b, loc, sizes[1]);
     paddedSizes[1] =
         arith::AddIOp::create(
-            b, loc, getValueOrCreateConstantIndexOp(b, loc, sizes[1]),
-            arith::ConstantIndexOp::create(b, loc, kernel - 1))
+            b, loc, tokens, arith::ConstantIndexOp::create(b, loc, kernel - 1))
             .getResult();
-    Value padded = createZeros(b, loc, paddedSizes, f32);
+    SmallVector<OpFoldResult> unit(3, b.getIndexAttr(1));
+    SmallVector<OpFoldResult> historySizes = sizes;
+    historySizes[1] = b.getIndexAttr(kernel - 1);
+    Value padded;
+    if (history) {
+      padded = tensor::InsertSliceOp::create(
+          b, loc, history, createEmpty(b, loc, paddedSizes, f32),
+          SmallVector<OpFoldResult>(3, b.getIndexAttr(0)), historySizes, unit);
+    } else {
+      padded = createZeros(b, loc, paddedSizes, f32);
+    }
     padded = tensor::InsertSliceOp::create(
         b, loc, z, padded,
         ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(kernel - 1),
                                b.getIndexAttr(0)},
-        sizes, SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+        sizes, unit);
+    auto zType = cast<RankedTensorType>(z.getType());
+    Value nextHistory = tensor::ExtractSliceOp::create(
+        b, loc,
+        RankedTensorType::get(
+            {zType.getDimSize(0), kernel - 1, zType.getDimSize(2)}, f32),
+        padded,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), tokens, b.getIndexAttr(0)},
+        historySizes, unit);
     Value init = buildElementwise(
         b, loc, bias, createEmpty(b, loc, sizes, f32), map(3, {2}),
         [](OpBuilder &, Location, ValueRange args) { return args[0]; });
@@ -124,10 +160,12 @@ public:
           Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
           return arith::AddFOp::create(nb, nl, args[2], product).getResult();
         });
-    return buildElementwise(b, loc, ValueRange{}, conv, {},
-                            [&](OpBuilder &nb, Location nl, ValueRange args) {
-                              return silu(nb, nl, args[0]);
-                            });
+    Value activated = buildElementwise(
+        b, loc, ValueRange{}, conv, {},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          return silu(nb, nl, args[0]);
+        });
+    return {activated, nextHistory};
   }
 
   /// [B, T, H*D] -> [B, T, H, D].
@@ -267,16 +305,25 @@ struct DecomposeGatedDeltaNet : OpRewritePattern<GatedDeltaNetOp> {
     Value x = op.getX();
     Value norm = op.getWeight(W::NormWeight);
 
-    auto branch = [&](W projection, W convWeight, W convBias) {
+    int64_t dOut =
+        cast<RankedTensorType>(op.getWeight(W::WQuery).getType()).getDimSize(0);
+    // The conv state holds the q, k and v histories side by side.
+    SmallVector<Value> histories;
+    auto branch = [&](W projection, W convWeight, W convBias, int64_t part) {
       Value projected = lb.linear(x, op.getWeight(projection), Value());
-      Value mixed = lb.causalConvSilu(projected, op.getWeight(convWeight),
-                                      op.getWeight(convBias));
+      Value history;
+      if (op.getConvState())
+        history = lb.sliceChannels(op.getConvState(), part * dOut, dOut);
+      auto [mixed, next] = lb.causalConvSilu(
+          projected, op.getWeight(convWeight), op.getWeight(convBias), history);
+      histories.push_back(next);
       return lb.splitHeads(mixed, heads);
     };
-    Value q = lb.l2Normalize(branch(W::WQuery, W::ConvQWeight, W::ConvQBias));
-    Value k = lb.l2Normalize(branch(W::WKey, W::ConvKWeight, W::ConvKBias));
-    Value v =
-        lb.rmsNorm(branch(W::WValue, W::ConvVWeight, W::ConvVBias), norm, eps);
+    Value q =
+        lb.l2Normalize(branch(W::WQuery, W::ConvQWeight, W::ConvQBias, 0));
+    Value k = lb.l2Normalize(branch(W::WKey, W::ConvKWeight, W::ConvKBias, 1));
+    Value v = lb.rmsNorm(branch(W::WValue, W::ConvVWeight, W::ConvVBias, 2),
+                         norm, eps);
 
     Value g = lb.logForgetGate(
         lb.linear(x, op.getWeight(W::AlphaWeight), op.getWeight(W::AlphaBias)),
@@ -287,20 +334,17 @@ struct DecomposeGatedDeltaNet : OpRewritePattern<GatedDeltaNetOp> {
     auto oType = cast<RankedTensorType>(v.getType());
     auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
     auto core = DeltaRuleOp::create(rewriter, loc, TypeRange{oType, stateType},
-                                    q, k, v, g, beta, /*initial_state=*/Value(),
+                                    q, k, v, g, beta, op.getInitialState(),
                                     rewriter.getF32FloatAttr(1.0f));
     Value o = lb.mergeHeads(lb.rmsNorm(core.getO(), norm, eps));
     Value gate =
         lb.linear(x, op.getWeight(W::GateWeight), op.getWeight(W::GateBias));
     Value y = lb.linear(lb.gated(o, gate), op.getWeight(W::OutProjWeight),
                         op.getWeight(W::OutProjBias));
-    if (y.getType() != op.getY().getType())
-      y = tensor::CastOp::create(rewriter, loc, op.getY().getType(), y);
-    Value state = core.getFinalState();
-    if (state.getType() != op.getFinalState().getType())
-      state = tensor::CastOp::create(rewriter, loc,
-                                     op.getFinalState().getType(), state);
-    rewriter.replaceOp(op, {y, state});
+    Value convState = concatAlong(rewriter, loc, histories, 2);
+    rewriter.replaceOp(op, castToTypes(rewriter, loc,
+                                       {y, core.getFinalState(), convState},
+                                       op->getResultTypes()));
     return success();
   }
 };
@@ -341,7 +385,7 @@ public:
   /// dimension 1: out[i] = x[i] cos(t w_j) + sign_i x[partner_i] sin(t w_j),
   /// w_j = theta^(-2j / r), j = i mod r/2, partner_i = i +- r/2 with sign
   /// -1 for the first half.
-  Value rope(Value x, float theta) {
+  Value rope(Value x, float theta, Value offset) {
     auto type = cast<RankedTensorType>(x.getType());
     int64_t rank = type.getRank();
     int64_t r = type.getShape().back();
@@ -375,8 +419,9 @@ public:
                   nb, nl, nb.getF32FloatAttr(-2.0f / static_cast<float>(r))));
           Value frequency = math::ExpOp::create(
               nb, nl, arith::MulFOp::create(nb, nl, exponent, logTheta));
+          Value position = arith::AddIOp::create(nb, nl, indices[1], offset);
           Value angle =
-              arith::MulFOp::create(nb, nl, toF32(indices[1]), frequency);
+              arith::MulFOp::create(nb, nl, toF32(position), frequency);
           Value cosine = math::CosOp::create(nb, nl, angle);
           Value sine = math::SinOp::create(nb, nl, angle);
           Value rotated = arith::SelectOp::create(
@@ -393,8 +438,9 @@ public:
     int64_t heads = cast<RankedTensorType>(qNope.getType()).getDimSize(2);
     OpFoldResult batch = tensor::getMixedSize(b, loc, qNope, 0);
     OpFoldResult tokens = tensor::getMixedSize(b, loc, qNope, 1);
+    OpFoldResult keys = tensor::getMixedSize(b, loc, kNope, 1);
     Value init = createZeros(
-        b, loc, {batch, b.getIndexAttr(heads), tokens, tokens}, f32);
+        b, loc, {batch, b.getIndexAttr(heads), tokens, keys}, f32);
     auto iterators = SmallVector<IteratorType>(4, IteratorType::parallel);
     iterators.push_back(IteratorType::reduction);
     auto body = [](OpBuilder &nb, Location nl, ValueRange args) {
@@ -412,8 +458,9 @@ public:
         iterators, body);
   }
 
-  /// Causal softmax over s of scale * scores[b, n, t, s] (s <= t).
-  Value causalSoftmax(Value scores, float scale) {
+  /// Causal softmax over s of scale * scores[b, n, t, s] for query t at
+  /// position t + offset (s <= t + offset).
+  Value causalSoftmax(Value scores, float scale, Value offset) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, scores);
     SmallVector<OpFoldResult> rowSizes(sizes.begin(), sizes.end() - 1);
     Value factor = constant(scale);
@@ -423,7 +470,8 @@ public:
     reduce.back() = IteratorType::reduction;
     AffineMap all = b.getMultiDimIdentityMap(4), rows = map(4, {0, 1, 2});
     auto masked = [&](OpBuilder &nb, Location nl, Value score) {
-      Value t = linalg::IndexOp::create(nb, nl, 2);
+      Value t = arith::AddIOp::create(
+          nb, nl, linalg::IndexOp::create(nb, nl, 2), offset);
       Value s = linalg::IndexOp::create(nb, nl, 3);
       Value causal =
           arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule, s, t);
@@ -468,6 +516,7 @@ public:
   /// out[b, t, n, e] = sum_s p[b, n, t, s] v[b, s, n, e].
   Value weightedValues(Value probabilities, Value values) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, values);
+    sizes[1] = tensor::getMixedSize(b, loc, probabilities, 2);
     Value init = createZeros(b, loc, sizes, f32);
     SmallVector<IteratorType> iterators(4, IteratorType::parallel);
     iterators.push_back(IteratorType::reduction);
@@ -514,20 +563,32 @@ struct DecomposeMla : OpRewritePattern<MlaOp> {
       Value normed = lb.rmsNorm(down, w[next++], eps);
       q = lb.linear(normed, w[next++], Value());
     }
+    // The new tokens sit at positions past..past+T-1.
+    Value past = op.getPastLatent()
+                     ? tensor::DimOp::create(rewriter, loc, op.getPastLatent(), 1)
+                           .getResult()
+                     : arith::ConstantIndexOp::create(rewriter, loc, 0)
+                           .getResult();
     Value qHeads = lb.splitHeads(q, heads);
     Value qNope = ab.sliceLast(qHeads, 0, nope);
-    Value qRope = ab.rope(ab.sliceLast(qHeads, nope, rope), theta);
+    Value qRope = ab.rope(ab.sliceLast(qHeads, nope, rope), theta, past);
 
     Value kvA = lb.linear(x, w[next++], Value());
     Value latent = lb.rmsNorm(ab.sliceLast(kvA, 0, kvLora), w[next++], eps);
-    Value kRope = ab.rope(ab.sliceLast(kvA, kvLora, rope), theta);
-    Value kv = lb.splitHeads(lb.linear(latent, w[next++], Value()), heads);
+    Value kRope = ab.rope(ab.sliceLast(kvA, kvLora, rope), theta, past);
+    Value allLatent = latent, allKRope = kRope;
+    if (op.getPastLatent()) {
+      allLatent = concatAlong(rewriter, loc, {op.getPastLatent(), latent}, 1);
+      allKRope = concatAlong(rewriter, loc, {op.getPastKRope(), kRope}, 1);
+    }
+    Value kv = lb.splitHeads(lb.linear(allLatent, w[next++], Value()), heads);
     Value kNope = ab.sliceLast(kv, 0, nope);
     Value values = ab.sliceLast(kv, nope, vDim);
 
     Value probabilities =
-        ab.causalSoftmax(ab.scores(qNope, kNope, qRope, kRope),
-                         1.0f / std::sqrt(static_cast<float>(nope + rope)));
+        ab.causalSoftmax(ab.scores(qNope, kNope, qRope, allKRope),
+                         1.0f / std::sqrt(static_cast<float>(nope + rope)),
+                         past);
     Value attended = lb.mergeHeads(ab.weightedValues(probabilities, values));
     Value y = lb.linear(attended, w[next++], Value());
     rewriter.replaceOp(op, castToTypes(rewriter, loc, {y, latent, kRope},

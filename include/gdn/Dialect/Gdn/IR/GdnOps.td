@@ -156,8 +156,9 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step", [Pure]> {
 // gdn-decompose-layers into the core ops and linalg.
 //===----------------------------------------------------------------------===//
 
-def Gdn_GatedDeltaNetOp : Gdn_Op<"gated_deltanet", [Pure]> {
-  let summary = "the Gated DeltaNet layer of the design document (prefill)";
+def Gdn_GatedDeltaNetOp : Gdn_Op<"gated_deltanet",
+                                  [Pure, AttrSizedOperandSegments]> {
+  let summary = "the Gated DeltaNet layer of the design document";
   let description = [{
     The layer `GatedMultiHeadDeltaAttention` of the design document, exactly,
     over `T` tokens from a zero state:
@@ -193,24 +194,39 @@ def Gdn_GatedDeltaNetOp : Gdn_Op<"gated_deltanet", [Pure]> {
     | 12-17 | conv_k.weight/bias, conv_v.weight/bias, conv_q.weight/bias | [d_out, 1, kernel], [d_out] |
     | 18 | norm.weight | [D] |
 
-    `x` is `[B, T, d_model]`; the results are `y` `[B, T, d_out]` and the
-    final delta-rule state `[B, H, D, D]`. B and T may be dynamic; all other
-    sizes static. f32 throughout.
+    `x` is `[B, T, d_model]`; the results are `y` `[B, T, d_out]`, the
+    final delta-rule state `[B, H, D, D]` and the final conv state
+    `[B, kernel - 1, 3 d_out]`: the last `kernel - 1` projected inputs of
+    conv_q, conv_k and conv_v, in that order along the last dimension.
+
+    Without `state(...)` the layer starts a sequence (zero conv history, zero
+    delta-rule state), as the reference module does. With
+    `state(%conv_state, %initial_state)` it continues one: the conv history
+    replaces the left zero padding and the delta rule starts from
+    `initial_state`. Decoding is this op with T = 1, fed the states it
+    returned. B and T may be dynamic; all other sizes static. f32 throughout.
 
     ```mlir
-    %y, %s = gdn.gated_deltanet %x weights(%w0, ..., %w18) {num_heads = 2 : i64}
-        : (tensor<?x?x64xf32>, ...) -> (tensor<?x?x64xf32>, tensor<?x2x32x32xf32>)
+    %y, %s, %c = gdn.gated_deltanet %x weights(%w0, ..., %w18)
+        state(%conv, %s0) {num_heads = 2 : i64}
+        : (tensor<?x?x64xf32>, ...) -> (tensor<?x?x64xf32>,
+           tensor<?x2x32x32xf32>, tensor<?x3x192xf32>)
     ```
   }];
   let arguments = (ins
     AnyTensor:$x,
     Variadic<AnyTensor>:$weights,
+    Optional<AnyTensor>:$conv_state,
+    Optional<AnyTensor>:$initial_state,
     ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
     DefaultValuedAttr<F32Attr, "1.0e-6">:$eps
   );
-  let results = (outs AnyTensor:$y, AnyTensor:$final_state);
+  let results = (outs AnyTensor:$y, AnyTensor:$final_state,
+                      AnyTensor:$final_conv_state);
   let assemblyFormat = [{
-    $x `weights` `(` $weights `)` attr-dict `:` functional-type(operands, results)
+    $x `weights` `(` $weights `)`
+    (`state` `(` $conv_state^ `,` $initial_state `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -225,10 +241,11 @@ def Gdn_GatedDeltaNetOp : Gdn_Op<"gated_deltanet", [Pure]> {
   }];
 }
 
-def Gdn_MlaOp : Gdn_Op<"mla", [Pure]> {
-  let summary = "multi-head latent attention (DeepSeek-V2), prefill";
+def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
+  let summary = "multi-head latent attention (DeepSeek-V2)";
   let description = [{
-    Causal multi-head latent attention over `T` tokens of `x` `[B, T, d]`:
+    Causal multi-head latent attention over `T` new tokens of `x`
+    `[B, T, d]` that follow `P` cached ones (`P = 0` without `cache(...)`):
 
     ```
     q        = x q_proj^T                      (q_lora_rank = 0)
@@ -237,8 +254,9 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure]> {
     latent, k_rope = split(x kv_a_proj_with_mqa^T) [kv_lora_rank | qk_rope]
     latent   = rms_norm(latent, kv_a_layernorm)
     k_nope, v = split per head of latent kv_b_proj^T [n, qk_nope | v_head_dim]
-    q_rope, k_rope = RoPE at positions 0..T-1 (rotate-half, rope_theta);
+    q_rope, k_rope = RoPE at positions P..P+T-1 (rotate-half, rope_theta);
                      k_rope is one head shared by all heads
+    keys     = the P cached latents and k_rope, then the T new ones
     y = softmax_causal((q_nope k_nope^T + q_rope k_rope^T)
                        / sqrt(qk_nope + qk_rope)) v,  heads merged, o_proj
     ```
@@ -249,11 +267,16 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure]> {
     `kv_a_layernorm.weight`, `kv_b_proj.weight`, `o_proj.weight`. Besides
     `y`, the op returns what the decode cache keeps per token: the normalised
     latent `[B, T, kv_lora_rank]` and the rotated shared key
-    `[B, T, qk_rope_head_dim]`. f32.
+    `[B, T, qk_rope_head_dim]` of the new tokens. With
+    `cache(%latent, %k_rope)` (`[B, P, kv_lora_rank]`, `[B, P,
+    qk_rope_head_dim]`, what earlier calls returned, concatenated) the op
+    continues a sequence: decoding is this op with T = 1. f32.
   }];
   let arguments = (ins
     AnyRankedTensor:$x,
     Variadic<AnyRankedTensor>:$weights,
+    Optional<AnyRankedTensor>:$past_latent,
+    Optional<AnyRankedTensor>:$past_k_rope,
     ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
     I64Attr:$q_lora_rank,
     ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
@@ -266,7 +289,9 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure]> {
   let results = (outs AnyRankedTensor:$y, AnyRankedTensor:$latent,
                       AnyRankedTensor:$k_rope);
   let assemblyFormat = [{
-    $x `weights` `(` $weights `)` attr-dict `:` functional-type(operands, results)
+    $x `weights` `(` $weights `)`
+    (`cache` `(` $past_latent^ `,` $past_k_rope `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,83 @@
+"""The compiled model step (gdn_model_step: prefill from empty caches, then
+decode one token at a time) against the float64 whole-model reference."""
+
+import json
+
+import numpy as np
+import pytest
+
+from gdn import compiled_model, model, reference, safetensors
+
+TOLERANCE = 1e-4
+
+
+def _hybrid_config(q_lora_rank, conv_size, num_layers=5):
+    return {"vocab_size": 64, "d_model": 32, "num_layers": num_layers,
+            "layer_pattern": "nenya",
+            "gdn": {"num_heads": 2, "head_dim": 16, "conv_size": conv_size},
+            "mla": {"num_heads": 2, "q_lora_rank": q_lora_rank,
+                    "kv_lora_rank": 16, "qk_nope_head_dim": 8,
+                    "qk_rope_head_dim": 8, "v_head_dim": 12,
+                    "rope_theta": 10000.0},
+            "mlp_hidden_size": 48, "norm_eps": 1e-6,
+            "tie_embeddings": False, "max_context": 128,
+            "tokenizer": "ids"}
+
+
+def _write(tmp_path, config, seed):
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(config))
+    weights = model.init_weights(model.load_config(config), seed=seed)
+    safetensors.save(str(tmp_path / "model.safetensors"), weights)
+    return path, weights
+
+
+def _close(actual, expected, what):
+    ratio, max_rel = reference.relative_error(actual, expected)
+    assert max(ratio, max_rel) <= TOLERANCE, (what, ratio, max_rel)
+
+
+@pytest.mark.parametrize("q_lora_rank,conv_size,batch,prompt", [
+    (0, 4, 2, 7), (12, 4, 1, 1), (0, 2, 3, 5)])
+def test_prefill_then_16_decode_steps(tmp_path, q_lora_rank, conv_size,
+                                      batch, prompt):
+    config_path, weights = _write(
+        tmp_path, _hybrid_config(q_lora_rank, conv_size), seed=prompt)
+    compiled = compiled_model.Model(config_path)
+    expected = model.ModelReference(model.load_config(config_path), weights)
+    rng = np.random.default_rng(prompt)
+    ids = rng.integers(0, 64, size=(batch, prompt))
+    expected_logits = expected.prefill(ids)
+    _close(compiled.prefill(ids), expected_logits, "prefill")
+    # Greedy on the reference, so both follow the same tokens.
+    next_ids = np.argmax(expected_logits[:, -1], axis=-1)
+    for step in range(16):
+        expected_logits = expected.decode(next_ids)
+        _close(compiled.decode(next_ids), expected_logits,
+               f"decode step {step}")
+        next_ids = np.argmax(expected_logits, axis=-1)
+    assert compiled.cache_nbytes() == expected.cache_nbytes()
+    assert compiled.position == prompt + 16
+
+
+def test_prefill_in_chunks_equals_one_prefill(tmp_path):
+    """The step continues a prompt from its caches: 13 tokens as 5 + 8."""
+    config_path, weights = _write(tmp_path, _hybrid_config(0, 4), seed=9)
+    compiled = compiled_model.Model(config_path)
+    ids = np.random.default_rng(9).integers(0, 64, size=(2, 13))
+    whole = compiled.prefill(ids)
+    compiled.prefill(ids[:, :5])
+    rest = compiled.extend(ids[:, 5:])
+    _close(rest, whole[:, 5:], "second chunk")
+
+
+def test_bad_token_ids(tmp_path):
+    config_path, _ = _write(tmp_path, _hybrid_config(0, 4), seed=1)
+    compiled = compiled_model.Model(config_path)
+    with pytest.raises(ValueError, match="token id 64 outside"):
+        compiled.prefill([[1, 64]])
+    compiled.prefill([[1, 2]])
+    with pytest.raises(ValueError, match="expected 1 tokens"):
+        compiled.decode([1, 2])
+    with pytest.raises(ValueError, match="max_context"):
+        compiled.prefill(np.zeros((1, 129), np.int64))
