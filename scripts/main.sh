@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, then compiles the bundled
-# example (examples/delta_rule.mlir: gdn ops in func.func) through gdn-opt's
-# gdn-lower-to-cpu pipeline and runs it with mlir-runner.
+# examples and runs them: examples/delta_rule.mlir (gdn ops in func.func)
+# through gdn-opt's gdn-lower-to-cpu pipeline and mlir-runner, and the
+# bundled hybrid model examples/nenya-tiny (weights generated on first use)
+# through gdn-compile, prefilling a prompt and decoding 32 tokens.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -14,3 +16,9 @@ echo "== compiling and running examples/delta_rule.mlir"
 "$BUILD_DIR/bin/gdn-opt" "$ROOT/examples/delta_rule.mlir" --gdn-lower-to-cpu |
   "$LLVM/bin/mlir-runner" -e main -entry-point-result=void \
     -shared-libs=$LLVM/lib/libmlir_runner_utils.so,$LLVM/lib/libmlir_c_runner_utils.so,$LLVM/lib/libomp.so
+
+echo "== compiling and running the bundled model examples/nenya-tiny"
+PY=/usr/bin/python3
+EXAMPLE=$ROOT/examples/nenya-tiny
+[ -f "$EXAMPLE/model.safetensors" ] || "$PY" "$EXAMPLE/make_weights.py"
+GDN_BUILD_DIR=$BUILD_DIR "$PY" "$EXAMPLE/generate.py" "Linear attention " -n 32

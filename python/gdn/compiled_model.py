@@ -14,6 +14,7 @@ back through trailing out-parameters.
 """
 
 import ctypes
+import json
 import os
 import subprocess
 import tempfile
@@ -22,23 +23,46 @@ import numpy as np
 
 from . import compiled, model
 
-__all__ = ["Model", "compile_model"]
+__all__ = ["Model", "compile_model", "cached_library"]
 
 
-def compile_model(config_path, library_path):
+def compile_model(config_path, library_path, weights_path=None):
     """Runs gdn-compile on a model description; RuntimeError with its
     diagnostics on failure."""
-    result = subprocess.run(
-        [compiled.find_compiler(), os.fspath(config_path), "--emit=shared",
-         "-o", os.fspath(library_path)], capture_output=True, text=True)
+    command = [compiled.find_compiler(), os.fspath(config_path),
+               "--emit=shared", "-o", os.fspath(library_path)]
+    if weights_path is not None:
+        command.append(f"--weights={os.fspath(weights_path)}")
+    result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"gdn-compile {os.fspath(config_path)} failed:\n"
                            f"{result.stderr}")
 
 
+def cached_library(config, config_path, weights_path=None):
+    """The compiled library of a validated description, from the cache
+    (gdn.compiled.cache_dir) or compiled into it. The code depends only on
+    the description, so the key is its canonical JSON and the compiler."""
+    source = json.dumps(config, sort_keys=True)
+    compiler = compiled.find_compiler()
+    path = compiled.options_library_path(source, compiler, ["model"],
+                                         compiled.cache_dir())
+    if not os.path.isfile(path):
+        fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=os.path.dirname(path))
+        os.close(fd)
+        try:
+            compile_model(config_path, tmp, weights_path)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return path
+
+
 class Model:
     """The compiled model of `config_path` with the weights beside it (or
-    `weights_path`), caching one batch of equal-length sequences."""
+    `weights_path`), caching one batch of equal-length sequences. The
+    library is `library_path`, or compiled on first use and cached."""
 
     def __init__(self, config_path, weights_path=None, library_path=None):
         self.config, weights = model.load_model(config_path, weights_path)
@@ -46,9 +70,8 @@ class Model:
         self._weights = [np.ascontiguousarray(weights[n], dtype=np.float32)
                          for n in sorted(weights)]
         if library_path is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="gdn-model-")
-            library_path = os.path.join(self._tmp.name, "model.so")
-            compile_model(config_path, library_path)
+            library_path = cached_library(self.config, config_path,
+                                          weights_path)
         self._library = ctypes.CDLL(os.fspath(library_path))
         self._step = self._library._mlir_ciface_gdn_model_step
         self._step.restype = None
