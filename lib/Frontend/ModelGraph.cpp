@@ -106,8 +106,8 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
       Value pastKRope = withCaches ? cache(i, 1) : Value();
       auto mixer = MlaOp::create(
           b, loc, TypeRange{hidden, latentType, ropeType}, normed, weights,
-          pastLatent, pastKRope, b.getI64IntegerAttr(m.numHeads), b.getI64IntegerAttr(m.qLoraRank),
-          b.getI64IntegerAttr(m.kvLoraRank),
+          pastLatent, pastKRope, b.getI64IntegerAttr(m.numHeads),
+          b.getI64IntegerAttr(m.qLoraRank), b.getI64IntegerAttr(m.kvLoraRank),
           b.getI64IntegerAttr(m.qkNopeHeadDim),
           b.getI64IntegerAttr(m.qkRopeHeadDim), b.getI64IntegerAttr(m.vHeadDim),
           b.getF32FloatAttr(static_cast<float>(m.ropeTheta)), eps);
@@ -137,8 +137,9 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
       // norm_eps is for the block norms.
       auto mixer = GatedDeltaNetOp::create(
           b, loc, TypeRange{hidden, stateType, convType}, normed, weights,
-          withCaches ? cache(i, 0) : Value(), withCaches ? cache(i, 1) : Value(),
-          b.getI64IntegerAttr(g.numHeads), b.getF32FloatAttr(1.0e-6f));
+          withCaches ? cache(i, 0) : Value(),
+          withCaches ? cache(i, 1) : Value(), b.getI64IntegerAttr(g.numHeads),
+          b.getF32FloatAttr(1.0e-6f));
       x = add(x, mixer.getY());
       if (withCaches)
         newCaches.append({mixer.getFinalConvState(), mixer.getFinalState()});

@@ -75,6 +75,12 @@ class Model:
         self._library = ctypes.CDLL(os.fspath(library_path))
         self._step = self._library._mlir_ciface_gdn_model_step
         self._step.restype = None
+        # ids, the caches in and out, the logits, the weights.
+        self._step.argtypes = [ctypes.c_void_p] * (
+            2 + 4 * len(self.kinds) + len(self._weights))
+        # The weights do not move: their descriptors are built once.
+        self._weight_descriptors = [compiled.descriptor(w)
+                                    for w in self._weights]
         self.reset()
 
     def reset(self):
@@ -111,6 +117,15 @@ class Model:
             raise ValueError(f"max_context: {self.position + ids.shape[1]} "
                              f"tokens exceed the model's {limit}")
 
+    def _continue_batch(self, batch, what):
+        """Empty caches for `batch` sequences if there are none; otherwise
+        checks that `batch` is theirs."""
+        if self.caches is None:
+            self.caches = self._empty_caches(batch)
+        elif batch != self.caches[0].shape[0]:
+            raise ValueError(f"token_ids: expected {self.caches[0].shape[0]} "
+                             f"{what} (the batch of the caches), got {batch}")
+
     def _run(self, ids):
         batch, tokens = ids.shape
         self._check_ids(ids)
@@ -121,9 +136,10 @@ class Model:
             if self.kinds[i // 2] == "mla":     # the new tokens are appended
                 shape[1] += tokens
             outputs.append(np.empty(shape, np.float32))
-        arrays = [ids] + self.caches + self._weights + outputs
-        descriptors = [compiled.descriptor(a) for a in arrays]
-        self._step.argtypes = [ctypes.c_void_p] * len(descriptors)
+        descriptors = (
+            [compiled.descriptor(a) for a in [ids] + self.caches]
+            + self._weight_descriptors
+            + [compiled.descriptor(a) for a in outputs])
         self._step(*[ctypes.addressof(d) for d in descriptors])
         self.caches = outputs[1:]
         self.position += tokens
@@ -147,12 +163,7 @@ class Model:
         if ids.ndim != 1 or ids.size == 0:
             raise ValueError(f"token_ids must be a non-empty [B] array, got "
                              f"shape {ids.shape}")
-        if self.caches is None:
-            self.caches = self._empty_caches(ids.shape[0])
-        elif ids.shape[0] != self.caches[0].shape[0]:
-            raise ValueError(f"token_ids: expected {self.caches[0].shape[0]} "
-                             f"tokens (the batch of the caches), got "
-                             f"{ids.shape[0]}")
+        self._continue_batch(ids.shape[0], "tokens")
         return self._run(ids[:, None])[:, 0]
 
     def extend(self, token_ids):
@@ -162,12 +173,7 @@ class Model:
         if ids.ndim != 2 or ids.size == 0:
             raise ValueError(f"token_ids must be a non-empty [B, T] array, "
                              f"got shape {ids.shape}")
-        if self.caches is None:
-            self.caches = self._empty_caches(ids.shape[0])
-        elif ids.shape[0] != self.caches[0].shape[0]:
-            raise ValueError(f"token_ids: expected {self.caches[0].shape[0]} "
-                             f"sequences (the batch of the caches), got "
-                             f"{ids.shape[0]}")
+        self._continue_batch(ids.shape[0], "sequences")
         return self._run(ids)
 
     def cache_nbytes(self):

@@ -3,13 +3,11 @@ the float64 whole-model reference."""
 
 import ctypes
 import json
-import os
-import subprocess
 
 import numpy as np
 import pytest
 
-from gdn import compiled, model, reference, safetensors
+from gdn import compiled, compiled_model, model, reference, safetensors
 
 
 def _config(num_layers, d_model, heads, conv_size, tie):
@@ -21,34 +19,37 @@ def _config(num_layers, d_model, heads, conv_size, tie):
             "tie_embeddings": tie, "max_context": 512, "tokenizer": "bytes"}
 
 
+def _compiled_prefill(tmp_path, config, weight_seed, ids):
+    """Logits of gdn_model_prefill for `config` with weights of
+    `weight_seed`, and those weights."""
+    config_path = tmp_path / "model.json"
+    config_path.write_text(json.dumps(config))
+    weights = model.init_weights(model.load_config(config), seed=weight_seed)
+    safetensors.save(str(tmp_path / "model.safetensors"), weights)
+    library_path = tmp_path / "model.so"
+    compiled_model.compile_model(config_path, library_path)
+
+    function = ctypes.CDLL(str(library_path))._mlir_ciface_gdn_model_prefill
+    function.restype = None
+    logits = np.empty(ids.shape + (config["vocab_size"],), np.float32)
+    arrays = [ids] + [np.ascontiguousarray(weights[n], dtype=np.float32)
+                      for n in sorted(weights)] + [logits]
+    descriptors = [compiled.descriptor(a) for a in arrays]
+    function.argtypes = [ctypes.c_void_p] * len(descriptors)
+    function(*[ctypes.addressof(d) for d in descriptors])
+    return logits, weights
+
+
 @pytest.mark.parametrize("num_layers,d_model,heads,tie,batch,tokens",
                          [(2, 64, 2, True, 2, 37), (1, 128, 1, False, 1, 70),
                           (3, 64, 4, True, 1, 1)])
 def test_compiled_prefill_matches_reference(tmp_path, num_layers, d_model,
                                             heads, tie, batch, tokens):
     config = _config(num_layers, d_model, heads, 4, tie)
-    config_path = tmp_path / "model.json"
-    config_path.write_text(json.dumps(config))
-    weights = model.init_weights(model.load_config(config), seed=3)
-    safetensors.save(str(tmp_path / "model.safetensors"), weights)
-    library_path = tmp_path / "model.so"
-    result = subprocess.run([compiled.find_compiler(), str(config_path),
-                             "--emit=shared", "-o", str(library_path)],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-
-    names = sorted(weights)
-    function = ctypes.CDLL(str(library_path))._mlir_ciface_gdn_model_prefill
-    function.restype = None
-    function.argtypes = [ctypes.c_void_p] * (len(names) + 2)
     rng = np.random.default_rng(tokens)
     ids = rng.integers(0, config["vocab_size"], size=(batch, tokens),
                        dtype=np.int64)
-    logits = np.empty((batch, tokens, config["vocab_size"]), np.float32)
-    arrays = [ids] + [np.ascontiguousarray(weights[n], dtype=np.float32)
-                      for n in names] + [logits]
-    descriptors = [compiled.descriptor(a) for a in arrays]
-    function(*[ctypes.addressof(d) for d in descriptors])
+    logits, weights = _compiled_prefill(tmp_path, config, 3, ids)
 
     expected = model.ModelReference(model.load_config(config),
                                     weights).prefill(ids)
@@ -69,26 +70,9 @@ def test_compiled_hybrid_prefill_matches_reference(tmp_path, q_lora_rank,
               "mlp_hidden_size": 48, "norm_eps": 1e-6,
               "tie_embeddings": False, "max_context": 128,
               "tokenizer": "ids"}
-    config_path = tmp_path / "model.json"
-    config_path.write_text(json.dumps(config))
-    weights = model.init_weights(model.load_config(config), seed=5)
-    safetensors.save(str(tmp_path / "model.safetensors"), weights)
-    library_path = tmp_path / "model.so"
-    result = subprocess.run([compiled.find_compiler(), str(config_path),
-                             "--emit=shared", "-o", str(library_path)],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    names = sorted(weights)
-    function = ctypes.CDLL(str(library_path))._mlir_ciface_gdn_model_prefill
-    function.restype = None
-    function.argtypes = [ctypes.c_void_p] * (len(names) + 2)
     ids = np.random.default_rng(tokens).integers(
         0, config["vocab_size"], size=(batch, tokens), dtype=np.int64)
-    logits = np.empty((batch, tokens, config["vocab_size"]), np.float32)
-    arrays = [ids] + [np.ascontiguousarray(weights[n], dtype=np.float32)
-                      for n in names] + [logits]
-    descriptors = [compiled.descriptor(a) for a in arrays]
-    function(*[ctypes.addressof(d) for d in descriptors])
+    logits, weights = _compiled_prefill(tmp_path, config, 5, ids)
     expected = model.ModelReference(model.load_config(config),
                                     weights).prefill(ids)
     ratio, max_rel = reference.relative_error(logits, expected)

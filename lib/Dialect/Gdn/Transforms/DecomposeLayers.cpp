@@ -88,19 +88,19 @@ public:
     return arith::MulFOp::create(nb, nl, z, sigmoid(nb, nl, z));
   }
 
-  /// x[:, :, offset : offset + size] of x [B, T, C].
-  Value sliceChannels(Value x, int64_t offset, int64_t size) {
+  /// x[..., offset : offset + size] along the last dimension.
+  Value sliceLast(Value x, int64_t offset, int64_t size) {
     auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    offsets.back() = b.getIndexAttr(offset);
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
-    sizes[2] = b.getIndexAttr(size);
+    sizes.back() = b.getIndexAttr(size);
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = size;
     return tensor::ExtractSliceOp::create(
-        b, loc,
-        RankedTensorType::get(
-            {type.getDimSize(0), type.getDimSize(1), size}, f32),
-        x,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0),
-                               b.getIndexAttr(offset)},
-        sizes, SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+        b, loc, RankedTensorType::get(shape, f32), x, offsets, sizes, strides);
   }
 
   /// SiLU of the causal depthwise convolution of z [B, T, C] with weight
@@ -286,7 +286,7 @@ public:
                             });
   }
 
-private:
+protected:
   OpBuilder &b;
   Location loc;
   Type f32;
@@ -313,7 +313,7 @@ struct DecomposeGatedDeltaNet : OpRewritePattern<GatedDeltaNetOp> {
       Value projected = lb.linear(x, op.getWeight(projection), Value());
       Value history;
       if (op.getConvState())
-        history = lb.sliceChannels(op.getConvState(), part * dOut, dOut);
+        history = lb.sliceLast(op.getConvState(), part * dOut, dOut);
       auto [mixed, next] = lb.causalConvSilu(
           projected, op.getWeight(convWeight), op.getWeight(convBias), history);
       histories.push_back(next);
@@ -350,39 +350,13 @@ struct DecomposeGatedDeltaNet : OpRewritePattern<GatedDeltaNetOp> {
 };
 
 /// Pieces of multi-head latent attention.
-class AttentionBuilder {
+class AttentionBuilder : public LayerBuilder {
 public:
-  AttentionBuilder(OpBuilder &b, Location loc)
-      : b(b), loc(loc), f32(b.getF32Type()) {}
-
-  Value constant(float value) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
-  }
-
-  AffineMap map(unsigned dims, ArrayRef<unsigned> results) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned r : results)
-      exprs.push_back(b.getAffineDimExpr(r));
-    return AffineMap::get(dims, 0, exprs, b.getContext());
-  }
-
-  /// x[..., offset : offset + size] along the last dimension.
-  Value sliceLast(Value x, int64_t offset, int64_t size) {
-    auto type = cast<RankedTensorType>(x.getType());
-    int64_t rank = type.getRank();
-    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
-    offsets.back() = b.getIndexAttr(offset);
-    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
-    sizes.back() = b.getIndexAttr(size);
-    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
-    SmallVector<int64_t> shape(type.getShape());
-    shape.back() = size;
-    return tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get(shape, f32), x, offsets, sizes, strides);
-  }
+  using LayerBuilder::LayerBuilder;
 
   /// Rotate-half RoPE along the last dimension (size r) at the positions of
-  /// dimension 1: out[i] = x[i] cos(t w_j) + sign_i x[partner_i] sin(t w_j),
+  /// dimension 1 plus `offset`:
+  /// out[i] = x[i] cos(t w_j) + sign_i x[partner_i] sin(t w_j),
   /// w_j = theta^(-2j / r), j = i mod r/2, partner_i = i +- r/2 with sign
   /// -1 for the first half.
   Value rope(Value x, float theta, Value offset) {
@@ -529,11 +503,6 @@ public:
           return arith::AddFOp::create(nb, nl, args[2], product).getResult();
         });
   }
-
-private:
-  OpBuilder &b;
-  Location loc;
-  Type f32;
 };
 
 struct DecomposeMla : OpRewritePattern<MlaOp> {
@@ -542,7 +511,6 @@ struct DecomposeMla : OpRewritePattern<MlaOp> {
   LogicalResult matchAndRewrite(MlaOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    LayerBuilder lb(rewriter, loc);
     AttentionBuilder ab(rewriter, loc);
     int64_t heads = static_cast<int64_t>(op.getNumHeads());
     int64_t kvLora = static_cast<int64_t>(op.getKvLoraRank());
@@ -557,31 +525,31 @@ struct DecomposeMla : OpRewritePattern<MlaOp> {
 
     Value q;
     if (op.getQLoraRank() == 0) {
-      q = lb.linear(x, w[next++], Value());
+      q = ab.linear(x, w[next++], Value());
     } else {
-      Value down = lb.linear(x, w[next++], Value());
-      Value normed = lb.rmsNorm(down, w[next++], eps);
-      q = lb.linear(normed, w[next++], Value());
+      Value down = ab.linear(x, w[next++], Value());
+      Value normed = ab.rmsNorm(down, w[next++], eps);
+      q = ab.linear(normed, w[next++], Value());
     }
     // The new tokens sit at positions past..past+T-1.
-    Value past = op.getPastLatent()
-                     ? tensor::DimOp::create(rewriter, loc, op.getPastLatent(), 1)
-                           .getResult()
-                     : arith::ConstantIndexOp::create(rewriter, loc, 0)
-                           .getResult();
-    Value qHeads = lb.splitHeads(q, heads);
+    Value past =
+        op.getPastLatent()
+            ? tensor::DimOp::create(rewriter, loc, op.getPastLatent(), 1)
+                  .getResult()
+            : arith::ConstantIndexOp::create(rewriter, loc, 0).getResult();
+    Value qHeads = ab.splitHeads(q, heads);
     Value qNope = ab.sliceLast(qHeads, 0, nope);
     Value qRope = ab.rope(ab.sliceLast(qHeads, nope, rope), theta, past);
 
-    Value kvA = lb.linear(x, w[next++], Value());
-    Value latent = lb.rmsNorm(ab.sliceLast(kvA, 0, kvLora), w[next++], eps);
+    Value kvA = ab.linear(x, w[next++], Value());
+    Value latent = ab.rmsNorm(ab.sliceLast(kvA, 0, kvLora), w[next++], eps);
     Value kRope = ab.rope(ab.sliceLast(kvA, kvLora, rope), theta, past);
     Value allLatent = latent, allKRope = kRope;
     if (op.getPastLatent()) {
       allLatent = concatAlong(rewriter, loc, {op.getPastLatent(), latent}, 1);
       allKRope = concatAlong(rewriter, loc, {op.getPastKRope(), kRope}, 1);
     }
-    Value kv = lb.splitHeads(lb.linear(allLatent, w[next++], Value()), heads);
+    Value kv = ab.splitHeads(ab.linear(allLatent, w[next++], Value()), heads);
     Value kNope = ab.sliceLast(kv, 0, nope);
     Value values = ab.sliceLast(kv, nope, vDim);
 
@@ -589,8 +557,8 @@ struct DecomposeMla : OpRewritePattern<MlaOp> {
         ab.causalSoftmax(ab.scores(qNope, kNope, qRope, allKRope),
                          1.0f / std::sqrt(static_cast<float>(nope + rope)),
                          past);
-    Value attended = lb.mergeHeads(ab.weightedValues(probabilities, values));
-    Value y = lb.linear(attended, w[next++], Value());
+    Value attended = ab.mergeHeads(ab.weightedValues(probabilities, values));
+    Value y = ab.linear(attended, w[next++], Value());
     rewriter.replaceOp(op, castToTypes(rewriter, loc, {y, latent, kRope},
                                        op->getResultTypes()));
     return success();
