@@ -3,7 +3,8 @@
 # examples and runs them: examples/delta_rule.mlir (gdn ops in func.func)
 # through gdn-opt's gdn-lower-to-cpu pipeline and mlir-runner, and the
 # bundled hybrid model examples/nenya-tiny (weights generated on first use)
-# through gdn-compile, prefilling a prompt and decoding 32 tokens.
+# through gdn-compile into its executable, prefilling a prompt and decoding
+# 32 tokens.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,4 +22,5 @@ echo "== compiling and running the bundled model examples/nenya-tiny"
 PY=/usr/bin/python3
 EXAMPLE=$ROOT/examples/nenya-tiny
 [ -f "$EXAMPLE/model.safetensors" ] || "$PY" "$EXAMPLE/make_weights.py"
-GDN_BUILD_DIR=$BUILD_DIR "$PY" "$EXAMPLE/generate.py" "Linear attention " -n 32
+"$BUILD_DIR/bin/gdn-compile" "$EXAMPLE/model.json" -o "$BUILD_DIR/nenya-tiny"
+"$BUILD_DIR/nenya-tiny/gdn-model" "Linear attention " -n 32

@@ -2,6 +2,8 @@
 
 #include "gdn/Compiler/Compiler.h"
 
+#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -115,35 +117,21 @@ LogicalResult emitObject(ModuleOp module, llvm::Module &llvmModule,
   return success();
 }
 
-/// Links `object` into a shared library or an executable at `output`,
-/// through a temporary file renamed into place on success.
-LogicalResult link(ModuleOp module, const CompileOptions &options,
-                   StringRef object, StringRef output) {
+/// Runs the linker driver with `args`, writing `output` through a
+/// temporary file renamed into place on success.
+LogicalResult runLinker(ModuleOp module, const CompileOptions &options,
+                        ArrayRef<std::string> args, StringRef output) {
   auto linker = llvm::sys::findProgramByName(options.linker);
   if (!linker)
     return module.emitError() << "cannot find the linker driver '"
                               << options.linker << "'";
   std::string partial = (output + ".partial").str();
-  std::string rpath = "-Wl,-rpath," + options.llvmLibDir;
-  std::string libDir = "-L" + options.llvmLibDir;
-  std::string cudaStubs = "-L" + options.cudaRoot + "/lib64/stubs";
-  SmallVector<StringRef> args = {*linker, object, "-o", partial};
-  if (options.emit == EmitAction::SharedLibrary)
-    args.push_back("-shared");
-  if (options.target == CompileTarget::CUDA) {
-    // The runtime is linked in: on the GPU machine the library needs only
-    // the driver's libcuda.so.1 (the stub here carries that soname).
-    args.append({options.cudaRuntimeLibrary, cudaStubs, "-lcuda"});
-  } else {
-    // memref.copy of strided views calls memrefCopy in the C runner utils.
-    args.append({libDir, rpath, "-lomp", "-lmlir_c_runner_utils", "-lm"});
-    // Executables print through the MLIR runner utilities (printMemref*).
-    if (options.emit == EmitAction::Executable)
-      args.push_back("-lmlir_runner_utils");
-  }
+  SmallVector<StringRef> argv = {*linker};
+  argv.append(args.begin(), args.end());
+  argv.append({"-o", partial});
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
-                                         &message);
+  int status = llvm::sys::ExecuteAndWait(*linker, argv, std::nullopt, {}, 0,
+                                         0, &message);
   if (status != 0) {
     llvm::sys::fs::remove(partial);
     return module.emitError() << "linking '" << output << "' failed ("
@@ -157,6 +145,95 @@ LogicalResult link(ModuleOp module, const CompileOptions &options,
                               << "': " << ec.message();
   }
   return success();
+}
+
+/// The libraries the CPU code of `object` needs, after it on the command
+/// line.
+SmallVector<std::string> cpuLibraries(const CompileOptions &options) {
+  SmallVector<std::string> args;
+  if (options.model)
+    // The C API of gdn_model.h, then what it needs: the description and
+    // weights validation, and LLVM Support (libLLVM).
+    // The whole runtime archive: nothing in the model's code refers to
+    // the API, but the library must export it.
+    args.append({"-Wl,--whole-archive", options.modelRuntimeLibrary,
+                 "-Wl,--no-whole-archive", options.modelDescriptionLibrary});
+  // memref.copy of strided views calls memrefCopy in the C runner utils.
+  args.append({"-L" + options.llvmLibDir, "-Wl,-rpath," + options.llvmLibDir,
+               "-lomp", "-lmlir_c_runner_utils", "-lm"});
+  if (options.model)
+    args.push_back("-lLLVM");
+  return args;
+}
+
+/// Links `object` into a shared library or an executable at `output`.
+LogicalResult link(ModuleOp module, const CompileOptions &options,
+                   StringRef object, StringRef output) {
+  SmallVector<std::string> args = {object.str()};
+  if (options.emit == EmitAction::SharedLibrary)
+    args.push_back("-shared");
+  if (options.target == CompileTarget::CUDA) {
+    // The runtime is linked in: on the GPU machine the library needs only
+    // the driver's libcuda.so.1 (the stub here carries that soname).
+    args.append({options.cudaRuntimeLibrary,
+                 "-L" + options.cudaRoot + "/lib64/stubs", "-lcuda"});
+  } else {
+    args.append(cpuLibraries(options));
+    // Executables print through the MLIR runner utilities (printMemref*).
+    if (options.emit == EmitAction::Executable)
+      args.push_back("-lmlir_runner_utils");
+  }
+  return runLinker(module, options, args, output);
+}
+
+/// Copies `from` to `to` through a temporary file renamed into place.
+LogicalResult copyFile(ModuleOp module, StringRef from, StringRef to) {
+  std::string partial = (to + ".partial").str();
+  if (std::error_code ec = llvm::sys::fs::copy_file(from, partial)) {
+    llvm::sys::fs::remove(partial);
+    return module.emitError() << "cannot copy '" << from << "' to '" << to
+                              << "': " << ec.message();
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(partial, to)) {
+    llvm::sys::fs::remove(partial);
+    return module.emitError() << "cannot write '" << to
+                              << "': " << ec.message();
+  }
+  return success();
+}
+
+/// A compiled model's directory: the shared library with the C API, the
+/// executable over it (found beside it through $ORIGIN), and the header.
+LogicalResult writeModelDirectory(ModuleOp module,
+                                  const CompileOptions &options,
+                                  StringRef object) {
+  StringRef dir = options.outputPath;
+  std::error_code ec = llvm::sys::fs::create_directories(dir);
+  if (!ec && !llvm::sys::fs::is_directory(dir))
+    ec = std::make_error_code(std::errc::not_a_directory);
+  if (ec)
+    return module.emitError() << "cannot create the output directory '"
+                              << dir << "': " << ec.message();
+  auto inDir = [&](StringRef name) {
+    SmallString<256> path(dir);
+    llvm::sys::path::append(path, name);
+    return std::string(path);
+  };
+  std::string library = inDir(kModelLibraryName);
+  SmallVector<std::string> args = {object.str(), "-shared",
+                                   std::string("-Wl,-soname,") +
+                                       kModelLibraryName};
+  args.append(cpuLibraries(options));
+  if (failed(runLinker(module, options, args, library)))
+    return failure();
+  SmallVector<std::string> mainArgs = {
+      options.modelMainLibrary,    library,
+      "-Wl,-rpath,$ORIGIN",        "-L" + options.llvmLibDir,
+      "-Wl,-rpath," + options.llvmLibDir, "-lLLVM"};
+  if (failed(runLinker(module, options, mainArgs,
+                       inDir(kModelExecutableName))))
+    return failure();
+  return copyFile(module, options.modelHeader, inDir(kModelHeaderName));
 }
 } // namespace
 
@@ -194,6 +271,8 @@ static LogicalResult emitFromLLVMDialect(ModuleOp module,
   llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(objectPath); });
   if (failed(emitObject(module, *llvmModule, **machine, objectPath)))
     return failure();
+  if (options.model && options.emit == EmitAction::Executable)
+    return writeModelDirectory(module, options, objectPath);
   return link(module, options, objectPath, options.outputPath);
 }
 
@@ -251,7 +330,12 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
   pipeline.deltaRuleForm = options.deltaRuleForm;
   pipeline.numThreads = options.numThreads;
   pipeline.recurrentBelow = options.recurrentBelow;
-  pipeline.resultsAsOutParams = options.emit == EmitAction::SharedLibrary;
+  // Shared libraries, and the model directory's library, export C
+  // interfaces with results as out-parameters.
+  bool exportsCInterfaces =
+      options.emit == EmitAction::SharedLibrary ||
+      (options.model && options.emit == EmitAction::Executable);
+  pipeline.resultsAsOutParams = exportsCInterfaces;
 
   if (failed(runPipeline(module, "gdn-to-linalg", [&](OpPassManager &pm) {
         buildGdnToLinalgPipeline(pm, pipeline);
@@ -260,9 +344,19 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
   if (options.emit == EmitAction::MLIRLinalg)
     return writeText(module, options.outputPath, printModule);
 
-  if (options.emit == EmitAction::SharedLibrary)
+  if (exportsCInterfaces)
     addCInterfaces(module);
-  if (options.emit == EmitAction::Executable) {
+  if (options.model) {
+    for (StringRef archive :
+         {options.modelRuntimeLibrary, options.modelDescriptionLibrary,
+          options.modelMainLibrary, options.modelHeader})
+      if (options.emit >= EmitAction::SharedLibrary &&
+          !llvm::sys::fs::exists(archive))
+        return module.emitError()
+               << "the model runtime file '" << archive
+               << "' does not exist (is gdn-compile in a complete build or "
+                  "install tree?)";
+  } else if (options.emit == EmitAction::Executable) {
     auto main = module.lookupSymbol<func::FuncOp>("main");
     if (!main || main.isExternal() || main.getNumArguments() != 0 ||
         main.getNumResults() != 0)
@@ -272,6 +366,8 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
   }
   if (failed(runPipeline(module, "linalg-to-llvm", [&](OpPassManager &pm) {
         buildGdnLinalgToLLVMCPUPipeline(pm, pipeline);
+        if (exportsCInterfaces)
+          pm.addPass(createGdnPackedCInterfacePass());
       })))
     return failure();
   if (options.emit == EmitAction::MLIRLLVM)

@@ -5,6 +5,7 @@
 #include "gdn/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -166,7 +167,24 @@ mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
   OpBuilder b(context);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
-  buildForward(b, config, loc, "gdn_model_prefill", /*withCaches=*/false);
-  buildForward(b, config, loc, "gdn_model_step", /*withCaches=*/true);
+  buildForward(b, config, loc, "gdn_forward_prefill", /*withCaches=*/false);
+  buildForward(b, config, loc, "gdn_forward_step", /*withCaches=*/true);
   return module;
+}
+
+void mlir::gdn::embedModelStrings(ModuleOp module, StringRef description,
+                                  StringRef defaultWeights) {
+  MLIRContext *context = module.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto addString = [&](StringRef name, StringRef text) {
+    std::string value = text.str();
+    value.push_back('\0');
+    auto type = LLVM::LLVMArrayType::get(IntegerType::get(context, 8),
+                                         value.size());
+    LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
+                           LLVM::Linkage::External, name,
+                           b.getStringAttr(value));
+  };
+  addString("_gdn_model_description", description);
+  addString("_gdn_model_default_weights", defaultWeights);
 }

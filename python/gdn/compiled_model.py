@@ -1,16 +1,12 @@
 """A hybrid model compiled by gdn-compile (model.json -> shared library),
-run on numpy arrays: `Model(config_path)` with `prefill` and `decode`, the
-compiled counterpart of `gdn.model.ModelReference`.
+run on numpy arrays: `Model(config_path)` with `prefill`, `extend` and
+`decode`, the compiled counterpart of `gdn.model.ModelReference`.
 
-The library exports (docs/model-description.md):
-
-- `gdn_model_prefill(ids, weights...) -> logits`, a sequence from scratch;
-- `gdn_model_step(ids, caches..., weights...) -> (logits, caches...)`, which
-  continues sequences from their caches: two per layer, the GDN conv state
-  and delta-rule state, or the MLA latents and RoPE keys so far.
-
-Both take memref descriptors (the `_mlir_ciface_` wrappers); results come
-back through trailing out-parameters.
+It drives the library through its C API (include/gdn/Runtime/gdn_model.h,
+docs/model-description.md): the library loads and validates the weights,
+keeps the caches (per GDN layer the conv and delta-rule states, per MLA
+layer the latents and RoPE keys so far) and runs the compiled
+`gdn_forward_step`.
 """
 
 import ctypes
@@ -65,120 +61,113 @@ class Model:
     library is `library_path`, or compiled on first use and cached."""
 
     def __init__(self, config_path, weights_path=None, library_path=None):
-        self.config, weights = model.load_model(config_path, weights_path)
+        self.config = model.load_config(config_path)
         self.kinds = model.layer_kinds(self.config)
-        self._weights = [np.ascontiguousarray(weights[n], dtype=np.float32)
-                         for n in sorted(weights)]
+        if weights_path is None:
+            weights_path = os.path.join(
+                os.path.dirname(os.path.abspath(config_path)),
+                "model.safetensors")
         if library_path is None:
             library_path = cached_library(self.config, config_path,
                                           weights_path)
-        self._library = ctypes.CDLL(os.fspath(library_path))
-        self._step = self._library._mlir_ciface_gdn_model_step
-        self._step.restype = None
-        # ids, the caches in and out, the logits, the weights.
-        self._step.argtypes = [ctypes.c_void_p] * (
-            2 + 4 * len(self.kinds) + len(self._weights))
-        # The weights do not move: their descriptors are built once.
-        self._weight_descriptors = [compiled.descriptor(w)
-                                    for w in self._weights]
-        self.reset()
+        self._api = _load_api(library_path)
+        self._handle = self._api.gdn_model_load(
+            os.fsencode(os.fspath(weights_path)))
+        if not self._handle:
+            raise ValueError(self._error())
 
-    def reset(self):
-        """Forgets the sequences."""
-        self.caches = None
-        self.position = 0
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            self._api.gdn_model_free(self._handle)
+            self._handle = None
 
-    def _empty_caches(self, batch):
-        caches = []
-        for kind in self.kinds:
-            if kind == "gdn":
-                g = self.config["gdn"]
-                d_out = g["num_heads"] * g["head_dim"]
-                caches.append(np.zeros((batch, g["conv_size"] - 1, 3 * d_out),
-                                       np.float32))
-                caches.append(np.zeros((batch, g["num_heads"], g["head_dim"],
-                                        g["head_dim"]), np.float32))
-            else:
-                m = self.config["mla"]
-                caches.append(np.zeros((batch, 0, m["kv_lora_rank"]),
-                                       np.float32))
-                caches.append(np.zeros((batch, 0, m["qk_rope_head_dim"]),
-                                       np.float32))
-        return caches
+    def _error(self):
+        return self._api.gdn_model_last_error().decode("utf-8", "replace")
 
-    def _check_ids(self, ids):
-        vocab = self.config["vocab_size"]
-        if ids.size and (ids.min() < 0 or ids.max() >= vocab):
-            bad = ids[(ids < 0) | (ids >= vocab)][0]
-            raise ValueError(f"token id {int(bad)} outside the vocabulary "
-                             f"0..{vocab - 1}")
-        limit = self.config["max_context"]
-        if self.position + ids.shape[1] > limit:
-            raise ValueError(f"max_context: {self.position + ids.shape[1]} "
-                             f"tokens exceed the model's {limit}")
+    @property
+    def position(self):
+        """Tokens per sequence so far."""
+        return self._api.gdn_model_position(self._handle)
 
-    def _continue_batch(self, batch, what):
-        """Empty caches for `batch` sequences if there are none; otherwise
-        checks that `batch` is theirs."""
-        if self.caches is None:
-            self.caches = self._empty_caches(batch)
-        elif batch != self.caches[0].shape[0]:
-            raise ValueError(f"token_ids: expected {self.caches[0].shape[0]} "
-                             f"{what} (the batch of the caches), got {batch}")
+    @property
+    def batch(self):
+        """The number of sequences (0 before the first prefill)."""
+        return self._api.gdn_model_batch(self._handle)
 
-    def _run(self, ids):
-        batch, tokens = ids.shape
-        self._check_ids(ids)
-        outputs = [np.empty((batch, tokens, self.config["vocab_size"]),
-                            np.float32)]
-        for i, cache in enumerate(self.caches):
-            shape = list(cache.shape)
-            if self.kinds[i // 2] == "mla":     # the new tokens are appended
-                shape[1] += tokens
-            outputs.append(np.empty(shape, np.float32))
-        descriptors = (
-            [compiled.descriptor(a) for a in [ids] + self.caches]
-            + self._weight_descriptors
-            + [compiled.descriptor(a) for a in outputs])
-        self._step(*[ctypes.addressof(d) for d in descriptors])
-        self.caches = outputs[1:]
-        self.position += tokens
-        return outputs[0]
+    def _logits(self):
+        batch, tokens = ctypes.c_int64(), ctypes.c_int64()
+        pointer = self._api.gdn_model_logits(self._handle,
+                                             ctypes.byref(batch),
+                                             ctypes.byref(tokens))
+        shape = (batch.value, tokens.value, self.config["vocab_size"])
+        return np.ctypeslib.as_array(pointer, shape=shape).copy()
+
+    def _call(self, function, ids, *sizes):
+        pointer = ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+        if function(self._handle, pointer, *sizes) != 0:
+            raise ValueError(self._error())
+        return self._logits()
+
+    @staticmethod
+    def _ids(token_ids, rank):
+        ids = np.ascontiguousarray(token_ids, dtype=np.int64)
+        if ids.ndim != rank or ids.size == 0:
+            raise ValueError(f"token_ids must be a non-empty "
+                             f"{'[B, T]' if rank == 2 else '[B]'} array, "
+                             f"got shape {ids.shape}")
+        return ids
 
     def prefill(self, token_ids):
         """Logits [B, T, vocab] (float32) of new sequences token_ids [B, T];
         the caches then hold them."""
-        ids = np.ascontiguousarray(token_ids, dtype=np.int64)
-        if ids.ndim != 2 or ids.size == 0:
-            raise ValueError(f"token_ids must be a non-empty [B, T] array, "
-                             f"got shape {ids.shape}")
-        self.reset()
-        self.caches = self._empty_caches(ids.shape[0])
-        return self._run(ids)
+        ids = self._ids(token_ids, 2)
+        return self._call(self._api.gdn_model_prefill, ids, *ids.shape)
 
     def decode(self, token_ids):
         """Logits [B, vocab] (float32) of the next token of each sequence,
         token_ids [B], continuing from the caches."""
-        ids = np.ascontiguousarray(token_ids, dtype=np.int64)
-        if ids.ndim != 1 or ids.size == 0:
-            raise ValueError(f"token_ids must be a non-empty [B] array, got "
-                             f"shape {ids.shape}")
-        self._continue_batch(ids.shape[0], "tokens")
-        return self._run(ids[:, None])[:, 0]
+        ids = self._ids(token_ids, 1)
+        if self.batch and ids.shape[0] != self.batch:
+            raise ValueError(f"token_ids: expected {self.batch} tokens (the "
+                             f"batch of the sequences), got {ids.shape[0]}")
+        return self._call(self._api.gdn_model_decode, ids)[:, 0]
 
     def extend(self, token_ids):
         """Logits [B, T, vocab] of T more tokens token_ids [B, T] of each
         sequence (a prompt prefilled in chunks)."""
-        ids = np.ascontiguousarray(token_ids, dtype=np.int64)
-        if ids.ndim != 2 or ids.size == 0:
-            raise ValueError(f"token_ids must be a non-empty [B, T] array, "
-                             f"got shape {ids.shape}")
-        self._continue_batch(ids.shape[0], "sequences")
-        return self._run(ids)
+        ids = self._ids(token_ids, 2)
+        return self._call(self._api.gdn_model_extend, ids, *ids.shape)
 
     def cache_nbytes(self):
         """{"gdn": bytes, "mla": bytes} of one sequence's caches."""
-        result = {"gdn": 0, "mla": 0}
-        for i, cache in enumerate(self.caches or ()):
-            result[self.kinds[i // 2]] += cache.nbytes // cache.shape[0]
-        return result
+        gdn, mla = ctypes.c_int64(), ctypes.c_int64()
+        self._api.gdn_model_cache_bytes(self._handle, ctypes.byref(gdn),
+                                        ctypes.byref(mla))
+        return {"gdn": gdn.value, "mla": mla.value}
+
+
+def _load_api(library_path):
+    """The library with the prototypes of gdn_model.h."""
+    api = ctypes.CDLL(os.fspath(library_path))
+    handle, i64 = ctypes.c_void_p, ctypes.c_int64
+    ids = ctypes.POINTER(ctypes.c_int64)
+    prototypes = {
+        "gdn_model_load": (handle, [ctypes.c_char_p]),
+        "gdn_model_free": (None, [handle]),
+        "gdn_model_last_error": (ctypes.c_char_p, []),
+        "gdn_model_prefill": (ctypes.c_int, [handle, ids, i64, i64]),
+        "gdn_model_extend": (ctypes.c_int, [handle, ids, i64, i64]),
+        "gdn_model_decode": (ctypes.c_int, [handle, ids]),
+        "gdn_model_logits": (ctypes.POINTER(ctypes.c_float),
+                             [handle, ctypes.POINTER(i64),
+                              ctypes.POINTER(i64)]),
+        "gdn_model_position": (i64, [handle]),
+        "gdn_model_batch": (i64, [handle]),
+        "gdn_model_cache_bytes": (i64, [handle, ctypes.POINTER(i64),
+                                        ctypes.POINTER(i64)]),
+    }
+    for name, (restype, argtypes) in prototypes.items():
+        function = getattr(api, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    return api

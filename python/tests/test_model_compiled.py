@@ -20,7 +20,7 @@ def _config(num_layers, d_model, heads, conv_size, tie):
 
 
 def _compiled_prefill(tmp_path, config, weight_seed, ids):
-    """Logits of gdn_model_prefill for `config` with weights of
+    """Logits of gdn_forward_prefill for `config` with weights of
     `weight_seed`, and those weights."""
     config_path = tmp_path / "model.json"
     config_path.write_text(json.dumps(config))
@@ -29,7 +29,7 @@ def _compiled_prefill(tmp_path, config, weight_seed, ids):
     library_path = tmp_path / "model.so"
     compiled_model.compile_model(config_path, library_path)
 
-    function = ctypes.CDLL(str(library_path))._mlir_ciface_gdn_model_prefill
+    function = ctypes.CDLL(str(library_path))._mlir_ciface_gdn_forward_prefill
     function.restype = None
     logits = np.empty(ids.shape + (config["vocab_size"],), np.float32)
     arrays = [ids] + [np.ascontiguousarray(weights[n], dtype=np.float32)

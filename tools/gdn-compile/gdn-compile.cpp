@@ -56,7 +56,11 @@ static cl::opt<EmitAction> emitAction(
                    "for a model description: validate it and its weights, "
                    "print layers, parameters and cache bytes"),
         clEnumValN(EmitAction::Executable, "exe",
-                   "an executable that runs func.func @main()")));
+                   "an executable that runs func.func @main(); for a model "
+                   "description (the default there), the directory -o with "
+                   "the model's executable gdn-model, its shared library "
+                   "libgdn-model.so (C API of gdn_model.h) and that "
+                   "header")));
 static cl::opt<std::string> weightsFilename(
     "weights",
     cl::desc("Weights of a model description (default: model.safetensors "
@@ -163,6 +167,10 @@ int main(int argc, char **argv) {
     return optionError("--num-threads must be 0 (runtime default) or "
                        "positive, but got " +
                        llvm::Twine(numThreads));
+  bool isModel = llvm::StringRef(inputFilename).ends_with(".json");
+  // A model description compiles to its directory unless told otherwise.
+  if (isModel && emitAction.getNumOccurrences() == 0)
+    emitAction = EmitAction::Executable;
   bool binaryOutput = emitAction == EmitAction::Object ||
                       emitAction == EmitAction::SharedLibrary ||
                       emitAction == EmitAction::Executable;
@@ -170,6 +178,14 @@ int main(int argc, char **argv) {
     return optionError("-o - (standard output) is only for the text stages "
                        "(mlir, mlir-linalg, mlir-llvm, llvm); give a file "
                        "name for obj, shared and exe");
+
+  if (isModel && emitAction == EmitAction::Executable &&
+      llvm::sys::fs::exists(outputFilename) &&
+      !llvm::sys::fs::is_directory(outputFilename))
+    return optionError("-o " + outputFilename +
+                       ": exists and is not a directory (a model description "
+                       "compiles to a directory with its executable, "
+                       "library and header)");
 
   DialectRegistry registry;
   registerAllGdnDialects(registry);
@@ -190,7 +206,7 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
-  if (llvm::StringRef(inputFilename).ends_with(".json")) {
+  if (isModel) {
     // A model description and its weights: validated, then the model's
     // prefill graph is built as gdn IR.
     llvm::Expected<ModelConfig> config = parseModelConfig(input->getBuffer());
@@ -217,6 +233,9 @@ int main(int argc, char **argv) {
     if (failed(built))
       return 1;
     module = std::move(*built);
+    llvm::SmallString<256> absoluteWeights(weights);
+    llvm::sys::fs::make_absolute(absoluteWeights);
+    embedModelStrings(*module, input->getBuffer(), absoluteWeights);
   } else {
     if (emitAction == EmitAction::ModelSummary)
       return optionError("--emit=summary needs a model description (.json)");
@@ -241,9 +260,21 @@ int main(int argc, char **argv) {
   // The CUDA runtime archive sits in the build (or install) tree's lib/.
   std::string executable = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&locateExecutable));
-  llvm::SmallString<256> runtime(llvm::sys::path::parent_path(
-      llvm::sys::path::parent_path(executable)));
-  llvm::sys::path::append(runtime, "lib", "libgdn_cuda_runtime.a");
-  options.cudaRuntimeLibrary = std::string(runtime);
+  llvm::StringRef prefix =
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(executable));
+  auto underPrefix = [&](std::initializer_list<llvm::StringRef> parts) {
+    llvm::SmallString<256> path(prefix);
+    for (llvm::StringRef part : parts)
+      llvm::sys::path::append(path, part);
+    return std::string(path);
+  };
+  options.cudaRuntimeLibrary = underPrefix({"lib", "libgdn_cuda_runtime.a"});
+  options.model = isModel;
+  options.modelRuntimeLibrary = underPrefix({"lib", "libgdn_model_runtime.a"});
+  options.modelDescriptionLibrary =
+      underPrefix({"lib", "libGdnModelDescription.a"});
+  options.modelMainLibrary = underPrefix({"lib", "libgdn_model_main.a"});
+  options.modelHeader =
+      underPrefix({"include", "gdn", "Runtime", "gdn_model.h"});
   return failed(compileModule(*module, options)) ? 1 : 0;
 }

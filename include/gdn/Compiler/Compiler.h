@@ -32,7 +32,9 @@ enum class EmitAction {
   Object,
   /// A shared library whose public functions have a C ABI.
   SharedLibrary,
-  /// An executable that runs the module's @main.
+  /// An executable that runs the module's @main; for a model description,
+  /// a directory with the model's shared library (C API), its executable
+  /// and the C header.
   Executable,
   /// For model descriptions only: validate and summarise (gdn-compile).
   ModelSummary,
@@ -65,7 +67,17 @@ struct CompileOptions {
   int64_t cudaKeySplits = 2;
   std::string cudaRoot = "/usr/local/cuda";
   std::string cudaRuntimeLibrary;
+  /// The module is a model's (gdn-compile model.json): its libraries carry
+  /// the C API of gdn_model.h, from these archives and header.
+  bool model = false;
+  std::string modelRuntimeLibrary, modelDescriptionLibrary, modelMainLibrary,
+      modelHeader;
 };
+
+/// The files of a compiled model's directory.
+inline constexpr const char *kModelLibraryName = "libgdn-model.so";
+inline constexpr const char *kModelExecutableName = "gdn-model";
+inline constexpr const char *kModelHeaderName = "gdn_model.h";
 
 /// Lowers `module` to `options.emit` and writes the result to
 /// `options.outputPath`. Errors are emitted as diagnostics on the module's

@@ -12,7 +12,7 @@ namespace mlir::gdn {
 
 /// The prefill function of a model as gdn IR on tensors:
 ///
-///   func.func @gdn_model_prefill(%ids: tensor<?x?xi64>, <weights>)
+///   func.func @gdn_forward_prefill(%ids: tensor<?x?xi64>, <weights>)
 ///       -> tensor<?x?x vocab x f32>
 ///
 /// with one f32 tensor argument per weight of expectedWeightShapes(config),
@@ -23,7 +23,7 @@ namespace mlir::gdn {
 /// and, over the same weights, the step that continues sequences from their
 /// caches (decode is T = 1; a longer T continues a prefill in chunks):
 ///
-///   func.func @gdn_model_step(%ids: tensor<?x?xi64>, <caches>, <weights>)
+///   func.func @gdn_forward_step(%ids: tensor<?x?xi64>, <caches>, <weights>)
 ///       -> (logits, <caches>)
 ///
 /// with two caches per layer, in layer order (modelCacheTypes): for a GDN
@@ -35,9 +35,16 @@ FailureOr<OwningOpRef<ModuleOp>> buildModelPrefill(MLIRContext *context,
                                                   const ModelConfig &config,
                                                   Location loc);
 
-/// The types of the caches of @gdn_model_step, two per layer.
+/// The types of the caches of @gdn_forward_step, two per layer.
 SmallVector<RankedTensorType> modelCacheTypes(MLIRContext *context,
                                               const ModelConfig &config);
+
+/// Adds the strings the runtime of a compiled model reads (gdn_model.h):
+/// the model description (JSON) as @_gdn_model_description and the path of
+/// the weights to load by default as @_gdn_model_default_weights, both
+/// zero-terminated constant llvm.mlir.global arrays.
+void embedModelStrings(ModuleOp module, StringRef description,
+                       StringRef defaultWeights);
 
 } // namespace mlir::gdn
 

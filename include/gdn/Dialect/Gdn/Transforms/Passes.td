@@ -132,6 +132,26 @@ def GdnFlushDenormalsPass : Pass<"gdn-flush-denormals", "func::FuncOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def GdnPackedCInterfacePass : Pass<"gdn-packed-c-interface", "ModuleOp"> {
+  let summary = "Export C-interface functions with one array-of-pointers "
+                "argument";
+  let description = [{
+    For every `llvm.func @_mlir_ciface_<name>` whose arguments are all
+    pointers (the memref descriptors of docs/c-abi.md, results as
+    out-parameters), adds
+
+      llvm.func @_gdn_packed_<name>(%arguments: !llvm.ptr)
+
+    which loads the i-th descriptor pointer from `%arguments[i]` and calls
+    the C interface. A runtime written once then calls functions whose
+    argument count depends on the compiled model (a weight per tensor, two
+    caches per layer) without generating C code per model or depending on
+    libffi. MLIR's ExecutionEngine makes a similar wrapper, but only inside
+    its JIT, on LLVM IR.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def GdnReadOnlyArgumentsPass : Pass<"gdn-read-only-arguments",
                                     "func::FuncOp"> {
   let summary = "Keep the tensor arguments of public functions unmodified";

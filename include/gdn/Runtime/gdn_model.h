@@ -1,0 +1,81 @@
+/*===- gdn_model.h - C API of a model compiled by gdn-compile -----*- C -*-===*\
+|*                                                                            *|
+|* `gdn-compile model.json --target=cpu -o DIR` writes DIR/libgdn-model.so    *|
+|* with this API, DIR/gdn-model (an executable over it) and this header.      *|
+|* The library carries the model description it was compiled from; the       *|
+|* weights are a safetensors file, mapped into memory when they are f32.      *|
+|*                                                                            *|
+|* A gdn_model holds one batch of equal-length sequences and their caches     *|
+|* (per GDN layer: conv state and delta-rule state, constant in the context   *|
+|* length; per MLA layer: latent and RoPE key of every token so far).         *|
+|* Functions that can fail return 0 on success and -1 on failure, with the    *|
+|* message in gdn_model_last_error(). One gdn_model must not be used from     *|
+|* two threads at once; the compiled code itself runs on OpenMP threads.      *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef GDN_MODEL_H
+#define GDN_MODEL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gdn_model gdn_model;
+
+/* The model description (JSON) the library was compiled from. */
+const char *gdn_model_description(void);
+
+/* The weights file named at compile time (absolute path), the default for
+ * gdn_model_load(NULL). */
+const char *gdn_model_default_weights(void);
+
+/* Loads and validates the weights (every tensor present, with its shape,
+ * in f32 or bf16); NULL on failure. `weights_path` NULL: the default. */
+gdn_model *gdn_model_load(const char *weights_path);
+
+void gdn_model_free(gdn_model *model);
+
+/* The message of the last failure on this thread ("" if none). */
+const char *gdn_model_last_error(void);
+
+int64_t gdn_model_vocab_size(const gdn_model *model);
+int64_t gdn_model_max_context(const gdn_model *model);
+/* 1 if the model's tokenizer is byte-level (token id = byte value). */
+int gdn_model_byte_tokenizer(const gdn_model *model);
+
+/* Starts `batch` new sequences from `ids` [batch, tokens] (row-major):
+ * forgets the previous ones, computes the logits of every position. */
+int gdn_model_prefill(gdn_model *model, const int64_t *ids, int64_t batch,
+                      int64_t tokens);
+
+/* Continues the sequences by `tokens` more tokens each, `ids` [batch,
+ * tokens] (a prompt prefilled in chunks); `batch` must be the batch of the
+ * sequences. */
+int gdn_model_extend(gdn_model *model, const int64_t *ids, int64_t batch,
+                     int64_t tokens);
+
+/* Decodes one token per sequence, `ids` [batch]. */
+int gdn_model_decode(gdn_model *model, const int64_t *ids);
+
+/* The logits [batch, tokens, vocab] of the last prefill, extend or decode
+ * (tokens = 1 after decode); valid until the next call on `model`. */
+const float *gdn_model_logits(const gdn_model *model, int64_t *batch,
+                              int64_t *tokens);
+
+/* Tokens per sequence so far (prompt and generated). */
+int64_t gdn_model_position(const gdn_model *model);
+int64_t gdn_model_batch(const gdn_model *model);
+
+/* Cache bytes of one sequence now: the GDN layers' states (constant) and
+ * the MLA layers' latents and RoPE keys (growing with the position). */
+int64_t gdn_model_cache_bytes(const gdn_model *model, int64_t *gdn_bytes,
+                              int64_t *mla_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GDN_MODEL_H */
