@@ -16,6 +16,10 @@ HEADS = [(1, 1, 16, 16), (4, 4, 64, 64), (2, 4, 64, 128), (4, 4, 128, 128),
 ELEMENT_TYPES = ["f32", "bf16"]
 # Variants of the decode timing configuration: threads per state column.
 KEY_SPLIT_VARIANTS = [1, 4]
+# The bf16 prefill timing configurations again with the token recurrence
+# instead of the chunked tensor-core scan, timed side by side.
+RECURRENT_VARIANTS = [(16, 16, 128, 128), (32, 32, 128, 128),
+                      (16, 32, 128, 128)]
 
 
 def config_name(h, hv, k, v, et):
@@ -63,6 +67,11 @@ def main():
         manifest[name] = compile_config(
             args.compiler, args.out, name, manifest[base]["config"],
             [f"--cuda-key-splits={splits}"])
+    for (h, hv, k, v) in RECURRENT_VARIANTS:
+        base = config_name(h, hv, k, v, "bf16")
+        manifest[f"{base}_recurrent"] = compile_config(
+            args.compiler, args.out, f"{base}_recurrent",
+            manifest[base]["config"], ["--cuda-chunked-prefill=false"])
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 

@@ -297,6 +297,7 @@ static LogicalResult compileForCUDA(ModuleOp module,
   pipeline.chip = options.cudaChip;
   pipeline.binaryFormat = options.cudaBinaryFormat;
   pipeline.keySplits = options.cudaKeySplits;
+  pipeline.chunkedPrefill = options.cudaChunkedPrefill;
   if (failed(runPipeline(module, "gdn-to-gpu", [&](OpPassManager &pm) {
         buildGdnToGPUPipeline(pm, pipeline);
       })))

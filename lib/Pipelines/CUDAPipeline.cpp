@@ -20,6 +20,8 @@ void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
   ConvertGdnToGPUPassOptions gpuOptions;
   gpuOptions.blockColumns = options.blockColumns;
   gpuOptions.keySplits = options.keySplits;
+  gpuOptions.chunkedPrefill = options.chunkedPrefill;
+  gpuOptions.valueTile = options.valueTile;
   pm.addNestedPass<func::FuncOp>(createConvertGdnToGPUPass(gpuOptions));
   // Outline the kernels before canonicalization: inside the isolated
   // gpu.func, constants (the unrolled state indices) stay in the kernel

@@ -98,6 +98,11 @@ static cl::opt<int64_t> cudaKeySplits(
     cl::desc("Threads sharing one state column in the CUDA recurrence "
              "kernels"),
     cl::init(2));
+static cl::opt<bool> cudaChunkedPrefill(
+    "cuda-chunked-prefill",
+    cl::desc("--target=cuda: bf16/f16 prefill as the chunked scan on tensor "
+             "cores (=false: the token recurrence)"),
+    cl::init(true));
 static cl::opt<std::string> cpu("cpu",
                                 cl::desc("LLVM CPU name ('native': the host)"),
                                 cl::init("native"));
@@ -257,6 +262,7 @@ int main(int argc, char **argv) {
   options.cudaChip = cudaChip;
   options.cudaBinaryFormat = cudaBinaryFormat;
   options.cudaKeySplits = cudaKeySplits;
+  options.cudaChunkedPrefill = cudaChunkedPrefill;
   // The CUDA runtime archive sits in the build (or install) tree's lib/.
   std::string executable = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&locateExecutable));

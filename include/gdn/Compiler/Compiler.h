@@ -65,6 +65,7 @@ struct CompileOptions {
   std::string cudaChip = "sm_90a";
   std::string cudaBinaryFormat = "fatbin";
   int64_t cudaKeySplits = 2;
+  bool cudaChunkedPrefill = true;
   std::string cudaRoot = "/usr/local/cuda";
   std::string cudaRuntimeLibrary;
   /// The module is a model's (gdn-compile model.json): its libraries carry

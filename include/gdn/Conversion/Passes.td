@@ -50,8 +50,20 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     side of the launch, which `buffer-results-to-out-params` turns into the
     caller's (device) buffers.
 
-    This is the first GPU mapping: exact and memory-efficient for decode,
-    sequential over tokens for prefill (no tensor cores yet).
+    This mapping is exact and memory-efficient for decode, and keeps f32
+    prefill in full precision, sequential over tokens.
+
+    With `chunked-prefill` (the default), `gdn.delta_rule` with bf16 or f16
+    q, k, v becomes the chunked (WY) scan instead: a block of 4 warps per
+    batch x value head x `value-tile` state columns walks the chunks of 64
+    tokens in order with its state tile in f32 workgroup memory; per chunk
+    A = strict_lower(beta exp(G_i - G_j) K K^T), T = (I + A)^-1 (blocked
+    forward substitution in f32), W = T diag(beta exp G) K, U = T diag(beta) V,
+    Vnew = U - W S, O = scale (diag(exp G) Q S + lower(exp(G_i - G_j) Q K^T)
+    Vnew) and S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, every product
+    on tensor cores (`nvvm.mma.sync` m16n8k16, bf16 operands, f32
+    accumulation). The launch carries the mapping as a `gdn.chunked_scan`
+    attribute (chunk, value_tile, warps, mma).
   }];
   let options = [
     Option<"blockColumns", "block-columns", "int64_t", /*default=*/"32",
@@ -60,6 +72,11 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
            "Threads (warps, with 32 columns) that share one column's K "
            "rows; partial sums meet in workgroup memory. More splits mean "
            "fewer registers per thread and more resident warps">,
+    Option<"chunkedPrefill", "chunked-prefill", "bool", /*default=*/"true",
+           "Lower gdn.delta_rule with bf16/f16 q, k, v to the chunked scan "
+           "on tensor cores (false: the recurrence)">,
+    Option<"valueTile", "value-tile", "int64_t", /*default=*/"64",
+           "State columns per block of the chunked scan">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -67,6 +84,7 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
   ];
 }

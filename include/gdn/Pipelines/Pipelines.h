@@ -98,6 +98,15 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       *this, "key-splits",
       llvm::cl::desc("Threads sharing one state column's K rows"),
       llvm::cl::init(2)};
+  Option<bool> chunkedPrefill{
+      *this, "chunked-prefill",
+      llvm::cl::desc("bf16/f16 prefill as the chunked scan on tensor cores "
+                     "(false: the recurrence)"),
+      llvm::cl::init(true)};
+  Option<int64_t> valueTile{
+      *this, "value-tile",
+      llvm::cl::desc("State columns per block of the chunked scan"),
+      llvm::cl::init(64)};
 };
 
 /// Lowers a module of func.func ops containing gdn ops on tensors to GPU

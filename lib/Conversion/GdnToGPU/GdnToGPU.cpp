@@ -10,6 +10,8 @@
 #include "gdn/Dialect/Gdn/IR/GdnOps.h"
 #include "gdn/Utils/TensorBuilders.h"
 
+#include "KernelBuilders.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -37,40 +39,6 @@ struct RecurrenceOperands {
   bool hasTokens;
   int64_t groupSize;
 };
-
-Value toBuffer(OpBuilder &b, Location loc, Value tensor) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
-  return bufferization::ToBufferOp::create(b, loc, memrefType, tensor,
-                                           /*read_only=*/true);
-}
-
-/// a * b + c as arith ops allowed to contract: NVPTX emits fma.rn.f32,
-/// where math.fma would become a libdevice call.
-Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value z) {
-  auto contract = arith::FastMathFlagsAttr::get(b.getContext(),
-                                                arith::FastMathFlags::contract);
-  Value product = arith::MulFOp::create(b, loc, x, y, contract);
-  return arith::AddFOp::create(b, loc, product, z, contract);
-}
-
-/// exp(x) = 2^(x log2 e) through the hardware's ex2.approx (max relative
-/// error 2^-22). math.exp would become a libdevice call, and libdevice is
-/// only linked when the CUDA toolkit is found in the environment.
-Value exponential(OpBuilder &b, Location loc, Value x) {
-  Value log2e =
-      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.4426950408889634f));
-  Value scaled = arith::MulFOp::create(b, loc, x, log2e);
-  return LLVM::CallIntrinsicOp::create(
-             b, loc, b.getF32Type(),
-             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
-             ValueRange{scaled})
-      .getResult(0);
-}
-
-Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIndexOp::create(b, loc, value);
-}
 
 /// Emits the launch; returns the result buffers {o, final state}.
 std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
@@ -383,8 +351,17 @@ struct ConvertGdnToGPUPass
           << static_cast<int64_t>(blockColumns);
       return signalPassFailure();
     }
+    if (valueTile < 8 || valueTile % 8 != 0) {
+      getOperation().emitError()
+          << "convert-gdn-to-gpu: value-tile must be a positive multiple of "
+             "8, but got "
+          << static_cast<int64_t>(valueTile);
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     populateGdnToGPURecurrencePatterns(patterns, blockColumns, keySplits);
+    if (chunkedPrefill)
+      populateGdnToGPUChunkedScanPatterns(patterns, valueTile);
     // The walk driver neither folds nor hoists constants: the greedy driver
     // would move the kernel's index constants into the host function.
     walkAndApplyPatterns(getOperation(), std::move(patterns));

@@ -16,6 +16,14 @@ void populateGdnToGPURecurrencePatterns(RewritePatternSet &patterns,
                                         int64_t blockColumns,
                                         int64_t keySplits);
 
+/// Adds the pattern that rewrites gdn.delta_rule with bf16 or f16 q, k, v
+/// into the chunked scan on tensor cores (mma.sync): one block per batch x
+/// value head x `valueTile` state columns, chunks of 64 tokens in order. Its
+/// benefit is higher than the recurrence's, which keeps f32 prefill and the
+/// decode step.
+void populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
+                                         int64_t valueTile);
+
 } // namespace mlir::gdn
 
 #endif // GDN_CONVERSION_GDNTOGPU_GDNTOGPU_H

@@ -1,0 +1,709 @@
+//===- ChunkedScanToGPU.cpp - gdn.delta_rule as a chunked tensor-core scan ===//
+//
+// The chunkwise-parallel (WY) form of docs/chunked-delta-rule.md as one
+// kernel: a block per (batch, value head, value-column tile) walks the
+// chunks of its sequence in order, with the state tile S [K, Vt] in f32
+// workgroup memory. Per chunk of C tokens (G the inclusive cumulative
+// log-decay inside the chunk):
+//
+//   A    = strict_lower(beta_i exp(G_i - G_j) k_i.k_j)        (C x C)
+//   T    = (I + A)^-1                       (blocked forward substitution)
+//   W    = T diag(beta exp(G)) K,   U = T diag(beta) V
+//   P    = lower(exp(G_i - G_j) q_i.k_j)
+//   Vnew = U - W S
+//   O    = scale (diag(exp(G)) Q S + P Vnew)
+//   S    = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew
+//
+// Every matrix product runs on tensor cores (mma.sync m16n8k16, bf16
+// operands, f32 accumulation): each warp takes 16 x 8 output tiles in turn,
+// loads its fragments from f32 workgroup memory (rounded to bf16) and keeps
+// the accumulators in registers; the epilogue of a product applies masks,
+// decays and the destination. The solve stays in f32 on the CUDA cores.
+// Rows past the end of the sequence are zero (beta = 0, g = 0, k = 0), so
+// they change nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gdn/Conversion/GdnToGPU/GdnToGPU.h"
+#include "gdn/Dialect/Gdn/IR/GdnOps.h"
+#include "gdn/Utils/TensorBuilders.h"
+
+#include "KernelBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+constexpr int64_t kWarps = 4;
+constexpr int64_t kThreads = 32 * kWarps;
+/// Row padding of the workgroup tiles, in floats: strides of 4 mod 32 make
+/// the B-fragment loads conflict-free.
+constexpr int64_t kPad = 4;
+/// Hopper's largest dynamic workgroup memory per block.
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+/// Reads one f32 element (row, col) of a matrix operand.
+using Access = std::function<Value(OpBuilder &, Location, Value, Value)>;
+/// Consumes one f32 result element (row, col, value).
+using Epilogue =
+    std::function<void(OpBuilder &, Location, Value, Value, Value)>;
+
+/// One term A [M, depth] x B [depth, N] of a product.
+struct Term {
+  int64_t depth;
+  Access a, b;
+};
+
+/// The geometry of the kernel, decided when the pattern matches.
+struct ScanShape {
+  int64_t chunk, keyDim, valueDim, valueTile;
+
+  int64_t tileBytes(int64_t rows, int64_t cols) const {
+    return rows * (cols + kPad) * 4;
+  }
+  /// Q, K, W [C, K]; V, U [C, Vt]; A (then P), T [C, C]; S [K, Vt]; six
+  /// chunk vectors.
+  int64_t sharedBytes() const {
+    return 3 * tileBytes(chunk, keyDim) + 2 * tileBytes(chunk, valueTile) +
+           2 * tileBytes(chunk, chunk) + tileBytes(keyDim, valueTile) +
+           6 * chunk * 4;
+  }
+};
+
+/// Builds the kernel body; `b` is inside the gpu.launch.
+class ScanKernel {
+public:
+  ScanKernel(OpBuilder &b, Location loc, const ScanShape &shape)
+      : b(b), loc(loc), s(shape) {}
+
+  void build(gpu::LaunchOp launch, Value qm, Value km, Value vm, Value gm,
+             Value betam, Value statem, Value om, Value sm, int64_t groupSize,
+             float scale, int64_t valueTiles);
+
+private:
+  Value c(OpBuilder &nb, Location nl, int64_t v) {
+    return indexConstant(nb, nl, v);
+  }
+  Value f(OpBuilder &nb, Location nl, float v) {
+    return arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(v));
+  }
+  static Value add(OpBuilder &nb, Location nl, Value x, Value y) {
+    return arith::AddIOp::create(nb, nl, x, y);
+  }
+  static Value mul(OpBuilder &nb, Location nl, Value x, Value y) {
+    return arith::MulIOp::create(nb, nl, x, y);
+  }
+  static Value load(OpBuilder &nb, Location nl, Value m, ValueRange idx) {
+    return memref::LoadOp::create(nb, nl, m, idx);
+  }
+  static void store(OpBuilder &nb, Location nl, Value v, Value m,
+                    ValueRange idx) {
+    memref::StoreOp::create(nb, nl, v, m, idx);
+  }
+  void barrier(OpBuilder &nb, Location nl) { gpu::BarrierOp::create(nb, nl); }
+
+  /// A [rows, cols] f32 view of workgroup memory at `offset` bytes.
+  Value carve(int64_t rows, int64_t cols, int64_t &offset);
+  Value carveVector(int64_t size, int64_t &offset);
+
+  /// Two f32 values rounded to bf16 and packed into one 32-bit register
+  /// (`lo` in the low half), the operand format of mma.sync.
+  Value pack(OpBuilder &nb, Location nl, Value lo, Value hi);
+
+  /// out[M, N] = init + sum of terms, on tensor cores: the 16 x 8 output
+  /// tiles are dealt to the warps in turn; `epilogue` gets every element.
+  void product(int64_t m, int64_t n, ArrayRef<Term> terms, Access init,
+               Epilogue epilogue);
+
+  /// for (i = tid; i < count; i += threads) body(i)
+  void forEachThread(OpBuilder &nb, Location nl, int64_t count,
+                     function_ref<void(OpBuilder &, Location, Value)> body);
+
+  /// Tbuf = (I + Abuf)^-1 for the unit lower-triangular chunk matrix.
+  void solve();
+
+  OpBuilder &b;
+  Location loc;
+  ScanShape s;
+  Value tid, warp, group, quad, sharedBase;
+  // Workgroup tiles and chunk vectors.
+  Value qs, ks, vs, as, ts, ws, us, ss;
+  Value gRaw, betas, gCum, decayQ, decayW, decayS;
+};
+
+Value ScanKernel::carve(int64_t rows, int64_t cols, int64_t &offset) {
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  auto type = MemRefType::get({rows, cols + kPad}, b.getF32Type(),
+                              MemRefLayoutAttrInterface(), workgroup);
+  Value view = memref::ViewOp::create(b, loc, type, sharedBase,
+                                      c(b, loc, offset), ValueRange{});
+  offset += rows * (cols + kPad) * 4;
+  return view;
+}
+
+Value ScanKernel::carveVector(int64_t size, int64_t &offset) {
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  auto type = MemRefType::get({size}, b.getF32Type(),
+                              MemRefLayoutAttrInterface(), workgroup);
+  Value view = memref::ViewOp::create(b, loc, type, sharedBase,
+                                      c(b, loc, offset), ValueRange{});
+  offset += size * 4;
+  return view;
+}
+
+Value ScanKernel::pack(OpBuilder &nb, Location nl, Value lo, Value hi) {
+  Type i16 = nb.getI16Type(), i32 = nb.getI32Type();
+  auto half = [&](Value x) {
+    Value rounded = arith::TruncFOp::create(nb, nl, nb.getBF16Type(), x);
+    Value bits = arith::BitcastOp::create(nb, nl, i16, rounded);
+    return arith::ExtUIOp::create(nb, nl, i32, bits).getResult();
+  };
+  Value high = arith::ShLIOp::create(
+      nb, nl, half(hi),
+      arith::ConstantOp::create(nb, nl, nb.getI32IntegerAttr(16)));
+  return arith::OrIOp::create(nb, nl, half(lo), high);
+}
+
+void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
+                         Access init, Epilogue epilogue) {
+  int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto accType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  scf::ForOp::create(
+      b, loc, warp, c(b, loc, tiles), c(b, loc, kWarps), ValueRange{},
+      [&](OpBuilder &nb, Location nl, Value tile, ValueRange) {
+        Value tm = arith::DivUIOp::create(nb, nl, tile, c(nb, nl, tilesN));
+        Value tn = arith::RemUIOp::create(nb, nl, tile, c(nb, nl, tilesN));
+        // Fragment coordinates of this lane (PTX ISA, mma.m16n8k16).
+        Value row0 = add(nb, nl, mul(nb, nl, tm, c(nb, nl, 16)), group);
+        Value row1 = add(nb, nl, row0, c(nb, nl, 8));
+        Value twoQuad = mul(nb, nl, quad, c(nb, nl, 2));
+        Value col0 = add(nb, nl, mul(nb, nl, tn, c(nb, nl, 8)), twoQuad);
+        Value col1 = add(nb, nl, col0, c(nb, nl, 1));
+        Value bCol = add(nb, nl, mul(nb, nl, tn, c(nb, nl, 8)), group);
+        SmallVector<Value> acc = {init(nb, nl, row0, col0),
+                                  init(nb, nl, row0, col1),
+                                  init(nb, nl, row1, col0),
+                                  init(nb, nl, row1, col1)};
+        for (const Term &term : terms) {
+          for (int64_t step = 0; step < term.depth / 16; ++step) {
+            Value k0 = add(nb, nl, c(nb, nl, step * 16), twoQuad);
+            Value k1 = add(nb, nl, k0, c(nb, nl, 1));
+            Value k8 = add(nb, nl, k0, c(nb, nl, 8));
+            Value k9 = add(nb, nl, k0, c(nb, nl, 9));
+            SmallVector<Value> a = {
+                pack(nb, nl, term.a(nb, nl, row0, k0), term.a(nb, nl, row0, k1)),
+                pack(nb, nl, term.a(nb, nl, row1, k0), term.a(nb, nl, row1, k1)),
+                pack(nb, nl, term.a(nb, nl, row0, k8), term.a(nb, nl, row0, k9)),
+                pack(nb, nl, term.a(nb, nl, row1, k8),
+                     term.a(nb, nl, row1, k9))};
+            SmallVector<Value> bFrag = {
+                pack(nb, nl, term.b(nb, nl, k0, bCol), term.b(nb, nl, k1, bCol)),
+                pack(nb, nl, term.b(nb, nl, k8, bCol),
+                     term.b(nb, nl, k9, bCol))};
+            Value result = NVVM::MmaOp::create(
+                nb, nl, accType, a, bFrag, acc, {16, 8, 16}, std::nullopt,
+                std::nullopt,
+                std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                              NVVM::MMATypes::bf16},
+                std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                               NVVM::MMALayout::col});
+            for (int64_t i = 0; i < 4; ++i)
+              acc[i] = LLVM::ExtractValueOp::create(nb, nl, result, i);
+          }
+        }
+        epilogue(nb, nl, row0, col0, acc[0]);
+        epilogue(nb, nl, row0, col1, acc[1]);
+        epilogue(nb, nl, row1, col0, acc[2]);
+        epilogue(nb, nl, row1, col1, acc[3]);
+        scf::YieldOp::create(nb, nl);
+      });
+}
+
+void ScanKernel::forEachThread(
+    OpBuilder &nb, Location nl, int64_t count,
+    function_ref<void(OpBuilder &, Location, Value)> body) {
+  scf::ForOp::create(nb, nl, tid, c(nb, nl, count), c(nb, nl, kThreads),
+                     ValueRange{},
+                     [&](OpBuilder &lb, Location ll, Value i, ValueRange) {
+                       body(lb, ll, i);
+                       scf::YieldOp::create(lb, ll);
+                     });
+}
+
+void ScanKernel::solve() {
+  int64_t chunk = s.chunk, blocks = chunk / 16;
+  Value zero = f(b, loc, 0.0f), one = f(b, loc, 1.0f);
+  // T starts at zero: its blocks above the diagonal stay so.
+  forEachThread(b, loc, chunk * chunk, [&](OpBuilder &nb, Location nl,
+                                            Value i) {
+    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
+    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
+    store(nb, nl, zero, ts, {r, col});
+  });
+  barrier(b, loc);
+  // The 16 x 16 diagonal blocks: one thread per column of one block, by
+  // forward substitution with the column in registers.
+  Value diagonalThread = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ult, tid, c(b, loc, blocks * 16));
+  scf::IfOp::create(b, loc, diagonalThread, [&](OpBuilder &nb, Location nl) {
+    Value block = arith::DivUIOp::create(nb, nl, tid, c(nb, nl, 16));
+    Value j = arith::RemUIOp::create(nb, nl, tid, c(nb, nl, 16));
+    Value base = mul(nb, nl, block, c(nb, nl, 16));
+    Value column = add(nb, nl, base, j);
+    SmallVector<Value> x;
+    for (int64_t i = 0; i < 16; ++i) {
+      Value row = add(nb, nl, base, c(nb, nl, i));
+      Value sum = f(nb, nl, 0.0f);
+      for (int64_t m = 0; m < i; ++m)
+        sum = multiplyAdd(nb, nl,
+                          load(nb, nl, as, {row, add(nb, nl, base,
+                                                     c(nb, nl, m))}),
+                          x[m], sum);
+      Value iv = c(nb, nl, i);
+      Value below = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
+                                          iv, j);
+      Value diagonal =
+          arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, iv, j);
+      Value negated = arith::NegFOp::create(nb, nl, sum);
+      Value value = arith::SelectOp::create(
+          nb, nl, below, zero,
+          arith::SelectOp::create(nb, nl, diagonal, one, negated));
+      x.push_back(value);
+      store(nb, nl, value, ts, {row, column});
+    }
+    scf::YieldOp::create(nb, nl);
+  });
+  barrier(b, loc);
+  // Block row r: X_rk = sum_{m = k}^{r-1} A_rm T_mk, then T_rk = -T_rr X_rk.
+  for (int64_t r = 1; r < blocks; ++r) {
+    int64_t elements = r * 256;
+    auto coordinates = [&](OpBuilder &nb, Location nl, Value e) {
+      Value k = arith::DivUIOp::create(nb, nl, e, c(nb, nl, 256));
+      Value within = arith::RemUIOp::create(nb, nl, e, c(nb, nl, 256));
+      Value i = arith::DivUIOp::create(nb, nl, within, c(nb, nl, 16));
+      Value col = arith::RemUIOp::create(nb, nl, within, c(nb, nl, 16));
+      Value row = add(nb, nl, c(nb, nl, r * 16), i);
+      Value column = add(nb, nl, mul(nb, nl, k, c(nb, nl, 16)), col);
+      return std::make_tuple(k, i, row, column);
+    };
+    SmallVector<Value> partial;
+    for (int64_t it = 0; it < elements / kThreads; ++it) {
+      Value e = add(b, loc, tid, c(b, loc, it * kThreads));
+      auto coords = coordinates(b, loc, e);
+      Value row = std::get<2>(coords), column = std::get<3>(coords);
+      Value first = mul(b, loc, std::get<0>(coords), c(b, loc, 16));
+      auto loop = scf::ForOp::create(
+          b, loc, first, c(b, loc, r * 16), c(b, loc, 1),
+          ValueRange{f(b, loc, 0.0f)},
+          [&](OpBuilder &nb, Location nl, Value m, ValueRange sum) {
+            Value next = multiplyAdd(nb, nl, load(nb, nl, as, {row, m}),
+                                     load(nb, nl, ts, {m, column}), sum[0]);
+            scf::YieldOp::create(nb, nl, next);
+          });
+      partial.push_back(loop.getResult(0));
+    }
+    for (int64_t it = 0; it < elements / kThreads; ++it) {
+      Value e = add(b, loc, tid, c(b, loc, it * kThreads));
+      auto [k, i, row, column] = coordinates(b, loc, e);
+      store(b, loc, partial[it], ts, {row, column});
+    }
+    barrier(b, loc);
+    SmallVector<Value> solved;
+    for (int64_t it = 0; it < elements / kThreads; ++it) {
+      Value e = add(b, loc, tid, c(b, loc, it * kThreads));
+      auto [k, i, row, column] = coordinates(b, loc, e);
+      Value sum = f(b, loc, 0.0f);
+      for (int64_t q = 0; q < 16; ++q) {
+        Value qRow = c(b, loc, r * 16 + q);
+        sum = multiplyAdd(b, loc, load(b, loc, ts, {row, qRow}),
+                          load(b, loc, ts, {qRow, column}), sum);
+      }
+      solved.push_back(arith::NegFOp::create(b, loc, sum));
+    }
+    barrier(b, loc);
+    for (int64_t it = 0; it < elements / kThreads; ++it) {
+      Value e = add(b, loc, tid, c(b, loc, it * kThreads));
+      auto [k, i, row, column] = coordinates(b, loc, e);
+      store(b, loc, solved[it], ts, {row, column});
+    }
+    barrier(b, loc);
+  }
+}
+
+void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
+                       Value gm, Value betam, Value statem, Value om,
+                       Value sm, int64_t groupSize, float scale,
+                       int64_t valueTiles) {
+  Type f32 = b.getF32Type();
+  int64_t chunk = s.chunk, keyDim = s.keyDim, tile = s.valueTile;
+  tid = launch.getThreadIds().x;
+  warp = arith::DivUIOp::create(b, loc, tid, c(b, loc, 32));
+  Value lane = arith::RemUIOp::create(b, loc, tid, c(b, loc, 32));
+  group = arith::DivUIOp::create(b, loc, lane, c(b, loc, 4));
+  quad = arith::RemUIOp::create(b, loc, lane, c(b, loc, 4));
+  Value blockX = launch.getBlockIds().x;
+  Value batch = launch.getBlockIds().y;
+  Value head = arith::DivUIOp::create(b, loc, blockX, c(b, loc, valueTiles));
+  Value firstColumn = mul(
+      b, loc, arith::RemUIOp::create(b, loc, blockX, c(b, loc, valueTiles)),
+      c(b, loc, tile));
+  Value keyHead = arith::DivUIOp::create(b, loc, head, c(b, loc, groupSize));
+  Value tokens = memref::DimOp::create(b, loc, vm, 1);
+
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  sharedBase = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+  int64_t offset = 0;
+  qs = carve(chunk, keyDim, offset);
+  ks = carve(chunk, keyDim, offset);
+  ws = carve(chunk, keyDim, offset);
+  vs = carve(chunk, tile, offset);
+  us = carve(chunk, tile, offset);
+  as = carve(chunk, chunk, offset);
+  ts = carve(chunk, chunk, offset);
+  ss = carve(keyDim, tile, offset);
+  gRaw = carveVector(chunk, offset);
+  betas = carveVector(chunk, offset);
+  gCum = carveVector(chunk, offset);
+  decayQ = carveVector(chunk, offset);
+  decayW = carveVector(chunk, offset);
+  decayS = carveVector(chunk, offset);
+  assert(offset == s.sharedBytes() && "workgroup layout and size disagree");
+
+  Value zero = f(b, loc, 0.0f);
+  auto widen = [&](OpBuilder &nb, Location nl, Value x) {
+    return convertFloat(nb, nl, x, f32);
+  };
+  // The state tile.
+  forEachThread(b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl,
+                                            Value i) {
+    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
+    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
+    Value value = zero;
+    if (statem)
+      value = widen(nb, nl,
+                    load(nb, nl, statem,
+                         {batch, head, r, add(nb, nl, firstColumn, col)}));
+    store(nb, nl, value, ss, {r, col});
+  });
+
+  Value chunks = arith::CeilDivUIOp::create(b, loc, tokens, c(b, loc, chunk));
+  scf::ForOp::create(
+      b, loc, c(b, loc, 0), chunks, c(b, loc, 1), ValueRange{},
+      [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(scf::YieldOp::create(lb, ll));
+        Value start = mul(b, loc, chunkIndex, c(b, loc, chunk));
+        // Token `start + r`, clamped into the sequence, and whether it is
+        // inside.
+        auto token = [&](OpBuilder &nb, Location nl, Value r) {
+          Value t = add(nb, nl, start, r);
+          Value inside = arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::ult, t, tokens);
+          Value safe = arith::SelectOp::create(nb, nl, inside, t,
+                                               c(nb, nl, 0));
+          return std::make_pair(safe, inside);
+        };
+        auto stage = [&](Value buffer, Value source, Value sourceHead,
+                         Value columnBase, int64_t width) {
+          forEachThread(b, loc, chunk * width, [&](OpBuilder &nb,
+                                                    Location nl, Value i) {
+            Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, width));
+            Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, width));
+            auto [t, inside] = token(nb, nl, r);
+            Value x = widen(nb, nl,
+                            load(nb, nl, source,
+                                 {batch, t, sourceHead,
+                                  add(nb, nl, columnBase, col)}));
+            store(nb, nl, arith::SelectOp::create(nb, nl, inside, x, zero),
+                  buffer, {r, col});
+          });
+        };
+        // Stage the chunk (zeros past the end; the previous chunk's last
+        // readers finished at the barrier that ended it).
+        stage(qs, qm, keyHead, c(b, loc, 0), keyDim);
+        stage(ks, km, keyHead, c(b, loc, 0), keyDim);
+        stage(vs, vm, head, firstColumn, tile);
+        Value rowThread = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ult, tid, c(b, loc, chunk));
+        scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
+          auto [t, inside] = token(nb, nl, tid);
+          Value g = widen(nb, nl, load(nb, nl, gm, {batch, t, head}));
+          Value beta = widen(nb, nl, load(nb, nl, betam, {batch, t, head}));
+          store(nb, nl, arith::SelectOp::create(nb, nl, inside, g, zero),
+                gRaw, {tid});
+          store(nb, nl, arith::SelectOp::create(nb, nl, inside, beta, zero),
+                betas, {tid});
+          scf::YieldOp::create(nb, nl);
+        });
+        barrier(b, loc);
+        // Inclusive cumulative log-decay, then the row decays.
+        scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
+          auto sum = scf::ForOp::create(
+              nb, nl, c(nb, nl, 0), add(nb, nl, tid, c(nb, nl, 1)),
+              c(nb, nl, 1), ValueRange{f(nb, nl, 0.0f)},
+              [&](OpBuilder &sb, Location sl, Value j, ValueRange acc) {
+                Value next = arith::AddFOp::create(
+                    sb, sl, acc[0], load(sb, sl, gRaw, {j}));
+                scf::YieldOp::create(sb, sl, next);
+              });
+          store(nb, nl, sum.getResult(0), gCum, {tid});
+          scf::YieldOp::create(nb, nl);
+        });
+        barrier(b, loc);
+        Value last = c(b, loc, chunk - 1);
+        scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
+          Value gi = load(nb, nl, gCum, {tid});
+          Value gLast = load(nb, nl, gCum, {last});
+          Value decay = exponential(nb, nl, gi);
+          store(nb, nl, decay, decayQ, {tid});
+          store(nb, nl,
+                arith::MulFOp::create(nb, nl, decay,
+                                      load(nb, nl, betas, {tid})),
+                decayW, {tid});
+          store(nb, nl,
+                exponential(nb, nl, arith::SubFOp::create(nb, nl, gLast, gi)),
+                decayS, {tid});
+          scf::YieldOp::create(nb, nl);
+        });
+
+        auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
+          return f(nb, nl, 0.0f);
+        };
+        auto tileOf = [](Value buffer) -> Access {
+          return [buffer](OpBuilder &nb, Location nl, Value r, Value col) {
+            return load(nb, nl, buffer, {r, col});
+          };
+        };
+        auto transposedOf = [](Value buffer) -> Access {
+          return [buffer](OpBuilder &nb, Location nl, Value r, Value col) {
+            return load(nb, nl, buffer, {col, r});
+          };
+        };
+        // exp(G_r - G_c), only where it is needed (c <= r, a non-positive
+        // exponent).
+        auto decayBetween = [&](OpBuilder &nb, Location nl, Value r,
+                                Value col) {
+          return exponential(nb, nl,
+                             arith::SubFOp::create(nb, nl,
+                                                   load(nb, nl, gCum, {r}),
+                                                   load(nb, nl, gCum, {col})));
+        };
+        // A = strict_lower(beta_r exp(G_r - G_c) k_r.k_c).
+        product(chunk, chunk, {Term{keyDim, tileOf(ks), transposedOf(ks)}},
+                zeroInit,
+                [&](OpBuilder &nb, Location nl, Value r, Value col,
+                    Value dot) {
+                  Value below = arith::CmpIOp::create(
+                      nb, nl, arith::CmpIPredicate::ult, col, r);
+                  Value scaled = arith::MulFOp::create(
+                      nb, nl,
+                      arith::MulFOp::create(nb, nl, dot,
+                                            load(nb, nl, betas, {r})),
+                      decayBetween(nb, nl, r, col));
+                  store(nb, nl,
+                        arith::SelectOp::create(nb, nl, below, scaled, zero),
+                        as, {r, col});
+                });
+        barrier(b, loc);
+        solve();
+        // W = T diag(beta exp(G)) K and U = T diag(beta) V.
+        auto scaledRows = [](Value buffer, Value factors) -> Access {
+          return [buffer, factors](OpBuilder &nb, Location nl, Value r,
+                                   Value col) {
+            return arith::MulFOp::create(nb, nl, load(nb, nl, buffer, {r, col}),
+                                         load(nb, nl, factors, {r}))
+                .getResult();
+          };
+        };
+        auto storeTo = [](Value buffer) -> Epilogue {
+          return [buffer](OpBuilder &nb, Location nl, Value r, Value col,
+                          Value v) { store(nb, nl, v, buffer, {r, col}); };
+        };
+        product(chunk, keyDim, {Term{chunk, tileOf(ts), scaledRows(ks, decayW)}},
+                zeroInit, storeTo(ws));
+        product(chunk, tile, {Term{chunk, tileOf(ts), scaledRows(vs, betas)}},
+                zeroInit, storeTo(us));
+        // P = lower(exp(G_r - G_c) q_r.k_c), over A (no longer needed).
+        product(chunk, chunk, {Term{keyDim, tileOf(qs), transposedOf(ks)}},
+                zeroInit,
+                [&](OpBuilder &nb, Location nl, Value r, Value col,
+                    Value dot) {
+                  Value causal = arith::CmpIOp::create(
+                      nb, nl, arith::CmpIPredicate::ule, col, r);
+                  Value scaled = arith::MulFOp::create(
+                      nb, nl, dot, decayBetween(nb, nl, r, col));
+                  store(nb, nl,
+                        arith::SelectOp::create(nb, nl, causal, scaled, zero),
+                        as, {r, col});
+                });
+        barrier(b, loc);
+        // Vnew = U - W S, in place of U (each element is read, then written,
+        // by the same lane).
+        Access negatedW = [&](OpBuilder &nb, Location nl, Value r, Value col) {
+          return arith::NegFOp::create(nb, nl, load(nb, nl, ws, {r, col}))
+              .getResult();
+        };
+        product(chunk, tile, {Term{keyDim, negatedW, tileOf(ss)}}, tileOf(us),
+                storeTo(us));
+        barrier(b, loc);
+        // O = scale (diag(exp(G)) Q S + P Vnew), for the rows inside the
+        // sequence.
+        Value scaleValue = f(b, loc, scale);
+        product(chunk, tile,
+                {Term{keyDim, scaledRows(qs, decayQ), tileOf(ss)},
+                 Term{chunk, tileOf(as), tileOf(us)}},
+                zeroInit,
+                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
+                  auto [safeToken, inside] = token(nb, nl, r);
+                  Value t = safeToken;
+                  scf::IfOp::create(nb, nl, inside, [&](OpBuilder &ib,
+                                                        Location il) {
+                    Value out = convertFloat(
+                        ib, il, arith::MulFOp::create(ib, il, v, scaleValue),
+                        cast<MemRefType>(om.getType()).getElementType());
+                    store(ib, il, out, om,
+                          {batch, t, head, add(ib, il, firstColumn, col)});
+                    scf::YieldOp::create(ib, il);
+                  });
+                });
+        barrier(b, loc);
+        // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place.
+        Access scaledKeysT = [&](OpBuilder &nb, Location nl, Value r,
+                                 Value col) {
+          return arith::MulFOp::create(nb, nl, load(nb, nl, ks, {col, r}),
+                                       load(nb, nl, decayS, {col}))
+              .getResult();
+        };
+        Access decayedState = [&](OpBuilder &nb, Location nl, Value r,
+                                  Value col) {
+          return arith::MulFOp::create(nb, nl, load(nb, nl, ss, {r, col}),
+                                       load(nb, nl, decayQ, {last}))
+              .getResult();
+        };
+        product(keyDim, tile, {Term{chunk, scaledKeysT, tileOf(us)}},
+                decayedState, storeTo(ss));
+        barrier(b, loc);
+      });
+
+  forEachThread(b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl,
+                                            Value i) {
+    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
+    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
+    store(nb, nl, load(nb, nl, ss, {r, col}), sm,
+          {batch, head, r, add(nb, nl, firstColumn, col)});
+  });
+  gpu::TerminatorOp::create(b, loc);
+}
+
+/// gdn.delta_rule with 16-bit q, k, v to the chunked tensor-core scan.
+struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
+  ChunkedScanToGPU(MLIRContext *ctx, int64_t valueTile)
+      : OpRewritePattern<DeltaRuleOp>(ctx, /*benefit=*/2),
+        valueTile(valueTile) {}
+
+  LogicalResult matchAndRewrite(DeltaRuleOp op,
+                                PatternRewriter &rewriter) const override {
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
+    auto vType = cast<RankedTensorType>(op.getV().getType());
+    auto oType = cast<RankedTensorType>(op.getO().getType());
+    auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
+    Type element = qType.getElementType();
+    if (!element.isBF16() && !element.isF16())
+      return rewriter.notifyMatchFailure(op, "f32 inputs keep full precision");
+    if (cast<RankedTensorType>(op.getK().getType()).getElementType() !=
+            element ||
+        vType.getElementType() != element)
+      return rewriter.notifyMatchFailure(op, "mixed q/k/v element types");
+    ScanShape shape;
+    shape.chunk = 64;
+    shape.keyDim = qType.getDimSize(3);
+    shape.valueDim = vType.getDimSize(3);
+    shape.valueTile = std::min(valueTile, shape.valueDim);
+    if (shape.keyDim % 16 != 0 || shape.valueDim % shape.valueTile != 0 ||
+        shape.valueTile % 8 != 0)
+      return rewriter.notifyMatchFailure(
+          op, "K must be a multiple of 16 and V of the value tile (of 8)");
+    if (shape.sharedBytes() > kMaxSharedBytes)
+      return rewriter.notifyMatchFailure(op, "the tiles exceed workgroup "
+                                             "memory");
+
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value qm = toBuffer(b, loc, op.getQ()), km = toBuffer(b, loc, op.getK());
+    Value vm = toBuffer(b, loc, op.getV()), gm = toBuffer(b, loc, op.getG());
+    Value betam = toBuffer(b, loc, op.getBeta());
+    Value statem =
+        op.getInitialState() ? toBuffer(b, loc, op.getInitialState()) : Value();
+    Value batch = memref::DimOp::create(b, loc, vm, 0);
+    Value tokens = memref::DimOp::create(b, loc, vm, 1);
+    SmallVector<Value> oSizes, sSizes;
+    if (oType.isDynamicDim(0))
+      oSizes.push_back(batch);
+    if (oType.isDynamicDim(1))
+      oSizes.push_back(tokens);
+    if (stateType.isDynamicDim(0))
+      sSizes.push_back(batch);
+    Value om = memref::AllocOp::create(
+        b, loc, MemRefType::get(oType.getShape(), oType.getElementType()),
+        oSizes);
+    Value sm = memref::AllocOp::create(
+        b, loc, MemRefType::get(stateType.getShape(), b.getF32Type()),
+        sSizes);
+
+    int64_t valueHeads = vType.getDimSize(2);
+    int64_t valueTiles = shape.valueDim / shape.valueTile;
+    Value one = indexConstant(b, loc, 1);
+    Value sharedBytes = arith::ConstantOp::create(
+        b, loc, b.getI32IntegerAttr(shape.sharedBytes()));
+    auto launch = gpu::LaunchOp::create(
+        b, loc, indexConstant(b, loc, valueHeads * valueTiles), batch, one,
+        indexConstant(b, loc, kThreads), one, one, sharedBytes);
+    // The mapping, visible in the IR.
+    launch->setAttr("gdn.chunked_scan",
+                    b.getDictionaryAttr({
+                        b.getNamedAttr("chunk", b.getI64IntegerAttr(shape.chunk)),
+                        b.getNamedAttr("value_tile",
+                                       b.getI64IntegerAttr(shape.valueTile)),
+                        b.getNamedAttr("warps", b.getI64IntegerAttr(kWarps)),
+                        b.getNamedAttr("mma", b.getStringAttr("m16n8k16.bf16")),
+                    }));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&launch.getBody().front());
+      ScanKernel(b, loc, shape)
+          .build(launch, qm, km, vm, gm, betam, statem, om, sm,
+                 op.getGroupSize(), op.getScale().convertToFloat(),
+                 valueTiles);
+    }
+    UnitAttr unit = b.getUnitAttr();
+    Value o = bufferization::ToTensorOp::create(b, loc, oType, om, unit, unit);
+    Value s = bufferization::ToTensorOp::create(b, loc, stateType, sm, unit,
+                                                unit);
+    rewriter.replaceOp(op, {o, s});
+    return success();
+  }
+
+  int64_t valueTile;
+};
+} // namespace
+
+void mlir::gdn::populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
+                                                    int64_t valueTile) {
+  patterns.add<ChunkedScanToGPU>(patterns.getContext(), valueTile);
+}

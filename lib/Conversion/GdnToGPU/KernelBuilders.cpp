@@ -1,0 +1,39 @@
+//===- KernelBuilders.cpp - scalar builders shared by the GPU kernels -----===//
+
+#include "KernelBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+
+Value mlir::gdn::toBuffer(OpBuilder &b, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+  return bufferization::ToBufferOp::create(b, loc, memrefType, tensor,
+                                           /*read_only=*/true);
+}
+
+Value mlir::gdn::multiplyAdd(OpBuilder &b, Location loc, Value x, Value y,
+                             Value z) {
+  auto contract = arith::FastMathFlagsAttr::get(b.getContext(),
+                                                arith::FastMathFlags::contract);
+  Value product = arith::MulFOp::create(b, loc, x, y, contract);
+  return arith::AddFOp::create(b, loc, product, z, contract);
+}
+
+Value mlir::gdn::exponential(OpBuilder &b, Location loc, Value x) {
+  Value log2e =
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.4426950408889634f));
+  Value scaled = arith::MulFOp::create(b, loc, x, log2e);
+  return LLVM::CallIntrinsicOp::create(
+             b, loc, b.getF32Type(),
+             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+             ValueRange{scaled})
+      .getResult(0);
+}
+
+Value mlir::gdn::indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
