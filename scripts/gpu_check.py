@@ -193,8 +193,8 @@ def main():
         timed = []
         for name, b, t in PREFILL_TIMING:
             timed.append((name, b, t))
-            if name + "_recurrent" in kernels:
-                timed.append((name + "_recurrent", b, t))
+            timed += [(variant, b, t) for variant in sorted(kernels)
+                      if variant.startswith(name + "_")]
         for name, b, t in timed:
             kernel = kernels[name]
             cfg = kernel.config

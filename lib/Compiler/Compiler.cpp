@@ -298,6 +298,8 @@ static LogicalResult compileForCUDA(ModuleOp module,
   pipeline.binaryFormat = options.cudaBinaryFormat;
   pipeline.keySplits = options.cudaKeySplits;
   pipeline.chunkedPrefill = options.cudaChunkedPrefill;
+  pipeline.valueTile = options.cudaValueTile;
+  pipeline.scanWarps = options.cudaScanWarps;
   if (failed(runPipeline(module, "gdn-to-gpu", [&](OpPassManager &pm) {
         buildGdnToGPUPipeline(pm, pipeline);
       })))

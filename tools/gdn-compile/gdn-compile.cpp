@@ -103,6 +103,14 @@ static cl::opt<bool> cudaChunkedPrefill(
     cl::desc("--target=cuda: bf16/f16 prefill as the chunked scan on tensor "
              "cores (=false: the token recurrence)"),
     cl::init(true));
+static cl::opt<int64_t> cudaValueTile(
+    "cuda-value-tile",
+    cl::desc("--target=cuda: state columns per block of the chunked scan"),
+    cl::init(64));
+static cl::opt<int64_t> cudaScanWarps(
+    "cuda-scan-warps",
+    cl::desc("--target=cuda: warps per block of the chunked scan (4 or 8)"),
+    cl::init(8));
 static cl::opt<std::string> cpu("cpu",
                                 cl::desc("LLVM CPU name ('native': the host)"),
                                 cl::init("native"));
@@ -263,6 +271,8 @@ int main(int argc, char **argv) {
   options.cudaBinaryFormat = cudaBinaryFormat;
   options.cudaKeySplits = cudaKeySplits;
   options.cudaChunkedPrefill = cudaChunkedPrefill;
+  options.cudaValueTile = cudaValueTile;
+  options.cudaScanWarps = cudaScanWarps;
   // The CUDA runtime archive sits in the build (or install) tree's lib/.
   std::string executable = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&locateExecutable));

@@ -54,7 +54,7 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     prefill in full precision, sequential over tokens.
 
     With `chunked-prefill` (the default), `gdn.delta_rule` with bf16 or f16
-    q, k, v becomes the chunked (WY) scan instead: a block of 4 warps per
+    q, k, v becomes the chunked (WY) scan instead: a block of `scan-warps` warps per
     batch x value head x `value-tile` state columns walks the chunks of 64
     tokens in order with its state tile in f32 workgroup memory; per chunk
     A = strict_lower(beta exp(G_i - G_j) K K^T), T = (I + A)^-1 (blocked
@@ -77,6 +77,8 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
            "on tensor cores (false: the recurrence)">,
     Option<"valueTile", "value-tile", "int64_t", /*default=*/"64",
            "State columns per block of the chunked scan">,
+    Option<"scanWarps", "scan-warps", "int64_t", /*default=*/"8",
+           "Warps per block of the chunked scan (4 or 8)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -107,6 +107,10 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       *this, "value-tile",
       llvm::cl::desc("State columns per block of the chunked scan"),
       llvm::cl::init(64)};
+  Option<int64_t> scanWarps{
+      *this, "scan-warps",
+      llvm::cl::desc("Warps per block of the chunked scan (4 or 8)"),
+      llvm::cl::init(8)};
 };
 
 /// Lowers a module of func.func ops containing gdn ops on tensors to GPU

@@ -42,8 +42,6 @@ using namespace mlir;
 using namespace mlir::gdn;
 
 namespace {
-constexpr int64_t kWarps = 4;
-constexpr int64_t kThreads = 32 * kWarps;
 /// Row padding of the workgroup tiles, in floats: strides of 4 mod 32 make
 /// the B-fragment loads conflict-free.
 constexpr int64_t kPad = 4;
@@ -64,7 +62,9 @@ struct Term {
 
 /// The geometry of the kernel, decided when the pattern matches.
 struct ScanShape {
-  int64_t chunk, keyDim, valueDim, valueTile;
+  int64_t chunk, keyDim, valueDim, valueTile, warps;
+
+  int64_t threads() const { return 32 * warps; }
 
   int64_t tileBytes(int64_t rows, int64_t cols) const {
     return rows * (cols + kPad) * 4;
@@ -127,6 +127,14 @@ private:
   void forEachThread(OpBuilder &nb, Location nl, int64_t count,
                      function_ref<void(OpBuilder &, Location, Value)> body);
 
+  /// The same loop for a count that the threads divide, unrolled in
+  /// batches: all loads of a batch are issued before its stores, so that
+  /// global memory latency is paid once per batch, not once per element.
+  void copyInBatches(
+      int64_t count,
+      function_ref<Value(OpBuilder &, Location, Value)> loadElement,
+      function_ref<void(OpBuilder &, Location, Value, Value)> storeElement);
+
   /// Tbuf = (I + Abuf)^-1 for the unit lower-triangular chunk matrix.
   void solve();
 
@@ -181,7 +189,7 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
   Type f32 = b.getF32Type();
   auto accType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   scf::ForOp::create(
-      b, loc, warp, c(b, loc, tiles), c(b, loc, kWarps), ValueRange{},
+      b, loc, warp, c(b, loc, tiles), c(b, loc, s.warps), ValueRange{},
       [&](OpBuilder &nb, Location nl, Value tile, ValueRange) {
         Value tm = arith::DivUIOp::create(nb, nl, tile, c(nb, nl, tilesN));
         Value tn = arith::RemUIOp::create(nb, nl, tile, c(nb, nl, tilesN));
@@ -234,12 +242,30 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
 void ScanKernel::forEachThread(
     OpBuilder &nb, Location nl, int64_t count,
     function_ref<void(OpBuilder &, Location, Value)> body) {
-  scf::ForOp::create(nb, nl, tid, c(nb, nl, count), c(nb, nl, kThreads),
+  scf::ForOp::create(nb, nl, tid, c(nb, nl, count), c(nb, nl, s.threads()),
                      ValueRange{},
                      [&](OpBuilder &lb, Location ll, Value i, ValueRange) {
                        body(lb, ll, i);
                        scf::YieldOp::create(lb, ll);
                      });
+}
+
+void ScanKernel::copyInBatches(
+    int64_t count,
+    function_ref<Value(OpBuilder &, Location, Value)> loadElement,
+    function_ref<void(OpBuilder &, Location, Value, Value)> storeElement) {
+  constexpr int64_t kBatch = 16;
+  assert(count % s.threads() == 0 && "the threads must divide the copy");
+  int64_t perThread = count / s.threads();
+  for (int64_t first = 0; first < perThread; first += kBatch) {
+    SmallVector<std::pair<Value, Value>> batch;
+    for (int64_t it = first; it < std::min(first + kBatch, perThread); ++it) {
+      Value i = add(b, loc, tid, c(b, loc, it * s.threads()));
+      batch.push_back({i, loadElement(b, loc, i)});
+    }
+    for (auto [i, value] : batch)
+      storeElement(b, loc, i, value);
+  }
 }
 
 void ScanKernel::solve() {
@@ -299,30 +325,30 @@ void ScanKernel::solve() {
       return std::make_tuple(k, i, row, column);
     };
     SmallVector<Value> partial;
-    for (int64_t it = 0; it < elements / kThreads; ++it) {
-      Value e = add(b, loc, tid, c(b, loc, it * kThreads));
+    for (int64_t it = 0; it < elements / s.threads(); ++it) {
+      Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
       auto coords = coordinates(b, loc, e);
       Value row = std::get<2>(coords), column = std::get<3>(coords);
-      Value first = mul(b, loc, std::get<0>(coords), c(b, loc, 16));
-      auto loop = scf::ForOp::create(
-          b, loc, first, c(b, loc, r * 16), c(b, loc, 1),
-          ValueRange{f(b, loc, 0.0f)},
-          [&](OpBuilder &nb, Location nl, Value m, ValueRange sum) {
-            Value next = multiplyAdd(nb, nl, load(nb, nl, as, {row, m}),
-                                     load(nb, nl, ts, {m, column}), sum[0]);
-            scf::YieldOp::create(nb, nl, next);
-          });
-      partial.push_back(loop.getResult(0));
+      // m runs over the block rows k..r-1; T is zero above its diagonal
+      // blocks, so the rows before block k add nothing and the sum can run
+      // from 0 with independent, unrolled loads.
+      Value sum = f(b, loc, 0.0f);
+      for (int64_t m = 0; m < r * 16; ++m) {
+        Value mv = c(b, loc, m);
+        sum = multiplyAdd(b, loc, load(b, loc, as, {row, mv}),
+                          load(b, loc, ts, {mv, column}), sum);
+      }
+      partial.push_back(sum);
     }
-    for (int64_t it = 0; it < elements / kThreads; ++it) {
-      Value e = add(b, loc, tid, c(b, loc, it * kThreads));
+    for (int64_t it = 0; it < elements / s.threads(); ++it) {
+      Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
       auto [k, i, row, column] = coordinates(b, loc, e);
       store(b, loc, partial[it], ts, {row, column});
     }
     barrier(b, loc);
     SmallVector<Value> solved;
-    for (int64_t it = 0; it < elements / kThreads; ++it) {
-      Value e = add(b, loc, tid, c(b, loc, it * kThreads));
+    for (int64_t it = 0; it < elements / s.threads(); ++it) {
+      Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
       auto [k, i, row, column] = coordinates(b, loc, e);
       Value sum = f(b, loc, 0.0f);
       for (int64_t q = 0; q < 16; ++q) {
@@ -333,8 +359,8 @@ void ScanKernel::solve() {
       solved.push_back(arith::NegFOp::create(b, loc, sum));
     }
     barrier(b, loc);
-    for (int64_t it = 0; it < elements / kThreads; ++it) {
-      Value e = add(b, loc, tid, c(b, loc, it * kThreads));
+    for (int64_t it = 0; it < elements / s.threads(); ++it) {
+      Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
       auto [k, i, row, column] = coordinates(b, loc, e);
       store(b, loc, solved[it], ts, {row, column});
     }
@@ -421,18 +447,28 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
         };
         auto stage = [&](Value buffer, Value source, Value sourceHead,
                          Value columnBase, int64_t width) {
-          forEachThread(b, loc, chunk * width, [&](OpBuilder &nb,
-                                                    Location nl, Value i) {
-            Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, width));
-            Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, width));
-            auto [t, inside] = token(nb, nl, r);
-            Value x = widen(nb, nl,
-                            load(nb, nl, source,
-                                 {batch, t, sourceHead,
-                                  add(nb, nl, columnBase, col)}));
-            store(nb, nl, arith::SelectOp::create(nb, nl, inside, x, zero),
-                  buffer, {r, col});
-          });
+          auto position = [&](OpBuilder &nb, Location nl, Value i) {
+            return std::make_pair(
+                arith::DivUIOp::create(nb, nl, i, c(nb, nl, width)).getResult(),
+                arith::RemUIOp::create(nb, nl, i, c(nb, nl, width))
+                    .getResult());
+          };
+          copyInBatches(
+              chunk * width,
+              [&](OpBuilder &nb, Location nl, Value i) {
+                auto [r, col] = position(nb, nl, i);
+                auto [t, inside] = token(nb, nl, r);
+                Value x = widen(nb, nl,
+                                load(nb, nl, source,
+                                     {batch, t, sourceHead,
+                                      add(nb, nl, columnBase, col)}));
+                return arith::SelectOp::create(nb, nl, inside, x, zero)
+                    .getResult();
+              },
+              [&](OpBuilder &nb, Location nl, Value i, Value x) {
+                auto [r, col] = position(nb, nl, i);
+                store(nb, nl, x, buffer, {r, col});
+              });
         };
         // Stage the chunk (zeros past the end; the previous chunk's last
         // readers finished at the barrier that ended it).
@@ -454,15 +490,19 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
         barrier(b, loc);
         // Inclusive cumulative log-decay, then the row decays.
         scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
-          auto sum = scf::ForOp::create(
-              nb, nl, c(nb, nl, 0), add(nb, nl, tid, c(nb, nl, 1)),
-              c(nb, nl, 1), ValueRange{f(nb, nl, 0.0f)},
-              [&](OpBuilder &sb, Location sl, Value j, ValueRange acc) {
-                Value next = arith::AddFOp::create(
-                    sb, sl, acc[0], load(sb, sl, gRaw, {j}));
-                scf::YieldOp::create(sb, sl, next);
-              });
-          store(nb, nl, sum.getResult(0), gCum, {tid});
+          // All loads at once (independent), masked to j <= tid.
+          Value sum = f(nb, nl, 0.0f);
+          for (int64_t j = 0; j < chunk; ++j) {
+            Value jv = c(nb, nl, j);
+            Value upTo = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ule, jv, tid);
+            sum = arith::AddFOp::create(
+                nb, nl, sum,
+                arith::SelectOp::create(nb, nl, upTo,
+                                        load(nb, nl, gRaw, {jv}),
+                                        f(nb, nl, 0.0f)));
+          }
+          store(nb, nl, sum, gCum, {tid});
           scf::YieldOp::create(nb, nl);
         });
         barrier(b, loc);
@@ -613,9 +653,9 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
 
 /// gdn.delta_rule with 16-bit q, k, v to the chunked tensor-core scan.
 struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
-  ChunkedScanToGPU(MLIRContext *ctx, int64_t valueTile)
+  ChunkedScanToGPU(MLIRContext *ctx, int64_t valueTile, int64_t warps)
       : OpRewritePattern<DeltaRuleOp>(ctx, /*benefit=*/2),
-        valueTile(valueTile) {}
+        valueTile(valueTile), warps(warps) {}
 
   LogicalResult matchAndRewrite(DeltaRuleOp op,
                                 PatternRewriter &rewriter) const override {
@@ -635,6 +675,7 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     shape.keyDim = qType.getDimSize(3);
     shape.valueDim = vType.getDimSize(3);
     shape.valueTile = std::min(valueTile, shape.valueDim);
+    shape.warps = warps;
     if (shape.keyDim % 16 != 0 || shape.valueDim % shape.valueTile != 0 ||
         shape.valueTile % 8 != 0)
       return rewriter.notifyMatchFailure(
@@ -673,14 +714,14 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
         b, loc, b.getI32IntegerAttr(shape.sharedBytes()));
     auto launch = gpu::LaunchOp::create(
         b, loc, indexConstant(b, loc, valueHeads * valueTiles), batch, one,
-        indexConstant(b, loc, kThreads), one, one, sharedBytes);
+        indexConstant(b, loc, shape.threads()), one, one, sharedBytes);
     // The mapping, visible in the IR.
     launch->setAttr("gdn.chunked_scan",
                     b.getDictionaryAttr({
                         b.getNamedAttr("chunk", b.getI64IntegerAttr(shape.chunk)),
                         b.getNamedAttr("value_tile",
                                        b.getI64IntegerAttr(shape.valueTile)),
-                        b.getNamedAttr("warps", b.getI64IntegerAttr(kWarps)),
+                        b.getNamedAttr("warps", b.getI64IntegerAttr(shape.warps)),
                         b.getNamedAttr("mma", b.getStringAttr("m16n8k16.bf16")),
                     }));
     {
@@ -699,11 +740,12 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     return success();
   }
 
-  int64_t valueTile;
+  int64_t valueTile, warps;
 };
 } // namespace
 
 void mlir::gdn::populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
-                                                    int64_t valueTile) {
-  patterns.add<ChunkedScanToGPU>(patterns.getContext(), valueTile);
+                                                    int64_t valueTile,
+                                                    int64_t warps) {
+  patterns.add<ChunkedScanToGPU>(patterns.getContext(), valueTile, warps);
 }

@@ -358,10 +358,16 @@ struct ConvertGdnToGPUPass
           << static_cast<int64_t>(valueTile);
       return signalPassFailure();
     }
+    if (scanWarps != 4 && scanWarps != 8) {
+      getOperation().emitError()
+          << "convert-gdn-to-gpu: scan-warps must be 4 or 8, but got "
+          << static_cast<int64_t>(scanWarps);
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     populateGdnToGPURecurrencePatterns(patterns, blockColumns, keySplits);
     if (chunkedPrefill)
-      populateGdnToGPUChunkedScanPatterns(patterns, valueTile);
+      populateGdnToGPUChunkedScanPatterns(patterns, valueTile, scanWarps);
     // The walk driver neither folds nor hoists constants: the greedy driver
     // would move the kernel's index constants into the host function.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
