@@ -1,0 +1,63 @@
+// RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu='value-tile=32 scan-warps=4' | FileCheck %s --check-prefix=TILE
+// RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu='chunked-prefill=false' | FileCheck %s --check-prefix=RECURRENT
+// RUN: not gdn-opt %s -split-input-file -convert-gdn-to-gpu=scan-warps=3 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: not gdn-opt %s -split-input-file -convert-gdn-to-gpu=value-tile=12 2>&1 | FileCheck %s --check-prefix=VTILE
+// RUN: gdn-opt %s -split-input-file --pass-pipeline='builtin.module(gdn-lower-to-cuda{binary-format=isa})' | FileCheck %s --check-prefix=PTX
+
+// WARPS: convert-gdn-to-gpu: scan-warps must be 4 or 8, but got 3
+// VTILE: convert-gdn-to-gpu: value-tile must be a positive multiple of 8, but got 12
+
+// bf16 prefill becomes the chunked scan: blocks over (Hv x V / value tile,
+// B) of 8 warps, its tiles in dynamic workgroup memory (Q, K, W [64, 132],
+// V, U [64, 68], A, T [64, 68], S [128, 68] and six chunk vectors, in f32:
+// 207360 bytes), every product on mma.sync.
+// CHECK-LABEL: func.func @prefill
+// CHECK-NOT: gdn.delta_rule
+// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8, %{{[a-z0-9_]+}} = %dim
+// CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
+// CHECK-SAME: dynamic_shared_memory_size %c207360_i32
+// CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.+}} to memref<64x132xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: gpu.terminator
+// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
+// TILE: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c16,
+// TILE-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
+// TILE: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
+// RECURRENT-LABEL: func.func @prefill
+// RECURRENT-NOT: gdn.chunked_scan
+// RECURRENT-NOT: nvvm.mma.sync
+// PTX-LABEL: llvm.func @prefill(
+// PTX: gpu.binary @prefill_kernel
+// PTX-SAME: .target sm_90a
+// PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+func.func @prefill(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %h: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>) {
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta initial_state(%h) {scale = 0.088 : f32} : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
+  return %o, %s : tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>
+}
+
+// -----
+
+// f32 inputs keep the exact recurrence; so does the decode step.
+// CHECK-LABEL: func.func @prefill_f32
+// CHECK-NOT: gdn.chunked_scan
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: return
+// CHECK-LABEL: func.func @step_bf16
+// CHECK-NOT: gdn.chunked_scan
+// CHECK: return
+// TILE-LABEL: func.func @prefill_f32
+// RECURRENT-LABEL: func.func @prefill_f32
+// PTX-LABEL: llvm.func @prefill_f32(
+// PTX-NOT: mma.sync
+func.func @prefill_f32(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %g: tensor<?x?x2xf32>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
+  return %o, %s : tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>
+}
+func.func @step_bf16(%q: tensor<?x2x128xbf16>, %k: tensor<?x2x128xbf16>, %v: tensor<?x4x128xbf16>, %g: tensor<?x4xf32>, %beta: tensor<?x4xf32>, %state: tensor<?x4x128x128xf32>) -> (tensor<?x4x128xbf16>, tensor<?x4x128x128xf32>) {
+  %o, %s = gdn.delta_rule_step %q, %k, %v, %g, %beta, %state : (tensor<?x2x128xbf16>, tensor<?x2x128xbf16>, tensor<?x4x128xbf16>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x128x128xf32>) -> (tensor<?x4x128xbf16>, tensor<?x4x128x128xf32>)
+  return %o, %s : tensor<?x4x128xbf16>, tensor<?x4x128x128xf32>
+}
