@@ -63,7 +63,12 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     Vnew) and S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, every product
     on tensor cores (`nvvm.mma.sync` m16n8k16, bf16 operands, f32
     accumulation). The launch carries the mapping as a `gdn.chunked_scan`
-    attribute (chunk, value_tile, warps, mma).
+    attribute (chunk, value_tile, warps, mma). A block needs about 200 KiB
+    of workgroup memory, so one fits on a multiprocessor; when B x Hv x
+    V / value-tile blocks would leave multiprocessors idle, launches with
+    half and a quarter of the value tile (at least 16) are emitted as well
+    and chosen at run time (scf.if on the batch size): the smallest tile
+    whose grid fits the `multiprocessors` in one wave.
   }];
   let options = [
     Option<"blockColumns", "block-columns", "int64_t", /*default=*/"32",
@@ -79,6 +84,11 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
            "State columns per block of the chunked scan">,
     Option<"scanWarps", "scan-warps", "int64_t", /*default=*/"8",
            "Warps per block of the chunked scan (4 or 8)">,
+    Option<"multiprocessors", "multiprocessors", "int64_t",
+           /*default=*/"132",
+           "Streaming multiprocessors of the target (132: H100/H200 SXM); "
+           "the chunked scan narrows its value tile (down to a quarter) "
+           "while its grid still fits them in one wave">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

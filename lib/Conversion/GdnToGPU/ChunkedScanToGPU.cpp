@@ -653,9 +653,10 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
 
 /// gdn.delta_rule with 16-bit q, k, v to the chunked tensor-core scan.
 struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
-  ChunkedScanToGPU(MLIRContext *ctx, int64_t valueTile, int64_t warps)
+  ChunkedScanToGPU(MLIRContext *ctx, int64_t valueTile, int64_t warps,
+                   int64_t multiprocessors)
       : OpRewritePattern<DeltaRuleOp>(ctx, /*benefit=*/2),
-        valueTile(valueTile), warps(warps) {}
+        valueTile(valueTile), warps(warps), multiprocessors(multiprocessors) {}
 
   LogicalResult matchAndRewrite(DeltaRuleOp op,
                                 PatternRewriter &rewriter) const override {
@@ -708,30 +709,75 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
         sSizes);
 
     int64_t valueHeads = vType.getDimSize(2);
-    int64_t valueTiles = shape.valueDim / shape.valueTile;
-    Value one = indexConstant(b, loc, 1);
-    Value sharedBytes = arith::ConstantOp::create(
-        b, loc, b.getI32IntegerAttr(shape.sharedBytes()));
-    auto launch = gpu::LaunchOp::create(
-        b, loc, indexConstant(b, loc, valueHeads * valueTiles), batch, one,
-        indexConstant(b, loc, shape.threads()), one, one, sharedBytes);
-    // The mapping, visible in the IR.
-    launch->setAttr("gdn.chunked_scan",
-                    b.getDictionaryAttr({
-                        b.getNamedAttr("chunk", b.getI64IntegerAttr(shape.chunk)),
-                        b.getNamedAttr("value_tile",
-                                       b.getI64IntegerAttr(shape.valueTile)),
-                        b.getNamedAttr("warps", b.getI64IntegerAttr(shape.warps)),
-                        b.getNamedAttr("mma", b.getStringAttr("m16n8k16.bf16")),
-                    }));
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&launch.getBody().front());
-      ScanKernel(b, loc, shape)
+    auto buildLaunch = [&](OpBuilder &lb, Location ll,
+                           const ScanShape &tiled) {
+      int64_t valueTiles = tiled.valueDim / tiled.valueTile;
+      Value one = indexConstant(lb, ll, 1);
+      Value sharedBytes = arith::ConstantOp::create(
+          lb, ll, lb.getI32IntegerAttr(tiled.sharedBytes()));
+      auto launch = gpu::LaunchOp::create(
+          lb, ll, indexConstant(lb, ll, valueHeads * valueTiles), batch, one,
+          indexConstant(lb, ll, tiled.threads()), one, one, sharedBytes);
+      // The mapping, visible in the IR.
+      launch->setAttr(
+          "gdn.chunked_scan",
+          lb.getDictionaryAttr({
+              lb.getNamedAttr("chunk", lb.getI64IntegerAttr(tiled.chunk)),
+              lb.getNamedAttr("value_tile",
+                              lb.getI64IntegerAttr(tiled.valueTile)),
+              lb.getNamedAttr("warps", lb.getI64IntegerAttr(tiled.warps)),
+              lb.getNamedAttr("mma", lb.getStringAttr("m16n8k16.bf16")),
+          }));
+      OpBuilder kb(launch.getBody().front().getParentOp()->getContext());
+      kb.setInsertionPointToStart(&launch.getBody().front());
+      ScanKernel(kb, ll, tiled)
           .build(launch, qm, km, vm, gm, betam, statem, om, sm,
                  op.getGroupSize(), op.getScale().convertToFloat(),
                  valueTiles);
+    };
+    // Narrower value tiles for grids that would leave multiprocessors
+    // idle (one block fits on each): the smallest of value-tile, /2, /4
+    // whose grid still fits in one wave, chosen at run time from B.
+    SmallVector<ScanShape> tilings = {shape};
+    for (int64_t narrower = shape.valueTile / 2;
+         narrower >= 16 && tilings.size() < 3; narrower /= 2) {
+      if (shape.valueDim % narrower != 0)
+        break;
+      ScanShape tiled = shape;
+      tiled.valueTile = narrower;
+      tilings.push_back(tiled);
     }
+    std::function<void(OpBuilder &, Location, size_t)> chooseFrom =
+        [&](OpBuilder &lb, Location ll, size_t widest) {
+          // tilings[widest..] are the candidates; try the narrowest first.
+          if (widest + 1 == tilings.size()) {
+            buildLaunch(lb, ll, tilings[widest]);
+            return;
+          }
+          const ScanShape &narrowest = tilings.back();
+          Value blocks = arith::MulIOp::create(
+              lb, ll, batch,
+              indexConstant(lb, ll,
+                            valueHeads * (narrowest.valueDim /
+                                          narrowest.valueTile)));
+          Value oneWave = arith::CmpIOp::create(
+              lb, ll, arith::CmpIPredicate::ule, blocks,
+              indexConstant(lb, ll, multiprocessors));
+          scf::IfOp::create(
+              lb, ll, oneWave,
+              [&](OpBuilder &tb, Location tl) {
+                buildLaunch(tb, tl, narrowest);
+                scf::YieldOp::create(tb, tl);
+              },
+              [&](OpBuilder &eb, Location el) {
+                SmallVector<ScanShape> saved = tilings;
+                tilings.pop_back();
+                chooseFrom(eb, el, widest);
+                tilings = saved;
+                scf::YieldOp::create(eb, el);
+              });
+        };
+    chooseFrom(b, loc, 0);
     UnitAttr unit = b.getUnitAttr();
     Value o = bufferization::ToTensorOp::create(b, loc, oType, om, unit, unit);
     Value s = bufferization::ToTensorOp::create(b, loc, stateType, sm, unit,
@@ -740,12 +786,14 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     return success();
   }
 
-  int64_t valueTile, warps;
+  int64_t valueTile, warps, multiprocessors;
 };
 } // namespace
 
 void mlir::gdn::populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
                                                     int64_t valueTile,
-                                                    int64_t warps) {
-  patterns.add<ChunkedScanToGPU>(patterns.getContext(), valueTile, warps);
+                                                    int64_t warps,
+                                                    int64_t multiprocessors) {
+  patterns.add<ChunkedScanToGPU>(patterns.getContext(), valueTile, warps,
+                                 multiprocessors);
 }

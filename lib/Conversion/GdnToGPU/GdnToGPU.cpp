@@ -367,7 +367,8 @@ struct ConvertGdnToGPUPass
     RewritePatternSet patterns(&getContext());
     populateGdnToGPURecurrencePatterns(patterns, blockColumns, keySplits);
     if (chunkedPrefill)
-      populateGdnToGPUChunkedScanPatterns(patterns, valueTile, scanWarps);
+      populateGdnToGPUChunkedScanPatterns(patterns, valueTile, scanWarps,
+                                          multiprocessors);
     // The walk driver neither folds nor hoists constants: the greedy driver
     // would move the kernel's index constants into the host function.
     walkAndApplyPatterns(getOperation(), std::move(patterns));

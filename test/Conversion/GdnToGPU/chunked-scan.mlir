@@ -9,24 +9,40 @@
 // VTILE: convert-gdn-to-gpu: value-tile must be a positive multiple of 8, but got 12
 
 // bf16 prefill becomes the chunked scan: blocks over (Hv x V / value tile,
-// B) of 8 warps, its tiles in dynamic workgroup memory (Q, K, W [64, 132],
-// V, U [64, 68], A, T [64, 68], S [128, 68] and six chunk vectors, in f32:
-// 207360 bytes), every product on mma.sync.
+// B) of 8 warps, their tiles in dynamic workgroup memory, every product on
+// mma.sync. With V = 128 the value tile is 64, or 32 or 16 when the batch
+// leaves multiprocessors idle (4 heads x 8 tiles of 16 x B <= 132 blocks:
+// tile 16; 4 x 4 x B <= 132: tile 32), chosen at run time.
 // CHECK-LABEL: func.func @prefill
 // CHECK-NOT: gdn.delta_rule
-// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8, %{{[a-z0-9_]+}} = %dim
+// CHECK: %[[B16:.+]] = arith.muli %dim, %c32
+// CHECK: %[[FITS16:.+]] = arith.cmpi ule, %[[B16]], %c132
+// CHECK: scf.if %[[FITS16]]
+// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
-// CHECK-SAME: dynamic_shared_memory_size %c207360_i32
+// CHECK-SAME: dynamic_shared_memory_size %c158208_i32
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x132xf32, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK: gpu.barrier
 // CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK: gpu.terminator
-// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
-// TILE: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c16,
-// TILE-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
+// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 8 : i64}}
+// CHECK: } else {
+// CHECK: arith.cmpi ule, %{{.+}}, %c132
+// CHECK: gpu.launch
+// CHECK-SAME: dynamic_shared_memory_size %c174592_i32
+// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
+// CHECK: } else {
+// Q, K, W [64, 132], V, U [64, 68], A, T [64, 68], S [128, 68] and six
+// chunk vectors, in f32: 207360 bytes.
+// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
+// CHECK-SAME: dynamic_shared_memory_size %c207360_i32
+// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
+// TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
+// TILE: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 4 : i64}}
 // TILE: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
+// TILE-NOT: value_tile = 64
 // RECURRENT-LABEL: func.func @prefill
 // RECURRENT-NOT: gdn.chunked_scan
 // RECURRENT-NOT: nvvm.mma.sync

@@ -19,10 +19,13 @@ void populateGdnToGPURecurrencePatterns(RewritePatternSet &patterns,
 /// Adds the pattern that rewrites gdn.delta_rule with bf16 or f16 q, k, v
 /// into the chunked scan on tensor cores (mma.sync): one block per batch x
 /// value head x `valueTile` state columns (`warps` warps, 4 or 8), chunks of
-/// 64 tokens in order. Its benefit is higher than the recurrence's, which
-/// keeps f32 prefill and the decode step.
+/// 64 tokens in order; when the batch leaves some of the `multiprocessors`
+/// without a block, a launch with narrower tiles is chosen at run time. Its
+/// benefit is higher than the recurrence's, which keeps f32 prefill and the
+/// decode step.
 void populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
-                                         int64_t valueTile, int64_t warps);
+                                         int64_t valueTile, int64_t warps,
+                                         int64_t multiprocessors);
 
 } // namespace mlir::gdn
 
