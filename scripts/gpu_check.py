@@ -153,6 +153,106 @@ def copy_bandwidth():
     return 2 * n * 4 * 10 / (start.elapsed_time(stop) * 1e-3) / 1e9
 
 
+def matmul_rate():
+    """TFLOP/s of a large bf16 matmul (f32 accumulation) in torch."""
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(True), torch.cuda.Event(True)
+    start.record()
+    for _ in range(10):
+        a @ b
+    stop.record()
+    torch.cuda.synchronize()
+    return 2 * n ** 3 * 10 / (start.elapsed_time(stop) * 1e-3) / 1e12
+
+
+def chunked_flops(b, t, hv, k, v, chunk=64):
+    """FLOPs of the chunked form: per chunk K K^T, Q K^T, W = T K', U,
+    W S, Q S, P Vnew and the state update."""
+    per_token = 2 * (3 * chunk * k + 2 * chunk * v + 3 * k * v)
+    return b * t * hv * per_token
+
+
+def prefill_bytes(b, t, h, hv, k, v):
+    """Bytes that must move: bf16 q, k, v and o, f32 g and beta, the f32
+    state read and written."""
+    return (b * t * (2 * h * k + 2 * hv * v) * 2 + b * t * hv * 8
+            + 2 * b * hv * k * v * 4)
+
+
+def torch_chunked(q, k, v, g, beta, scale, chunk=64):
+    """The chunked (WY) delta rule in PyTorch, the baseline: the
+    intra-chunk parts batched over all chunks, then the state pass chunk
+    by chunk with bf16 matmuls and an f32 state."""
+    bsz, t, h, kd = q.shape
+    hv, vd = v.shape[2], v.shape[3]
+    if hv != h:
+        q = q.repeat_interleave(hv // h, dim=2)
+        k = k.repeat_interleave(hv // h, dim=2)
+    pad = (-t) % chunk
+    n = (t + pad) // chunk
+
+    def blocks(x):   # [B, T, Hv, ...] -> [B, Hv, N, C, ...]
+        x = torch.nn.functional.pad(x, (0, 0) * (x.dim() - 3) + (0, 0, 0, pad))
+        x = x.transpose(1, 2)
+        return x.reshape(x.shape[0], x.shape[1], n, chunk, *x.shape[3:])
+    qc, kc, vc = blocks(q), blocks(k), blocks(v)
+    gc, bc = blocks(g.float()), blocks(beta.float())
+    cum = gc.cumsum(-1)
+    diff = cum[..., :, None] - cum[..., None, :]
+    lower = torch.ones(chunk, chunk, device=q.device, dtype=torch.bool)
+    strict = torch.tril(lower, -1)
+    causal = torch.tril(lower)
+    decay = torch.exp(diff.masked_fill(~causal, float("-inf")))
+    kk = (kc @ kc.transpose(-1, -2)).float()
+    a = (kk * bc[..., None] * decay).masked_fill(~strict, 0)
+    eye = torch.eye(chunk, device=q.device)
+    tmat = torch.linalg.solve_triangular(eye + a, eye.expand_as(a),
+                                         upper=False, unitriangular=True)
+    w = (tmat @ (kc.float() * (bc * torch.exp(cum))[..., None])).bfloat16()
+    u = tmat @ (vc.float() * bc[..., None])
+    p = ((qc @ kc.transpose(-1, -2)).float() * decay).bfloat16()
+    qd = (qc.float() * torch.exp(cum)[..., None]).bfloat16()
+    kd_ = (kc.float() * torch.exp(cum[..., -1:] - cum)[..., None]).bfloat16()
+    last = torch.exp(cum[..., -1])
+    state = torch.zeros(bsz, hv, kd, vd, device=q.device)
+    out = torch.empty(bsz, hv, n, chunk, vd, device=q.device)
+    for i in range(n):
+        sb = state.bfloat16()
+        vnew = u[:, :, i] - (w[:, :, i] @ sb).float()
+        vb = vnew.bfloat16()
+        out[:, :, i] = (qd[:, :, i] @ sb).float() + (p[:, :, i] @ vb).float()
+        state = state * last[:, :, i, None, None] + (
+            kd_[:, :, i].transpose(-1, -2) @ vb).float()
+    out = out.reshape(bsz, hv, n * chunk, vd)[:, :, :t].transpose(1, 2)
+    return (out * scale).bfloat16(), state
+
+
+def time_graph(call, repeat):
+    """Milliseconds per call by CUDA-graph replay (after a warm-up)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(True), torch.cuda.Event(True)
+    start.record()
+    for _ in range(repeat):
+        graph.replay()
+    stop.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(stop) / repeat
+
+
 def time_calls(kernel, call, repeat):
     """Median wall milliseconds per call and mean kernel milliseconds."""
     kernel.set_kernel_timing(True)
@@ -187,9 +287,12 @@ def main():
 
     if not args.quick and not args.no_timing:
         bandwidth = copy_bandwidth()
-        print(f"\ncopy bandwidth (read + write): {bandwidth:.0f} GB/s")
+        tflops = matmul_rate()
+        print(f"\ncopy bandwidth (read + write): {bandwidth:.0f} GB/s; "
+              f"bf16 matmul: {tflops:.0f} TFLOP/s")
         print(f"{'kernel':<34} {'shape':<24} {'wall ms':>9} {'kernel ms':>10}"
-              f" {'tokens/s':>10} {'GB/s':>7} {'check':>10}")
+              f" {'tokens/s':>10} {'GB/s':>7} {'check':>10} {'TFLOP/s':>8}"
+              f" {'floor ms':>9}")
         timed = []
         for name, b, t in PREFILL_TIMING:
             timed.append((name, b, t))
@@ -218,9 +321,47 @@ def main():
                                ref_o))
             ok = err <= TOLERANCE[cfg["element_type"]]
             passed, failed = passed + ok, failed + (not ok)
+            flops = chunked_flops(b, t, cfg["value_heads"], cfg["key_dim"],
+                                  cfg["value_dim"])
+            moved = prefill_bytes(b, t, cfg["heads"], cfg["value_heads"],
+                                  cfg["key_dim"], cfg["value_dim"])
+            floor = max(moved / (bandwidth * 1e9), flops / (tflops * 1e12))
             print(f"{'prefill ' + name:<34} {f'B={b} T={t}':<24} {wall:>9.3f}"
-                  f" {kern:>10.3f} {b * t / (kern * 1e-3):>10.3g} {'':>7}"
-                  f" {err:>10.1e}")
+                  f" {kern:>10.3f} {b * t / (kern * 1e-3):>10.3g}"
+                  f" {moved / (kern * 1e-3) / 1e9:>7.0f} {err:>10.1e}"
+                  f" {flops / (kern * 1e-3) / 1e12:>8.1f}"
+                  f" {floor * 1e3:>9.3f}")
+            if name in dict((n, 0) for n, _, _ in PREFILL_TIMING):
+                # The PyTorch chunked baseline on the same inputs, by CUDA
+                # graph replay, checked on the same prefix.
+                base = {}
+
+                def baseline():
+                    base["o"], base["s"] = torch_chunked(
+                        dev["q"], dev["k"], dev["v"], dev["g"], dev["beta"],
+                        cfg["scale"])
+                try:
+                    ms = time_graph(baseline, args.repeat)
+                    how = "graph"
+                except RuntimeError:    # not capturable: events instead
+                    torch.cuda.synchronize()
+                    start, stop = (torch.cuda.Event(True),
+                                   torch.cuda.Event(True))
+                    baseline()
+                    start.record()
+                    for _ in range(args.repeat):
+                        baseline()
+                    stop.record()
+                    torch.cuda.synchronize()
+                    ms = start.elapsed_time(stop) / args.repeat
+                    how = "events"
+                berr = max(relative(
+                    base["o"][:, :PREFIX].float().cpu().numpy(), ref_o))
+                print(f"{'  torch chunked (' + how + ')':<34} {f'B={b} T={t}':<24}"
+                      f" {'':>9} {ms:>10.3f} {b * t / (ms * 1e-3):>10.3g}"
+                      f" {moved / (ms * 1e-3) / 1e9:>7.0f} {berr:>10.1e}"
+                      f" {flops / (ms * 1e-3) / 1e12:>8.1f}"
+                      f" {floor * 1e3:>9.3f}")
         base, b = DECODE_TIMING
         for name in sorted(n for n in kernels if n.startswith(base)):
             kernel = kernels[name]
