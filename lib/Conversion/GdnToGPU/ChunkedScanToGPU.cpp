@@ -110,9 +110,12 @@ private:
   }
   void barrier(OpBuilder &nb, Location nl) { gpu::BarrierOp::create(nb, nl); }
 
-  /// A [rows, cols] f32 view of workgroup memory at `offset` bytes.
-  Value carve(int64_t rows, int64_t cols, int64_t &offset);
-  Value carveVector(int64_t size, int64_t &offset);
+  /// An f32 view of workgroup memory at `offset` bytes (advanced past it).
+  Value carve(ArrayRef<int64_t> shape, int64_t &offset);
+  /// A [rows, cols] tile with padded rows.
+  Value carveTile(int64_t rows, int64_t cols, int64_t &offset) {
+    return carve({rows, cols + kPad}, offset);
+  }
 
   /// Two f32 values rounded to bf16 and packed into one 32-bit register
   /// (`lo` in the low half), the operand format of mma.sync.
@@ -147,25 +150,14 @@ private:
   Value gRaw, betas, gCum, decayQ, decayW, decayS;
 };
 
-Value ScanKernel::carve(int64_t rows, int64_t cols, int64_t &offset) {
+Value ScanKernel::carve(ArrayRef<int64_t> shape, int64_t &offset) {
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
-  auto type = MemRefType::get({rows, cols + kPad}, b.getF32Type(),
+  auto type = MemRefType::get(shape, b.getF32Type(),
                               MemRefLayoutAttrInterface(), workgroup);
   Value view = memref::ViewOp::create(b, loc, type, sharedBase,
                                       c(b, loc, offset), ValueRange{});
-  offset += rows * (cols + kPad) * 4;
-  return view;
-}
-
-Value ScanKernel::carveVector(int64_t size, int64_t &offset) {
-  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                              gpu::AddressSpace::Workgroup);
-  auto type = MemRefType::get({size}, b.getF32Type(),
-                              MemRefLayoutAttrInterface(), workgroup);
-  Value view = memref::ViewOp::create(b, loc, type, sharedBase,
-                                      c(b, loc, offset), ValueRange{});
-  offset += size * 4;
+  offset += type.getNumElements() * 4;
   return view;
 }
 
@@ -395,20 +387,20 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
   int64_t offset = 0;
-  qs = carve(chunk, keyDim, offset);
-  ks = carve(chunk, keyDim, offset);
-  ws = carve(chunk, keyDim, offset);
-  vs = carve(chunk, tile, offset);
-  us = carve(chunk, tile, offset);
-  as = carve(chunk, chunk, offset);
-  ts = carve(chunk, chunk, offset);
-  ss = carve(keyDim, tile, offset);
-  gRaw = carveVector(chunk, offset);
-  betas = carveVector(chunk, offset);
-  gCum = carveVector(chunk, offset);
-  decayQ = carveVector(chunk, offset);
-  decayW = carveVector(chunk, offset);
-  decayS = carveVector(chunk, offset);
+  qs = carveTile(chunk, keyDim, offset);
+  ks = carveTile(chunk, keyDim, offset);
+  ws = carveTile(chunk, keyDim, offset);
+  vs = carveTile(chunk, tile, offset);
+  us = carveTile(chunk, tile, offset);
+  as = carveTile(chunk, chunk, offset);
+  ts = carveTile(chunk, chunk, offset);
+  ss = carveTile(keyDim, tile, offset);
+  gRaw = carve({chunk}, offset);
+  betas = carve({chunk}, offset);
+  gCum = carve({chunk}, offset);
+  decayQ = carve({chunk}, offset);
+  decayW = carve({chunk}, offset);
+  decayS = carve({chunk}, offset);
   assert(offset == s.sharedBytes() && "workgroup layout and size disagree");
 
   Value zero = f(b, loc, 0.0f);
@@ -544,22 +536,26 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
                                                    load(nb, nl, gCum, {r}),
                                                    load(nb, nl, gCum, {col})));
         };
+        // Stores dot x exp(G_r - G_c) (x beta_r with `rowScale`) into A
+        // where `keep(c, r)`, else 0.
+        auto maskedDecay = [&](arith::CmpIPredicate keep,
+                               Value rowScale) -> Epilogue {
+          return [&, keep, rowScale](OpBuilder &nb, Location nl, Value r,
+                                     Value col, Value dot) {
+            Value inside = arith::CmpIOp::create(nb, nl, keep, col, r);
+            if (rowScale)
+              dot = arith::MulFOp::create(nb, nl, dot,
+                                          load(nb, nl, rowScale, {r}));
+            Value scaled = arith::MulFOp::create(
+                nb, nl, dot, decayBetween(nb, nl, r, col));
+            store(nb, nl,
+                  arith::SelectOp::create(nb, nl, inside, scaled, zero), as,
+                  {r, col});
+          };
+        };
         // A = strict_lower(beta_r exp(G_r - G_c) k_r.k_c).
         product(chunk, chunk, {Term{keyDim, tileOf(ks), transposedOf(ks)}},
-                zeroInit,
-                [&](OpBuilder &nb, Location nl, Value r, Value col,
-                    Value dot) {
-                  Value below = arith::CmpIOp::create(
-                      nb, nl, arith::CmpIPredicate::ult, col, r);
-                  Value scaled = arith::MulFOp::create(
-                      nb, nl,
-                      arith::MulFOp::create(nb, nl, dot,
-                                            load(nb, nl, betas, {r})),
-                      decayBetween(nb, nl, r, col));
-                  store(nb, nl,
-                        arith::SelectOp::create(nb, nl, below, scaled, zero),
-                        as, {r, col});
-                });
+                zeroInit, maskedDecay(arith::CmpIPredicate::ult, betas));
         barrier(b, loc);
         solve();
         // W = T diag(beta exp(G)) K and U = T diag(beta) V.
@@ -581,17 +577,7 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
                 zeroInit, storeTo(us));
         // P = lower(exp(G_r - G_c) q_r.k_c), over A (no longer needed).
         product(chunk, chunk, {Term{keyDim, tileOf(qs), transposedOf(ks)}},
-                zeroInit,
-                [&](OpBuilder &nb, Location nl, Value r, Value col,
-                    Value dot) {
-                  Value causal = arith::CmpIOp::create(
-                      nb, nl, arith::CmpIPredicate::ule, col, r);
-                  Value scaled = arith::MulFOp::create(
-                      nb, nl, dot, decayBetween(nb, nl, r, col));
-                  store(nb, nl,
-                        arith::SelectOp::create(nb, nl, causal, scaled, zero),
-                        as, {r, col});
-                });
+                zeroInit, maskedDecay(arith::CmpIPredicate::ule, Value()));
         barrier(b, loc);
         // Vnew = U - W S, in place of U (each element is read, then written,
         // by the same lane).
