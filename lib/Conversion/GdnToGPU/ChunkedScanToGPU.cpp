@@ -42,22 +42,32 @@ using namespace mlir;
 using namespace mlir::gdn;
 
 namespace {
-/// Row padding of the workgroup tiles, in floats: strides of 4 mod 32 make
-/// the B-fragment loads conflict-free.
+/// Row padding of the f32 tiles, in floats, and of the bf16 tiles, in
+/// halves: row strides of 4 mod 32 words make the fragment loads of a warp
+/// hit 32 different banks.
 constexpr int64_t kPad = 4;
+constexpr int64_t kHalfPad = 8;
 /// Hopper's largest dynamic workgroup memory per block.
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
-/// Reads one f32 element (row, col) of a matrix operand.
-using Access = std::function<Value(OpBuilder &, Location, Value, Value)>;
 /// Consumes one f32 result element (row, col, value).
 using Epilogue =
     std::function<void(OpBuilder &, Location, Value, Value, Value)>;
+/// Gives the initial accumulator element (row, col).
+using Init = std::function<Value(OpBuilder &, Location, Value, Value)>;
 
-/// One term A [M, depth] x B [depth, N] of a product.
+/// A bf16 tile in workgroup memory, [rows, cols] with padded rows, seen both
+/// as halves (element stores) and as 32-bit words (two neighbours along a
+/// row: the fragment loads of mma.sync).
+struct HalfTile {
+  Value halves, words;
+};
+
+/// One term A B^T of a product: A [M, depth] and B [N, depth], both stored
+/// with the depth (reduction) dimension contiguous.
 struct Term {
   int64_t depth;
-  Access a, b;
+  HalfTile a, b;
 };
 
 /// The geometry of the kernel, decided when the pattern matches.
@@ -65,16 +75,27 @@ struct ScanShape {
   int64_t chunk, keyDim, valueDim, valueTile, warps;
 
   int64_t threads() const { return 32 * warps; }
-
-  int64_t tileBytes(int64_t rows, int64_t cols) const {
+  static int64_t floatBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kPad) * 4;
   }
-  /// Q, K, W [C, K]; V, U [C, Vt]; A (then P), T [C, C]; S [K, Vt]; six
-  /// chunk vectors.
+  static int64_t halfBytes(int64_t rows, int64_t cols) {
+    return rows * (cols + kHalfPad) * 2;
+  }
+  /// U [C, Vt] (f32) lives in T's f32 buffer once T is converted.
+  bool uInT() const { return valueTile <= chunk; }
+  /// bf16: K, Q, exp(G) Q, -W [C, K]; (beta exp(G) K)^T, (exp(G_C - G) K)^T
+  /// [K, C]; (beta V)^T, Vnew^T [Vt, C]; S^T [Vt, K]; T [C, C]. f32: A (then
+  /// P in bf16), T (then U) [C, C]; S [K, Vt]; six chunk vectors.
   int64_t sharedBytes() const {
-    return 3 * tileBytes(chunk, keyDim) + 2 * tileBytes(chunk, valueTile) +
-           2 * tileBytes(chunk, chunk) + tileBytes(keyDim, valueTile) +
-           6 * chunk * 4;
+    int64_t bytes = 4 * halfBytes(chunk, keyDim) +
+                    2 * halfBytes(keyDim, chunk) +
+                    2 * halfBytes(valueTile, chunk) +
+                    halfBytes(valueTile, keyDim) + halfBytes(chunk, chunk) +
+                    2 * floatBytes(chunk, chunk) +
+                    floatBytes(keyDim, valueTile) + 6 * chunk * 4;
+    if (!uInT())
+      bytes += floatBytes(chunk, valueTile);
+    return bytes;
   }
 };
 
@@ -108,22 +129,27 @@ private:
                     ValueRange idx) {
     memref::StoreOp::create(nb, nl, v, m, idx);
   }
+  /// Rounds an f32 value to bf16 and stores it into a half tile.
+  static void storeHalf(OpBuilder &nb, Location nl, Value v,
+                        const HalfTile &tile, Value row, Value col) {
+    store(nb, nl, arith::TruncFOp::create(nb, nl, nb.getBF16Type(), v),
+          tile.halves, {row, col});
+  }
   void barrier(OpBuilder &nb, Location nl) { gpu::BarrierOp::create(nb, nl); }
 
-  /// An f32 view of workgroup memory at `offset` bytes (advanced past it).
-  Value carve(ArrayRef<int64_t> shape, int64_t &offset);
-  /// A [rows, cols] tile with padded rows.
-  Value carveTile(int64_t rows, int64_t cols, int64_t &offset) {
-    return carve({rows, cols + kPad}, offset);
+  /// A view of workgroup memory at `offset` bytes (advanced past it).
+  Value carve(ArrayRef<int64_t> shape, Type element, int64_t &offset);
+  /// An f32 [rows, cols] tile with padded rows.
+  Value carveFloats(int64_t rows, int64_t cols, int64_t &offset) {
+    return carve({rows, cols + kPad}, b.getF32Type(), offset);
   }
+  /// A bf16 [rows, cols] tile with padded rows, and its word view.
+  HalfTile carveHalves(int64_t rows, int64_t cols, int64_t &offset);
 
-  /// Two f32 values rounded to bf16 and packed into one 32-bit register
-  /// (`lo` in the low half), the operand format of mma.sync.
-  Value pack(OpBuilder &nb, Location nl, Value lo, Value hi);
-
-  /// out[M, N] = init + sum of terms, on tensor cores: the 16 x 8 output
-  /// tiles are dealt to the warps in turn; `epilogue` gets every element.
-  void product(int64_t m, int64_t n, ArrayRef<Term> terms, Access init,
+  /// out[M, N] = init + sum of terms A B^T, on tensor cores: the 16 x 8
+  /// output tiles are dealt to the warps in turn; `epilogue` gets every
+  /// element.
+  void product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
                Epilogue epilogue);
 
   /// for (i = tid; i < count; i += threads) body(i)
@@ -138,44 +164,43 @@ private:
       function_ref<Value(OpBuilder &, Location, Value)> loadElement,
       function_ref<void(OpBuilder &, Location, Value, Value)> storeElement);
 
-  /// Tbuf = (I + Abuf)^-1 for the unit lower-triangular chunk matrix.
+  /// ts = (I + as)^-1 for the unit lower-triangular chunk matrix (f32),
+  /// then its bf16 copy tB.
   void solve();
 
   OpBuilder &b;
   Location loc;
   ScanShape s;
   Value tid, warp, group, quad, sharedBase;
-  // Workgroup tiles and chunk vectors.
-  Value qs, ks, vs, as, ts, ws, us, ss;
+  // bf16 operand tiles.
+  HalfTile kB, qB, qsB, wB, kwT, ksT, vbT, nT, sT, tB, pB;
+  // f32 tiles and chunk vectors.
+  Value as, ts, us, ss;
   Value gRaw, betas, gCum, decayQ, decayW, decayS;
 };
 
-Value ScanKernel::carve(ArrayRef<int64_t> shape, int64_t &offset) {
+Value ScanKernel::carve(ArrayRef<int64_t> shape, Type element,
+                        int64_t &offset) {
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
-  auto type = MemRefType::get(shape, b.getF32Type(),
-                              MemRefLayoutAttrInterface(), workgroup);
+  auto type =
+      MemRefType::get(shape, element, MemRefLayoutAttrInterface(), workgroup);
   Value view = memref::ViewOp::create(b, loc, type, sharedBase,
                                       c(b, loc, offset), ValueRange{});
-  offset += type.getNumElements() * 4;
+  offset += type.getNumElements() * element.getIntOrFloatBitWidth() / 8;
   return view;
 }
 
-Value ScanKernel::pack(OpBuilder &nb, Location nl, Value lo, Value hi) {
-  Type i16 = nb.getI16Type(), i32 = nb.getI32Type();
-  auto half = [&](Value x) {
-    Value rounded = arith::TruncFOp::create(nb, nl, nb.getBF16Type(), x);
-    Value bits = arith::BitcastOp::create(nb, nl, i16, rounded);
-    return arith::ExtUIOp::create(nb, nl, i32, bits).getResult();
-  };
-  Value high = arith::ShLIOp::create(
-      nb, nl, half(hi),
-      arith::ConstantOp::create(nb, nl, nb.getI32IntegerAttr(16)));
-  return arith::OrIOp::create(nb, nl, half(lo), high);
+HalfTile ScanKernel::carveHalves(int64_t rows, int64_t cols,
+                                 int64_t &offset) {
+  int64_t at = offset;
+  Value halves = carve({rows, cols + kHalfPad}, b.getBF16Type(), offset);
+  Value words = carve({rows, (cols + kHalfPad) / 2}, b.getI32Type(), at);
+  return {halves, words};
 }
 
 void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
-                         Access init, Epilogue epilogue) {
+                         Init init, Epilogue epilogue) {
   int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
@@ -185,33 +210,29 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
       [&](OpBuilder &nb, Location nl, Value tile, ValueRange) {
         Value tm = arith::DivUIOp::create(nb, nl, tile, c(nb, nl, tilesN));
         Value tn = arith::RemUIOp::create(nb, nl, tile, c(nb, nl, tilesN));
-        // Fragment coordinates of this lane (PTX ISA, mma.m16n8k16).
+        // Fragment coordinates of this lane (PTX ISA, mma.m16n8k16): rows
+        // g and g + 8 of A, row g of B^T, words t and t + 4 of a k-step.
         Value row0 = add(nb, nl, mul(nb, nl, tm, c(nb, nl, 16)), group);
         Value row1 = add(nb, nl, row0, c(nb, nl, 8));
-        Value twoQuad = mul(nb, nl, quad, c(nb, nl, 2));
-        Value col0 = add(nb, nl, mul(nb, nl, tn, c(nb, nl, 8)), twoQuad);
+        Value col0 = add(nb, nl, mul(nb, nl, tn, c(nb, nl, 8)),
+                         mul(nb, nl, quad, c(nb, nl, 2)));
         Value col1 = add(nb, nl, col0, c(nb, nl, 1));
-        Value bCol = add(nb, nl, mul(nb, nl, tn, c(nb, nl, 8)), group);
+        Value bRow = add(nb, nl, mul(nb, nl, tn, c(nb, nl, 8)), group);
         SmallVector<Value> acc = {init(nb, nl, row0, col0),
                                   init(nb, nl, row0, col1),
                                   init(nb, nl, row1, col0),
                                   init(nb, nl, row1, col1)};
         for (const Term &term : terms) {
           for (int64_t step = 0; step < term.depth / 16; ++step) {
-            Value k0 = add(nb, nl, c(nb, nl, step * 16), twoQuad);
-            Value k1 = add(nb, nl, k0, c(nb, nl, 1));
-            Value k8 = add(nb, nl, k0, c(nb, nl, 8));
-            Value k9 = add(nb, nl, k0, c(nb, nl, 9));
-            SmallVector<Value> a = {
-                pack(nb, nl, term.a(nb, nl, row0, k0), term.a(nb, nl, row0, k1)),
-                pack(nb, nl, term.a(nb, nl, row1, k0), term.a(nb, nl, row1, k1)),
-                pack(nb, nl, term.a(nb, nl, row0, k8), term.a(nb, nl, row0, k9)),
-                pack(nb, nl, term.a(nb, nl, row1, k8),
-                     term.a(nb, nl, row1, k9))};
+            Value w0 = add(nb, nl, c(nb, nl, step * 8), quad);
+            Value w4 = add(nb, nl, w0, c(nb, nl, 4));
+            SmallVector<Value> a = {load(nb, nl, term.a.words, {row0, w0}),
+                                    load(nb, nl, term.a.words, {row1, w0}),
+                                    load(nb, nl, term.a.words, {row0, w4}),
+                                    load(nb, nl, term.a.words, {row1, w4})};
             SmallVector<Value> bFrag = {
-                pack(nb, nl, term.b(nb, nl, k0, bCol), term.b(nb, nl, k1, bCol)),
-                pack(nb, nl, term.b(nb, nl, k8, bCol),
-                     term.b(nb, nl, k9, bCol))};
+                load(nb, nl, term.b.words, {bRow, w0}),
+                load(nb, nl, term.b.words, {bRow, w4})};
             Value result = NVVM::MmaOp::create(
                 nb, nl, accType, a, bFrag, acc, {16, 8, 16}, std::nullopt,
                 std::nullopt,
@@ -358,6 +379,14 @@ void ScanKernel::solve() {
     }
     barrier(b, loc);
   }
+  // The bf16 copy of T, the A operand of W and U.
+  forEachThread(b, loc, chunk * chunk, [&](OpBuilder &nb, Location nl,
+                                            Value i) {
+    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
+    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
+    storeHalf(nb, nl, load(nb, nl, ts, {r, col}), tB, r, col);
+  });
+  barrier(b, loc);
 }
 
 void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
@@ -387,27 +416,40 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
   int64_t offset = 0;
-  qs = carveTile(chunk, keyDim, offset);
-  ks = carveTile(chunk, keyDim, offset);
-  ws = carveTile(chunk, keyDim, offset);
-  vs = carveTile(chunk, tile, offset);
-  us = carveTile(chunk, tile, offset);
-  as = carveTile(chunk, chunk, offset);
-  ts = carveTile(chunk, chunk, offset);
-  ss = carveTile(keyDim, tile, offset);
-  gRaw = carve({chunk}, offset);
-  betas = carve({chunk}, offset);
-  gCum = carve({chunk}, offset);
-  decayQ = carve({chunk}, offset);
-  decayW = carve({chunk}, offset);
-  decayS = carve({chunk}, offset);
+  kB = carveHalves(chunk, keyDim, offset);
+  qB = carveHalves(chunk, keyDim, offset);
+  qsB = carveHalves(chunk, keyDim, offset);
+  wB = carveHalves(chunk, keyDim, offset);
+  kwT = carveHalves(keyDim, chunk, offset);
+  ksT = carveHalves(keyDim, chunk, offset);
+  vbT = carveHalves(tile, chunk, offset);
+  nT = carveHalves(tile, chunk, offset);
+  sT = carveHalves(tile, keyDim, offset);
+  tB = carveHalves(chunk, chunk, offset);
+  // P (bf16) reuses A's bytes, U (f32) T's: the solve is done with both.
+  int64_t aAt = offset;
+  as = carveFloats(chunk, chunk, offset);
+  pB = carveHalves(chunk, chunk, aAt);
+  int64_t tAt = offset;
+  ts = carveFloats(chunk, chunk, offset);
+  if (s.uInT())
+    us = carveFloats(chunk, tile, tAt);
+  ss = carveFloats(keyDim, tile, offset);
+  gRaw = carve({chunk}, f32, offset);
+  betas = carve({chunk}, f32, offset);
+  gCum = carve({chunk}, f32, offset);
+  decayQ = carve({chunk}, f32, offset);
+  decayW = carve({chunk}, f32, offset);
+  decayS = carve({chunk}, f32, offset);
+  if (!s.uInT())
+    us = carveFloats(chunk, tile, offset);
   assert(offset == s.sharedBytes() && "workgroup layout and size disagree");
 
   Value zero = f(b, loc, 0.0f);
   auto widen = [&](OpBuilder &nb, Location nl, Value x) {
     return convertFloat(nb, nl, x, f32);
   };
-  // The state tile.
+  // The state tile, in f32 and as bf16 S^T.
   forEachThread(b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl,
                                             Value i) {
     Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
@@ -418,6 +460,7 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
                     load(nb, nl, statem,
                          {batch, head, r, add(nb, nl, firstColumn, col)}));
     store(nb, nl, value, ss, {r, col});
+    storeHalf(nb, nl, value, sT, col, r);
   });
 
   Value chunks = arith::CeilDivUIOp::create(b, loc, tokens, c(b, loc, chunk));
@@ -437,36 +480,7 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
                                                c(nb, nl, 0));
           return std::make_pair(safe, inside);
         };
-        auto stage = [&](Value buffer, Value source, Value sourceHead,
-                         Value columnBase, int64_t width) {
-          auto position = [&](OpBuilder &nb, Location nl, Value i) {
-            return std::make_pair(
-                arith::DivUIOp::create(nb, nl, i, c(nb, nl, width)).getResult(),
-                arith::RemUIOp::create(nb, nl, i, c(nb, nl, width))
-                    .getResult());
-          };
-          copyInBatches(
-              chunk * width,
-              [&](OpBuilder &nb, Location nl, Value i) {
-                auto [r, col] = position(nb, nl, i);
-                auto [t, inside] = token(nb, nl, r);
-                Value x = widen(nb, nl,
-                                load(nb, nl, source,
-                                     {batch, t, sourceHead,
-                                      add(nb, nl, columnBase, col)}));
-                return arith::SelectOp::create(nb, nl, inside, x, zero)
-                    .getResult();
-              },
-              [&](OpBuilder &nb, Location nl, Value i, Value x) {
-                auto [r, col] = position(nb, nl, i);
-                store(nb, nl, x, buffer, {r, col});
-              });
-        };
-        // Stage the chunk (zeros past the end; the previous chunk's last
-        // readers finished at the barrier that ended it).
-        stage(qs, qm, keyHead, c(b, loc, 0), keyDim);
-        stage(ks, km, keyHead, c(b, loc, 0), keyDim);
-        stage(vs, vm, head, firstColumn, tile);
+        // Gates first: the staged q, k, v are scaled by their decays.
         Value rowThread = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::ult, tid, c(b, loc, chunk));
         scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
@@ -480,9 +494,9 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
           scf::YieldOp::create(nb, nl);
         });
         barrier(b, loc);
-        // Inclusive cumulative log-decay, then the row decays.
+        // Inclusive cumulative log-decay: all loads at once (independent),
+        // masked to j <= tid.
         scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
-          // All loads at once (independent), masked to j <= tid.
           Value sum = f(nb, nl, 0.0f);
           for (int64_t j = 0; j < chunk; ++j) {
             Value jv = c(nb, nl, j);
@@ -513,87 +527,126 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
                 decayS, {tid});
           scf::YieldOp::create(nb, nl);
         });
+        barrier(b, loc);
+
+        // Stage the chunk as bf16 operands (zeros past the end): each
+        // element of q, k, v is read from global memory once and stored in
+        // every form a product needs.
+        auto scaled = [&](OpBuilder &nb, Location nl, Value x, Value factors,
+                          Value r) {
+          return arith::MulFOp::create(nb, nl, x, load(nb, nl, factors, {r}))
+              .getResult();
+        };
+        using StoreForms =
+            function_ref<void(OpBuilder &, Location, Value, Value, Value)>;
+        auto stage = [&](Value source, Value sourceHead, Value columnBase,
+                         int64_t width, StoreForms storeForms) {
+          auto position = [&](OpBuilder &nb, Location nl, Value i) {
+            return std::make_pair(
+                arith::DivUIOp::create(nb, nl, i, c(nb, nl, width)).getResult(),
+                arith::RemUIOp::create(nb, nl, i, c(nb, nl, width))
+                    .getResult());
+          };
+          copyInBatches(
+              chunk * width,
+              [&](OpBuilder &nb, Location nl, Value i) {
+                auto [r, col] = position(nb, nl, i);
+                auto [t, inside] = token(nb, nl, r);
+                Value x = widen(nb, nl,
+                                load(nb, nl, source,
+                                     {batch, t, sourceHead,
+                                      add(nb, nl, columnBase, col)}));
+                return arith::SelectOp::create(nb, nl, inside, x, zero)
+                    .getResult();
+              },
+              [&](OpBuilder &nb, Location nl, Value i, Value x) {
+                auto [r, col] = position(nb, nl, i);
+                storeForms(nb, nl, r, col, x);
+              });
+        };
+        stage(qm, keyHead, c(b, loc, 0), keyDim,
+              [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+                storeHalf(nb, nl, x, qB, r, col);
+                storeHalf(nb, nl, scaled(nb, nl, x, decayQ, r), qsB, r, col);
+              });
+        stage(km, keyHead, c(b, loc, 0), keyDim,
+              [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+                storeHalf(nb, nl, x, kB, r, col);
+                storeHalf(nb, nl, scaled(nb, nl, x, decayW, r), kwT, col, r);
+                storeHalf(nb, nl, scaled(nb, nl, x, decayS, r), ksT, col, r);
+              });
+        stage(vm, head, firstColumn, tile,
+              [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+                storeHalf(nb, nl, scaled(nb, nl, x, betas, r), vbT, col, r);
+              });
+        barrier(b, loc);
 
         auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
           return f(nb, nl, 0.0f);
         };
-        auto tileOf = [](Value buffer) -> Access {
-          return [buffer](OpBuilder &nb, Location nl, Value r, Value col) {
-            return load(nb, nl, buffer, {r, col});
-          };
-        };
-        auto transposedOf = [](Value buffer) -> Access {
-          return [buffer](OpBuilder &nb, Location nl, Value r, Value col) {
-            return load(nb, nl, buffer, {col, r});
-          };
-        };
-        // exp(G_r - G_c), only where it is needed (c <= r, a non-positive
-        // exponent).
-        auto decayBetween = [&](OpBuilder &nb, Location nl, Value r,
-                                Value col) {
-          return exponential(nb, nl,
-                             arith::SubFOp::create(nb, nl,
-                                                   load(nb, nl, gCum, {r}),
-                                                   load(nb, nl, gCum, {col})));
-        };
-        // Stores dot x exp(G_r - G_c) (x beta_r with `rowScale`) into A
-        // where `keep(c, r)`, else 0.
-        auto maskedDecay = [&](arith::CmpIPredicate keep,
-                               Value rowScale) -> Epilogue {
-          return [&, keep, rowScale](OpBuilder &nb, Location nl, Value r,
-                                     Value col, Value dot) {
-            Value inside = arith::CmpIOp::create(nb, nl, keep, col, r);
-            if (rowScale)
-              dot = arith::MulFOp::create(nb, nl, dot,
-                                          load(nb, nl, rowScale, {r}));
-            Value scaled = arith::MulFOp::create(
-                nb, nl, dot, decayBetween(nb, nl, r, col));
-            store(nb, nl,
-                  arith::SelectOp::create(nb, nl, inside, scaled, zero), as,
-                  {r, col});
-          };
-        };
-        // A = strict_lower(beta_r exp(G_r - G_c) k_r.k_c).
-        product(chunk, chunk, {Term{keyDim, tileOf(ks), transposedOf(ks)}},
-                zeroInit, maskedDecay(arith::CmpIPredicate::ult, betas));
-        barrier(b, loc);
-        solve();
-        // W = T diag(beta exp(G)) K and U = T diag(beta) V.
-        auto scaledRows = [](Value buffer, Value factors) -> Access {
-          return [buffer, factors](OpBuilder &nb, Location nl, Value r,
-                                   Value col) {
-            return arith::MulFOp::create(nb, nl, load(nb, nl, buffer, {r, col}),
-                                         load(nb, nl, factors, {r}))
-                .getResult();
-          };
-        };
-        auto storeTo = [](Value buffer) -> Epilogue {
-          return [buffer](OpBuilder &nb, Location nl, Value r, Value col,
-                          Value v) { store(nb, nl, v, buffer, {r, col}); };
-        };
-        product(chunk, keyDim, {Term{chunk, tileOf(ts), scaledRows(ks, decayW)}},
-                zeroInit, storeTo(ws));
-        product(chunk, tile, {Term{chunk, tileOf(ts), scaledRows(vs, betas)}},
-                zeroInit, storeTo(us));
-        // P = lower(exp(G_r - G_c) q_r.k_c), over A (no longer needed).
-        product(chunk, chunk, {Term{keyDim, tileOf(qs), transposedOf(ks)}},
-                zeroInit, maskedDecay(arith::CmpIPredicate::ule, Value()));
-        barrier(b, loc);
-        // Vnew = U - W S, in place of U (each element is read, then written,
-        // by the same lane).
-        Access negatedW = [&](OpBuilder &nb, Location nl, Value r, Value col) {
-          return arith::NegFOp::create(nb, nl, load(nb, nl, ws, {r, col}))
+        // dot x exp(G_r - G_c) (x beta_r with `rowScale`) where
+        // `keep(c, r)`, else 0: the exponent is non-positive where kept.
+        auto maskedDecay = [&](OpBuilder &nb, Location nl, Value r, Value col,
+                               Value dot, arith::CmpIPredicate keep,
+                               Value rowScale) {
+          Value inside = arith::CmpIOp::create(nb, nl, keep, col, r);
+          if (rowScale)
+            dot = arith::MulFOp::create(nb, nl, dot,
+                                        load(nb, nl, rowScale, {r}));
+          Value decay = exponential(
+              nb, nl,
+              arith::SubFOp::create(nb, nl, load(nb, nl, gCum, {r}),
+                                    load(nb, nl, gCum, {col})));
+          Value decayed = arith::MulFOp::create(nb, nl, dot, decay);
+          return arith::SelectOp::create(nb, nl, inside, decayed, zero)
               .getResult();
         };
-        product(chunk, tile, {Term{keyDim, negatedW, tileOf(ss)}}, tileOf(us),
-                storeTo(us));
+        // A = strict_lower(beta_r exp(G_r - G_c) k_r.k_c), f32 for the
+        // solve.
+        product(chunk, chunk, {Term{keyDim, kB, kB}}, zeroInit,
+                [&](OpBuilder &nb, Location nl, Value r, Value col,
+                    Value dot) {
+                  store(nb, nl,
+                        maskedDecay(nb, nl, r, col, dot,
+                                    arith::CmpIPredicate::ult, betas),
+                        as, {r, col});
+                });
+        barrier(b, loc);
+        solve();
+        // -W = -T diag(beta exp(G)) K; U = T diag(beta) V (over T's f32
+        // bytes); P = lower(exp(G_r - G_c) q_r.k_c) (over A's).
+        product(chunk, keyDim, {Term{chunk, tB, kwT}}, zeroInit,
+                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
+                  storeHalf(nb, nl, arith::NegFOp::create(nb, nl, v), wB, r,
+                            col);
+                });
+        product(chunk, tile, {Term{chunk, tB, vbT}}, zeroInit,
+                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
+                  store(nb, nl, v, us, {r, col});
+                });
+        product(chunk, chunk, {Term{keyDim, qB, kB}}, zeroInit,
+                [&](OpBuilder &nb, Location nl, Value r, Value col,
+                    Value dot) {
+                  storeHalf(nb, nl,
+                            maskedDecay(nb, nl, r, col, dot,
+                                        arith::CmpIPredicate::ule, Value()),
+                            pB, r, col);
+                });
+        barrier(b, loc);
+        // Vnew = U - W S, kept as bf16 Vnew^T.
+        product(chunk, tile, {Term{keyDim, wB, sT}},
+                [&](OpBuilder &nb, Location nl, Value r, Value col) {
+                  return load(nb, nl, us, {r, col});
+                },
+                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
+                  storeHalf(nb, nl, v, nT, col, r);
+                });
         barrier(b, loc);
         // O = scale (diag(exp(G)) Q S + P Vnew), for the rows inside the
         // sequence.
         Value scaleValue = f(b, loc, scale);
-        product(chunk, tile,
-                {Term{keyDim, scaledRows(qs, decayQ), tileOf(ss)},
-                 Term{chunk, tileOf(as), tileOf(us)}},
+        Type outType = cast<MemRefType>(om.getType()).getElementType();
+        product(chunk, tile, {Term{keyDim, qsB, sT}, Term{chunk, pB, nT}},
                 zeroInit,
                 [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
                   auto [safeToken, inside] = token(nb, nl, r);
@@ -602,28 +655,26 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
                                                         Location il) {
                     Value out = convertFloat(
                         ib, il, arith::MulFOp::create(ib, il, v, scaleValue),
-                        cast<MemRefType>(om.getType()).getElementType());
+                        outType);
                     store(ib, il, out, om,
                           {batch, t, head, add(ib, il, firstColumn, col)});
                     scf::YieldOp::create(ib, il);
                   });
                 });
         barrier(b, loc);
-        // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place.
-        Access scaledKeysT = [&](OpBuilder &nb, Location nl, Value r,
-                                 Value col) {
-          return arith::MulFOp::create(nb, nl, load(nb, nl, ks, {col, r}),
-                                       load(nb, nl, decayS, {col}))
-              .getResult();
-        };
-        Access decayedState = [&](OpBuilder &nb, Location nl, Value r,
-                                  Value col) {
-          return arith::MulFOp::create(nb, nl, load(nb, nl, ss, {r, col}),
-                                       load(nb, nl, decayQ, {last}))
-              .getResult();
-        };
-        product(keyDim, tile, {Term{chunk, scaledKeysT, tileOf(us)}},
-                decayedState, storeTo(ss));
+        // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place (each
+        // element is read, then written, by the same lane), and S^T.
+        product(keyDim, tile, {Term{chunk, ksT, nT}},
+                [&](OpBuilder &nb, Location nl, Value r, Value col) {
+                  return arith::MulFOp::create(nb, nl,
+                                               load(nb, nl, ss, {r, col}),
+                                               load(nb, nl, decayQ, {last}))
+                      .getResult();
+                },
+                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
+                  store(nb, nl, v, ss, {r, col});
+                  storeHalf(nb, nl, v, sT, col, r);
+                });
         barrier(b, loc);
       });
 

@@ -20,9 +20,10 @@
 // CHECK: scf.if %[[FITS16]]
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
-// CHECK-SAME: dynamic_shared_memory_size %c158208_i32
+// CHECK-SAME: dynamic_shared_memory_size %c171264_i32
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// CHECK: memref.view {{.+}} to memref<64x132xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.+}} to memref<64x68xi32, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK: gpu.barrier
 // CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
@@ -31,13 +32,14 @@
 // CHECK: } else {
 // CHECK: arith.cmpi ule, %{{.+}}, %c132
 // CHECK: gpu.launch
-// CHECK-SAME: dynamic_shared_memory_size %c174592_i32
+// CHECK-SAME: dynamic_shared_memory_size %c188416_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
 // CHECK: } else {
-// Q, K, W [64, 132], V, U [64, 68], A, T [64, 68], S [128, 68] and six
-// chunk vectors, in f32: 207360 bytes.
+// bf16 K, Q, exp(G) Q, -W [64, 136]; K^T twice [128, 72]; (beta V)^T,
+// Vnew^T [64, 72]; S^T [64, 136]; T [64, 72]; f32 A, T [64, 68], S [128, 68]
+// and six chunk vectors: 222720 bytes.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c207360_i32
+// CHECK-SAME: dynamic_shared_memory_size %c222720_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
 // TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
 // TILE: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 4 : i64}}
