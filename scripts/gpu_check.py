@@ -254,7 +254,8 @@ def time_graph(call, repeat):
 
 
 def time_calls(kernel, call, repeat):
-    """Median wall milliseconds per call and mean kernel milliseconds."""
+    """Median wall milliseconds per call and kernel milliseconds per call
+    (all launches of the call)."""
     kernel.set_kernel_timing(True)
     call()
     torch.cuda.synchronize()
@@ -268,7 +269,8 @@ def time_calls(kernel, call, repeat):
     total_us, launches = kernel.take_kernel_microseconds()
     kernel.set_kernel_timing(False)
     walls.sort()
-    return walls[len(walls) // 2], total_us / max(launches, 1) / 1e3
+    # A call may launch several kernels: their times add up.
+    return walls[len(walls) // 2], total_us / repeat / 1e3
 
 
 def main():

@@ -54,21 +54,29 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     prefill in full precision, sequential over tokens.
 
     With `chunked-prefill` (the default), `gdn.delta_rule` with bf16 or f16
-    q, k, v becomes the chunked (WY) scan instead: a block of `scan-warps` warps per
-    batch x value head x `value-tile` state columns walks the chunks of 64
-    tokens in order with its state tile in f32 workgroup memory; per chunk
-    A = strict_lower(beta exp(G_i - G_j) K K^T), T = (I + A)^-1 (blocked
-    forward substitution in f32), W = T diag(beta exp G) K, U = T diag(beta) V,
-    Vnew = U - W S, O = scale (diag(exp G) Q S + lower(exp(G_i - G_j) Q K^T)
-    Vnew) and S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, every product
-    on tensor cores (`nvvm.mma.sync` m16n8k16, bf16 operands, f32
-    accumulation). The launch carries the mapping as a `gdn.chunked_scan`
-    attribute (chunk, value_tile, warps, mma). A block needs about 200 KiB
-    of workgroup memory, so one fits on a multiprocessor; when B x Hv x
-    V / value-tile blocks would leave multiprocessors idle, launches with
-    half and a quarter of the value tile (at least 16) are emitted as well
-    and chosen at run time (scf.if on the batch size): the smallest tile
-    whose grid fits the `multiprocessors` in one wave.
+    q, k, v becomes the chunked (WY) scan instead, two launches of
+    `scan-warps` warps per block over global scratch (`gpu.alloc`):
+
+    - the WY kernel, grid (chunks, Hv, B), computes the state-independent
+      part of every chunk of 64 tokens at once: G (cumulative log-decay),
+      A = strict_lower(beta exp(G_i - G_j) K K^T), T = (I + A)^-1 (blocked
+      forward substitution in f32), -W = -T diag(beta exp G) K,
+      U = T diag(beta) V and P = lower(exp(G_i - G_j) Q K^T);
+    - the state kernel, grid (Hv x V / value tile, B), walks the chunks in
+      order with its state tile S in f32 workgroup memory:
+      Vnew = U - W S, O = scale (diag(exp G) Q S + P Vnew),
+      S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew.
+
+    Every product runs on tensor cores (`nvvm.mma.sync` m16n8k16, bf16
+    operands, f32 accumulation): operands are staged once per chunk as bf16
+    tiles with the reduction dimension contiguous, so each fragment register
+    is one 32-bit load. Each launch carries its mapping as a
+    `gdn.chunked_scan` attribute (kernel, chunk, value_tile, warps, mma).
+    When B x Hv x V / value-tile state blocks would leave multiprocessors
+    idle, state launches with half and a quarter of the value tile (at
+    least 16) are emitted as well and chosen at run time (scf.if on the
+    batch size): the smallest tile whose grid fits the `multiprocessors` in
+    one wave.
   }];
   let options = [
     Option<"blockColumns", "block-columns", "int64_t", /*default=*/"32",

@@ -81,33 +81,50 @@ struct ScanShape {
   static int64_t halfBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kHalfPad) * 2;
   }
-  /// U [C, Vt] (f32) lives in T's f32 buffer once T is converted.
-  bool uInT() const { return valueTile <= chunk; }
-  /// bf16: K, Q, exp(G) Q, -W [C, K]; (beta exp(G) K)^T, (exp(G_C - G) K)^T
-  /// [K, C]; (beta V)^T, Vnew^T [Vt, C]; S^T [Vt, K]; T [C, C]. f32: A (then
-  /// P in bf16), T (then U) [C, C]; S [K, Vt]; six chunk vectors.
-  int64_t sharedBytes() const {
-    int64_t bytes = 4 * halfBytes(chunk, keyDim) +
-                    2 * halfBytes(keyDim, chunk) +
-                    2 * halfBytes(valueTile, chunk) +
-                    halfBytes(valueTile, keyDim) + halfBytes(chunk, chunk) +
-                    2 * floatBytes(chunk, chunk) +
-                    floatBytes(keyDim, valueTile) + 6 * chunk * 4;
-    if (!uInT())
-      bytes += floatBytes(chunk, valueTile);
-    return bytes;
+  /// The WY kernel: bf16 K, Q [C, K]; (beta exp(G) K)^T [K, C]; (beta V)^T
+  /// [V, C]; T [C, C]; f32 A, T [C, C]; four chunk vectors.
+  int64_t chunkKernelBytes() const {
+    return 2 * halfBytes(chunk, keyDim) + halfBytes(keyDim, chunk) +
+           halfBytes(valueDim, chunk) + halfBytes(chunk, chunk) +
+           2 * floatBytes(chunk, chunk) + 4 * chunk * 4;
+  }
+  /// The state pass: bf16 exp(G) Q, -W [C, K]; (exp(G_C - G) K)^T [K, C];
+  /// P [C, C]; Vnew^T [Vt, C]; S^T [Vt, K]; f32 S [K, Vt]; three chunk
+  /// vectors.
+  int64_t stateKernelBytes() const {
+    return 2 * halfBytes(chunk, keyDim) + halfBytes(keyDim, chunk) +
+           halfBytes(chunk, chunk) + halfBytes(valueTile, chunk) +
+           halfBytes(valueTile, keyDim) + floatBytes(keyDim, valueTile) +
+           3 * chunk * 4;
   }
 };
 
-/// Builds the kernel body; `b` is inside the gpu.launch.
+/// The operands, results and global scratch of the two kernels.
+struct ScanBuffers {
+  Value q, k, v, g, beta, state; // state may be null (zeros)
+  Value o, finalState;
+  /// Per chunk row, from the WY kernel to the state pass: -W (bf16
+  /// [B, Hv, Tp, K]), U (f32 [B, Hv, Tp, V]), P (bf16 [B, Hv, Tp, C]) and
+  /// the cumulative log-decay G (f32 [B, Hv, Tp]); Tp is T rounded up to
+  /// whole chunks.
+  Value w, u, p, gates;
+  int64_t groupSize;
+  float scale;
+};
+
+/// Builds the body of one of the two kernels; `b` is inside the gpu.launch.
 class ScanKernel {
 public:
   ScanKernel(OpBuilder &b, Location loc, const ScanShape &shape)
       : b(b), loc(loc), s(shape) {}
 
-  void build(gpu::LaunchOp launch, Value qm, Value km, Value vm, Value gm,
-             Value betam, Value statem, Value om, Value sm, int64_t groupSize,
-             float scale, int64_t valueTiles);
+  /// Grid (chunks, Hv, B): the state-independent part of every chunk (A,
+  /// T, -W, U, P and G), all chunks at once.
+  void buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m);
+  /// Grid (Hv x V / Vt, B): the chunks of one sequence in order, with the
+  /// state tile in workgroup memory.
+  void buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
+                        int64_t valueTiles);
 
 private:
   Value c(OpBuilder &nb, Location nl, int64_t v) {
@@ -168,6 +185,20 @@ private:
   /// then its bf16 copy tB.
   void solve();
 
+  /// Thread coordinates and the dynamic workgroup memory.
+  void setUp(gpu::LaunchOp launch);
+  /// Token `start + r` clamped into the sequence, and whether it is inside.
+  std::pair<Value, Value> token(OpBuilder &nb, Location nl, Value start,
+                                Value tokens, Value r);
+  /// Loads chunk rows [C, width] of a token-indexed operand (zeros past the
+  /// end of the sequence) in batches, and stores each element in every
+  /// form a product needs (`storeForms(row, col, value)`).
+  void stage(int64_t width,
+             function_ref<Value(OpBuilder &, Location, Value, Value)>
+                 loadElement,
+             function_ref<void(OpBuilder &, Location, Value, Value, Value)>
+                 storeForms);
+
   OpBuilder &b;
   Location loc;
   ScanShape s;
@@ -175,7 +206,7 @@ private:
   // bf16 operand tiles.
   HalfTile kB, qB, qsB, wB, kwT, ksT, vbT, nT, sT, tB, pB;
   // f32 tiles and chunk vectors.
-  Value as, ts, us, ss;
+  Value as, ts, ss;
   Value gRaw, betas, gCum, decayQ, decayW, decayS;
 };
 
@@ -389,61 +420,226 @@ void ScanKernel::solve() {
   barrier(b, loc);
 }
 
-void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
-                       Value gm, Value betam, Value statem, Value om,
-                       Value sm, int64_t groupSize, float scale,
-                       int64_t valueTiles) {
-  Type f32 = b.getF32Type();
-  int64_t chunk = s.chunk, keyDim = s.keyDim, tile = s.valueTile;
+void ScanKernel::setUp(gpu::LaunchOp launch) {
   tid = launch.getThreadIds().x;
   warp = arith::DivUIOp::create(b, loc, tid, c(b, loc, 32));
   Value lane = arith::RemUIOp::create(b, loc, tid, c(b, loc, 32));
   group = arith::DivUIOp::create(b, loc, lane, c(b, loc, 4));
   quad = arith::RemUIOp::create(b, loc, lane, c(b, loc, 4));
-  Value blockX = launch.getBlockIds().x;
-  Value batch = launch.getBlockIds().y;
-  Value head = arith::DivUIOp::create(b, loc, blockX, c(b, loc, valueTiles));
-  Value firstColumn = mul(
-      b, loc, arith::RemUIOp::create(b, loc, blockX, c(b, loc, valueTiles)),
-      c(b, loc, tile));
-  Value keyHead = arith::DivUIOp::create(b, loc, head, c(b, loc, groupSize));
-  Value tokens = memref::DimOp::create(b, loc, vm, 1);
-
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
   sharedBase = gpu::DynamicSharedMemoryOp::create(
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
+}
+
+std::pair<Value, Value> ScanKernel::token(OpBuilder &nb, Location nl,
+                                          Value start, Value tokens, Value r) {
+  Value t = add(nb, nl, start, r);
+  Value inside =
+      arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, t, tokens);
+  Value safe = arith::SelectOp::create(nb, nl, inside, t, c(nb, nl, 0));
+  return {safe, inside};
+}
+
+void ScanKernel::stage(
+    int64_t width,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> loadElement,
+    function_ref<void(OpBuilder &, Location, Value, Value, Value)>
+        storeForms) {
+  auto position = [&](OpBuilder &nb, Location nl, Value i) {
+    return std::make_pair(
+        arith::DivUIOp::create(nb, nl, i, c(nb, nl, width)).getResult(),
+        arith::RemUIOp::create(nb, nl, i, c(nb, nl, width)).getResult());
+  };
+  copyInBatches(
+      s.chunk * width,
+      [&](OpBuilder &nb, Location nl, Value i) {
+        auto [r, col] = position(nb, nl, i);
+        return loadElement(nb, nl, r, col);
+      },
+      [&](OpBuilder &nb, Location nl, Value i, Value x) {
+        auto [r, col] = position(nb, nl, i);
+        storeForms(nb, nl, r, col, x);
+      });
+}
+
+void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
+                                  const ScanBuffers &m) {
+  Type f32 = b.getF32Type();
+  int64_t chunk = s.chunk, keyDim = s.keyDim, valueDim = s.valueDim;
+  setUp(launch);
+  Value chunkIndex = launch.getBlockIds().x;
+  Value head = launch.getBlockIds().y;
+  Value batch = launch.getBlockIds().z;
+  Value keyHead = arith::DivUIOp::create(b, loc, head, c(b, loc, m.groupSize));
+  Value tokens = memref::DimOp::create(b, loc, m.v, 1);
+  Value start = mul(b, loc, chunkIndex, c(b, loc, chunk));
+
   int64_t offset = 0;
   kB = carveHalves(chunk, keyDim, offset);
   qB = carveHalves(chunk, keyDim, offset);
-  qsB = carveHalves(chunk, keyDim, offset);
-  wB = carveHalves(chunk, keyDim, offset);
   kwT = carveHalves(keyDim, chunk, offset);
-  ksT = carveHalves(keyDim, chunk, offset);
-  vbT = carveHalves(tile, chunk, offset);
-  nT = carveHalves(tile, chunk, offset);
-  sT = carveHalves(tile, keyDim, offset);
+  vbT = carveHalves(valueDim, chunk, offset);
   tB = carveHalves(chunk, chunk, offset);
-  // P (bf16) reuses A's bytes, U (f32) T's: the solve is done with both.
-  int64_t aAt = offset;
   as = carveFloats(chunk, chunk, offset);
-  pB = carveHalves(chunk, chunk, aAt);
-  int64_t tAt = offset;
   ts = carveFloats(chunk, chunk, offset);
-  if (s.uInT())
-    us = carveFloats(chunk, tile, tAt);
-  ss = carveFloats(keyDim, tile, offset);
   gRaw = carve({chunk}, f32, offset);
   betas = carve({chunk}, f32, offset);
   gCum = carve({chunk}, f32, offset);
-  decayQ = carve({chunk}, f32, offset);
   decayW = carve({chunk}, f32, offset);
+  assert(offset == s.chunkKernelBytes() && "layout and size disagree");
+
+  Value zero = f(b, loc, 0.0f);
+  auto widen = [&](OpBuilder &nb, Location nl, Value x) {
+    return convertFloat(nb, nl, x, f32);
+  };
+  Value rowThread = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          tid, c(b, loc, chunk));
+  scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
+    auto [t, inside] = token(nb, nl, start, tokens, tid);
+    Value g = widen(nb, nl, load(nb, nl, m.g, {batch, t, head}));
+    Value beta = widen(nb, nl, load(nb, nl, m.beta, {batch, t, head}));
+    store(nb, nl, arith::SelectOp::create(nb, nl, inside, g, zero), gRaw,
+          {tid});
+    store(nb, nl, arith::SelectOp::create(nb, nl, inside, beta, zero), betas,
+          {tid});
+    scf::YieldOp::create(nb, nl);
+  });
+  barrier(b, loc);
+  // Inclusive cumulative log-decay (all loads at once, masked to j <= tid),
+  // kept for the state pass, and beta exp(G).
+  scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
+    Value sum = f(nb, nl, 0.0f);
+    for (int64_t j = 0; j < chunk; ++j) {
+      Value jv = c(nb, nl, j);
+      Value upTo =
+          arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule, jv, tid);
+      sum = arith::AddFOp::create(
+          nb, nl, sum,
+          arith::SelectOp::create(nb, nl, upTo, load(nb, nl, gRaw, {jv}),
+                                  f(nb, nl, 0.0f)));
+    }
+    store(nb, nl, sum, gCum, {tid});
+    store(nb, nl, sum, m.gates, {batch, head, add(nb, nl, start, tid)});
+    store(nb, nl,
+          arith::MulFOp::create(nb, nl, exponential(nb, nl, sum),
+                                load(nb, nl, betas, {tid})),
+          decayW, {tid});
+    scf::YieldOp::create(nb, nl);
+  });
+  barrier(b, loc);
+
+  auto scaled = [&](OpBuilder &nb, Location nl, Value x, Value factors,
+                    Value r) {
+    return arith::MulFOp::create(nb, nl, x, load(nb, nl, factors, {r}))
+        .getResult();
+  };
+  auto rows = [&](Value source, Value sourceHead) {
+    return [&, source, sourceHead](OpBuilder &nb, Location nl, Value r,
+                                   Value col) {
+      auto [t, inside] = token(nb, nl, start, tokens, r);
+      Value x =
+          widen(nb, nl, load(nb, nl, source, {batch, t, sourceHead, col}));
+      return arith::SelectOp::create(nb, nl, inside, x, zero).getResult();
+    };
+  };
+  stage(keyDim, rows(m.q, keyHead),
+        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+          storeHalf(nb, nl, x, qB, r, col);
+        });
+  stage(keyDim, rows(m.k, keyHead),
+        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+          storeHalf(nb, nl, x, kB, r, col);
+          storeHalf(nb, nl, scaled(nb, nl, x, decayW, r), kwT, col, r);
+        });
+  stage(valueDim, rows(m.v, head),
+        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+          storeHalf(nb, nl, scaled(nb, nl, x, betas, r), vbT, col, r);
+        });
+  barrier(b, loc);
+
+  auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
+    return f(nb, nl, 0.0f);
+  };
+  // dot x exp(G_r - G_c) (x beta_r with `rowScale`) where `keep(c, r)`,
+  // else 0: the exponent is non-positive where kept.
+  auto maskedDecay = [&](OpBuilder &nb, Location nl, Value r, Value col,
+                         Value dot, arith::CmpIPredicate keep,
+                         Value rowScale) {
+    Value inside = arith::CmpIOp::create(nb, nl, keep, col, r);
+    if (rowScale)
+      dot = arith::MulFOp::create(nb, nl, dot, load(nb, nl, rowScale, {r}));
+    Value decay = exponential(
+        nb, nl,
+        arith::SubFOp::create(nb, nl, load(nb, nl, gCum, {r}),
+                              load(nb, nl, gCum, {col})));
+    Value decayed = arith::MulFOp::create(nb, nl, dot, decay);
+    return arith::SelectOp::create(nb, nl, inside, decayed, zero).getResult();
+  };
+  auto rowOf = [&](OpBuilder &nb, Location nl, Value r) {
+    return add(nb, nl, start, r);
+  };
+  // A = strict_lower(beta_r exp(G_r - G_c) k_r.k_c), f32 for the solve.
+  product(chunk, chunk, {Term{keyDim, kB, kB}}, zeroInit,
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value dot) {
+            store(nb, nl,
+                  maskedDecay(nb, nl, r, col, dot, arith::CmpIPredicate::ult,
+                              betas),
+                  as, {r, col});
+          });
+  barrier(b, loc);
+  solve();
+  // -W = -T diag(beta exp(G)) K, U = T diag(beta) V and
+  // P = lower(exp(G_r - G_c) q_r.k_c), to global memory.
+  Type half = b.getBF16Type();
+  product(chunk, keyDim, {Term{chunk, tB, kwT}}, zeroInit,
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
+            Value negated = arith::NegFOp::create(nb, nl, v);
+            store(nb, nl, arith::TruncFOp::create(nb, nl, half, negated),
+                  m.w, {batch, head, rowOf(nb, nl, r), col});
+          });
+  product(chunk, valueDim, {Term{chunk, tB, vbT}}, zeroInit,
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
+            store(nb, nl, v, m.u, {batch, head, rowOf(nb, nl, r), col});
+          });
+  product(chunk, chunk, {Term{keyDim, qB, kB}}, zeroInit,
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value dot) {
+            Value masked = maskedDecay(nb, nl, r, col, dot,
+                                       arith::CmpIPredicate::ule, Value());
+            store(nb, nl, arith::TruncFOp::create(nb, nl, half, masked), m.p,
+                  {batch, head, rowOf(nb, nl, r), col});
+          });
+  gpu::TerminatorOp::create(b, loc);
+}
+
+void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
+                                  int64_t valueTiles) {
+  Type f32 = b.getF32Type();
+  int64_t chunk = s.chunk, keyDim = s.keyDim, tile = s.valueTile;
+  setUp(launch);
+  Value blockX = launch.getBlockIds().x;
+  Value batch = launch.getBlockIds().y;
+  Value head = arith::DivUIOp::create(b, loc, blockX, c(b, loc, valueTiles));
+  Value firstColumn = mul(
+      b, loc, arith::RemUIOp::create(b, loc, blockX, c(b, loc, valueTiles)),
+      c(b, loc, tile));
+  Value keyHead = arith::DivUIOp::create(b, loc, head, c(b, loc, m.groupSize));
+  Value tokens = memref::DimOp::create(b, loc, m.v, 1);
+
+  int64_t offset = 0;
+  qsB = carveHalves(chunk, keyDim, offset);
+  wB = carveHalves(chunk, keyDim, offset);
+  ksT = carveHalves(keyDim, chunk, offset);
+  pB = carveHalves(chunk, chunk, offset);
+  nT = carveHalves(tile, chunk, offset);
+  sT = carveHalves(tile, keyDim, offset);
+  ss = carveFloats(keyDim, tile, offset);
+  gCum = carve({chunk}, f32, offset);
+  decayQ = carve({chunk}, f32, offset);
   decayS = carve({chunk}, f32, offset);
-  if (!s.uInT())
-    us = carveFloats(chunk, tile, offset);
-  assert(offset == s.sharedBytes() && "workgroup layout and size disagree");
+  assert(offset == s.stateKernelBytes() && "layout and size disagree");
 
   Value zero = f(b, loc, 0.0f);
   auto widen = [&](OpBuilder &nb, Location nl, Value x) {
@@ -455,9 +651,9 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
     Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
     Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
     Value value = zero;
-    if (statem)
+    if (m.state)
       value = widen(nb, nl,
-                    load(nb, nl, statem,
+                    load(nb, nl, m.state,
                          {batch, head, r, add(nb, nl, firstColumn, col)}));
     store(nb, nl, value, ss, {r, col});
     storeHalf(nb, nl, value, sT, col, r);
@@ -470,173 +666,69 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(scf::YieldOp::create(lb, ll));
         Value start = mul(b, loc, chunkIndex, c(b, loc, chunk));
-        // Token `start + r`, clamped into the sequence, and whether it is
-        // inside.
-        auto token = [&](OpBuilder &nb, Location nl, Value r) {
-          Value t = add(nb, nl, start, r);
-          Value inside = arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::ult, t, tokens);
-          Value safe = arith::SelectOp::create(nb, nl, inside, t,
-                                               c(nb, nl, 0));
-          return std::make_pair(safe, inside);
+        auto rowOf = [&](OpBuilder &nb, Location nl, Value r) {
+          return add(nb, nl, start, r);
         };
-        // Gates first: the staged q, k, v are scaled by their decays.
         Value rowThread = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::ult, tid, c(b, loc, chunk));
-        scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
-          auto [t, inside] = token(nb, nl, tid);
-          Value g = widen(nb, nl, load(nb, nl, gm, {batch, t, head}));
-          Value beta = widen(nb, nl, load(nb, nl, betam, {batch, t, head}));
-          store(nb, nl, arith::SelectOp::create(nb, nl, inside, g, zero),
-                gRaw, {tid});
-          store(nb, nl, arith::SelectOp::create(nb, nl, inside, beta, zero),
-                betas, {tid});
-          scf::YieldOp::create(nb, nl);
-        });
-        barrier(b, loc);
-        // Inclusive cumulative log-decay: all loads at once (independent),
-        // masked to j <= tid.
-        scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
-          Value sum = f(nb, nl, 0.0f);
-          for (int64_t j = 0; j < chunk; ++j) {
-            Value jv = c(nb, nl, j);
-            Value upTo = arith::CmpIOp::create(
-                nb, nl, arith::CmpIPredicate::ule, jv, tid);
-            sum = arith::AddFOp::create(
-                nb, nl, sum,
-                arith::SelectOp::create(nb, nl, upTo,
-                                        load(nb, nl, gRaw, {jv}),
-                                        f(nb, nl, 0.0f)));
-          }
-          store(nb, nl, sum, gCum, {tid});
-          scf::YieldOp::create(nb, nl);
-        });
-        barrier(b, loc);
         Value last = c(b, loc, chunk - 1);
+        // Decays from the chunk's G (written by the WY kernel).
         scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
-          Value gi = load(nb, nl, gCum, {tid});
-          Value gLast = load(nb, nl, gCum, {last});
-          Value decay = exponential(nb, nl, gi);
-          store(nb, nl, decay, decayQ, {tid});
-          store(nb, nl,
-                arith::MulFOp::create(nb, nl, decay,
-                                      load(nb, nl, betas, {tid})),
-                decayW, {tid});
+          Value gi = load(nb, nl, m.gates, {batch, head, rowOf(nb, nl, tid)});
+          Value gLast =
+              load(nb, nl, m.gates, {batch, head, rowOf(nb, nl, last)});
+          store(nb, nl, exponential(nb, nl, gi), decayQ, {tid});
           store(nb, nl,
                 exponential(nb, nl, arith::SubFOp::create(nb, nl, gLast, gi)),
                 decayS, {tid});
           scf::YieldOp::create(nb, nl);
         });
         barrier(b, loc);
-
-        // Stage the chunk as bf16 operands (zeros past the end): each
-        // element of q, k, v is read from global memory once and stored in
-        // every form a product needs.
         auto scaled = [&](OpBuilder &nb, Location nl, Value x, Value factors,
                           Value r) {
           return arith::MulFOp::create(nb, nl, x, load(nb, nl, factors, {r}))
               .getResult();
         };
-        using StoreForms =
-            function_ref<void(OpBuilder &, Location, Value, Value, Value)>;
-        auto stage = [&](Value source, Value sourceHead, Value columnBase,
-                         int64_t width, StoreForms storeForms) {
-          auto position = [&](OpBuilder &nb, Location nl, Value i) {
-            return std::make_pair(
-                arith::DivUIOp::create(nb, nl, i, c(nb, nl, width)).getResult(),
-                arith::RemUIOp::create(nb, nl, i, c(nb, nl, width))
-                    .getResult());
+        auto rows = [&](Value source, Value sourceHead) {
+          return [&, source, sourceHead](OpBuilder &nb, Location nl, Value r,
+                                         Value col) {
+            auto [t, inside] = token(nb, nl, start, tokens, r);
+            Value x = widen(nb, nl,
+                            load(nb, nl, source, {batch, t, sourceHead, col}));
+            return arith::SelectOp::create(nb, nl, inside, x, zero)
+                .getResult();
           };
-          copyInBatches(
-              chunk * width,
-              [&](OpBuilder &nb, Location nl, Value i) {
-                auto [r, col] = position(nb, nl, i);
-                auto [t, inside] = token(nb, nl, r);
-                Value x = widen(nb, nl,
-                                load(nb, nl, source,
-                                     {batch, t, sourceHead,
-                                      add(nb, nl, columnBase, col)}));
-                return arith::SelectOp::create(nb, nl, inside, x, zero)
-                    .getResult();
-              },
-              [&](OpBuilder &nb, Location nl, Value i, Value x) {
-                auto [r, col] = position(nb, nl, i);
-                storeForms(nb, nl, r, col, x);
-              });
         };
-        stage(qm, keyHead, c(b, loc, 0), keyDim,
+        auto scratchRows = [&](Value source) {
+          return [&, source](OpBuilder &nb, Location nl, Value r, Value col) {
+            return load(nb, nl, source, {batch, head, rowOf(nb, nl, r), col});
+          };
+        };
+        auto copyTo = [](HalfTile tile) {
+          return [tile](OpBuilder &nb, Location nl, Value r, Value col,
+                        Value x) { store(nb, nl, x, tile.halves, {r, col}); };
+        };
+        stage(keyDim, rows(m.q, keyHead),
               [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-                storeHalf(nb, nl, x, qB, r, col);
                 storeHalf(nb, nl, scaled(nb, nl, x, decayQ, r), qsB, r, col);
               });
-        stage(km, keyHead, c(b, loc, 0), keyDim,
+        stage(keyDim, rows(m.k, keyHead),
               [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-                storeHalf(nb, nl, x, kB, r, col);
-                storeHalf(nb, nl, scaled(nb, nl, x, decayW, r), kwT, col, r);
                 storeHalf(nb, nl, scaled(nb, nl, x, decayS, r), ksT, col, r);
               });
-        stage(vm, head, firstColumn, tile,
-              [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-                storeHalf(nb, nl, scaled(nb, nl, x, betas, r), vbT, col, r);
-              });
+        stage(keyDim, scratchRows(m.w), copyTo(wB));
+        stage(chunk, scratchRows(m.p), copyTo(pB));
         barrier(b, loc);
 
         auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
           return f(nb, nl, 0.0f);
         };
-        // dot x exp(G_r - G_c) (x beta_r with `rowScale`) where
-        // `keep(c, r)`, else 0: the exponent is non-positive where kept.
-        auto maskedDecay = [&](OpBuilder &nb, Location nl, Value r, Value col,
-                               Value dot, arith::CmpIPredicate keep,
-                               Value rowScale) {
-          Value inside = arith::CmpIOp::create(nb, nl, keep, col, r);
-          if (rowScale)
-            dot = arith::MulFOp::create(nb, nl, dot,
-                                        load(nb, nl, rowScale, {r}));
-          Value decay = exponential(
-              nb, nl,
-              arith::SubFOp::create(nb, nl, load(nb, nl, gCum, {r}),
-                                    load(nb, nl, gCum, {col})));
-          Value decayed = arith::MulFOp::create(nb, nl, dot, decay);
-          return arith::SelectOp::create(nb, nl, inside, decayed, zero)
-              .getResult();
-        };
-        // A = strict_lower(beta_r exp(G_r - G_c) k_r.k_c), f32 for the
-        // solve.
-        product(chunk, chunk, {Term{keyDim, kB, kB}}, zeroInit,
-                [&](OpBuilder &nb, Location nl, Value r, Value col,
-                    Value dot) {
-                  store(nb, nl,
-                        maskedDecay(nb, nl, r, col, dot,
-                                    arith::CmpIPredicate::ult, betas),
-                        as, {r, col});
-                });
-        barrier(b, loc);
-        solve();
-        // -W = -T diag(beta exp(G)) K; U = T diag(beta) V (over T's f32
-        // bytes); P = lower(exp(G_r - G_c) q_r.k_c) (over A's).
-        product(chunk, keyDim, {Term{chunk, tB, kwT}}, zeroInit,
-                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
-                  storeHalf(nb, nl, arith::NegFOp::create(nb, nl, v), wB, r,
-                            col);
-                });
-        product(chunk, tile, {Term{chunk, tB, vbT}}, zeroInit,
-                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
-                  store(nb, nl, v, us, {r, col});
-                });
-        product(chunk, chunk, {Term{keyDim, qB, kB}}, zeroInit,
-                [&](OpBuilder &nb, Location nl, Value r, Value col,
-                    Value dot) {
-                  storeHalf(nb, nl,
-                            maskedDecay(nb, nl, r, col, dot,
-                                        arith::CmpIPredicate::ule, Value()),
-                            pB, r, col);
-                });
-        barrier(b, loc);
         // Vnew = U - W S, kept as bf16 Vnew^T.
         product(chunk, tile, {Term{keyDim, wB, sT}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                  return load(nb, nl, us, {r, col});
+                  return load(nb, nl, m.u,
+                              {batch, head, rowOf(nb, nl, r),
+                               add(nb, nl, firstColumn, col)});
                 },
                 [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
                   storeHalf(nb, nl, v, nT, col, r);
@@ -644,19 +736,19 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
         barrier(b, loc);
         // O = scale (diag(exp(G)) Q S + P Vnew), for the rows inside the
         // sequence.
-        Value scaleValue = f(b, loc, scale);
-        Type outType = cast<MemRefType>(om.getType()).getElementType();
+        Value scaleValue = f(b, loc, m.scale);
+        Type outType = cast<MemRefType>(m.o.getType()).getElementType();
         product(chunk, tile, {Term{keyDim, qsB, sT}, Term{chunk, pB, nT}},
                 zeroInit,
                 [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
-                  auto [safeToken, inside] = token(nb, nl, r);
+                  auto [safeToken, inside] = token(nb, nl, start, tokens, r);
                   Value t = safeToken;
                   scf::IfOp::create(nb, nl, inside, [&](OpBuilder &ib,
                                                         Location il) {
                     Value out = convertFloat(
                         ib, il, arith::MulFOp::create(ib, il, v, scaleValue),
                         outType);
-                    store(ib, il, out, om,
+                    store(ib, il, out, m.o,
                           {batch, t, head, add(ib, il, firstColumn, col)});
                     scf::YieldOp::create(ib, il);
                   });
@@ -682,7 +774,7 @@ void ScanKernel::build(gpu::LaunchOp launch, Value qm, Value km, Value vm,
                                             Value i) {
     Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
     Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
-    store(nb, nl, load(nb, nl, ss, {r, col}), sm,
+    store(nb, nl, load(nb, nl, ss, {r, col}), m.finalState,
           {batch, head, r, add(nb, nl, firstColumn, col)});
   });
   gpu::TerminatorOp::create(b, loc);
@@ -718,7 +810,8 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
         shape.valueTile % 8 != 0)
       return rewriter.notifyMatchFailure(
           op, "K must be a multiple of 16 and V of the value tile (of 8)");
-    if (shape.sharedBytes() > kMaxSharedBytes)
+    if (std::max(shape.chunkKernelBytes(), shape.stateKernelBytes()) >
+        kMaxSharedBytes)
       return rewriter.notifyMatchFailure(op, "the tiles exceed workgroup "
                                              "memory");
 
@@ -746,31 +839,81 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
         sSizes);
 
     int64_t valueHeads = vType.getDimSize(2);
+    int64_t chunk = shape.chunk;
+    // Global scratch between the kernels, per chunk row (Tp = whole chunks).
+    Value chunkCount = arith::CeilDivUIOp::create(
+        b, loc, tokens, indexConstant(b, loc, chunk));
+    Value paddedTokens = arith::MulIOp::create(b, loc, chunkCount,
+                                               indexConstant(b, loc, chunk));
+    auto scratchType = [&](ArrayRef<int64_t> inner, Type element) {
+      SmallVector<int64_t> dims = {ShapedType::kDynamic, valueHeads,
+                                   ShapedType::kDynamic};
+      dims.append(inner.begin(), inner.end());
+      return MemRefType::get(dims, element);
+    };
+    auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+    Value ready = gpu::WaitOp::create(b, loc, tokenType, ValueRange{})
+                      .getAsyncToken();
+    // One chain on one stream: each token of the chain is that stream, and
+    // the final wait synchronizes and destroys it once.
+    SmallVector<Value> scratch;
+    for (MemRefType type :
+         {scratchType({shape.keyDim}, b.getBF16Type()),
+          scratchType({shape.valueDim}, b.getF32Type()),
+          scratchType({chunk}, b.getBF16Type()),
+          scratchType({}, b.getF32Type())}) {
+      auto alloc = gpu::AllocOp::create(b, loc, type, tokenType,
+                                        ValueRange{ready},
+                                        ValueRange{batch, paddedTokens},
+                                        ValueRange{}, /*hostShared=*/nullptr);
+      scratch.push_back(alloc.getMemref());
+      ready = alloc.getAsyncToken();
+    }
+    gpu::WaitOp::create(b, loc, Type(), ValueRange{ready});
+    ScanBuffers buffers{qm,         km,         vm,         gm,
+                        betam,      statem,     om,         sm,
+                        scratch[0], scratch[1], scratch[2], scratch[3],
+                        static_cast<int64_t>(op.getGroupSize()),
+                        op.getScale().convertToFloat()};
+    auto mapping = [&](OpBuilder &lb, const ScanShape &tiled,
+                       StringRef role) {
+      return lb.getDictionaryAttr({
+          lb.getNamedAttr("kernel", lb.getStringAttr(role)),
+          lb.getNamedAttr("chunk", lb.getI64IntegerAttr(tiled.chunk)),
+          lb.getNamedAttr("value_tile", lb.getI64IntegerAttr(tiled.valueTile)),
+          lb.getNamedAttr("warps", lb.getI64IntegerAttr(tiled.warps)),
+          lb.getNamedAttr("mma", lb.getStringAttr("m16n8k16.bf16")),
+      });
+    };
+    {
+      // The state-independent part of every chunk, all chunks at once.
+      Value one = indexConstant(b, loc, 1);
+      Value sharedBytes = arith::ConstantOp::create(
+          b, loc, b.getI32IntegerAttr(shape.chunkKernelBytes()));
+      auto launch = gpu::LaunchOp::create(
+          b, loc, chunkCount, indexConstant(b, loc, valueHeads), batch,
+          indexConstant(b, loc, shape.threads()), one, one, sharedBytes);
+      ScanShape whole = shape;
+      whole.valueTile = shape.valueDim;
+      launch->setAttr("gdn.chunked_scan", mapping(b, whole, "wy"));
+      OpBuilder kb(b.getContext());
+      kb.setInsertionPointToStart(&launch.getBody().front());
+      ScanKernel(kb, loc, shape).buildChunkKernel(launch, buffers);
+    }
     auto buildLaunch = [&](OpBuilder &lb, Location ll,
                            const ScanShape &tiled) {
       int64_t valueTiles = tiled.valueDim / tiled.valueTile;
       Value one = indexConstant(lb, ll, 1);
       Value sharedBytes = arith::ConstantOp::create(
-          lb, ll, lb.getI32IntegerAttr(tiled.sharedBytes()));
+          lb, ll, lb.getI32IntegerAttr(tiled.stateKernelBytes()));
       auto launch = gpu::LaunchOp::create(
           lb, ll, indexConstant(lb, ll, valueHeads * valueTiles), batch, one,
           indexConstant(lb, ll, tiled.threads()), one, one, sharedBytes);
       // The mapping, visible in the IR.
-      launch->setAttr(
-          "gdn.chunked_scan",
-          lb.getDictionaryAttr({
-              lb.getNamedAttr("chunk", lb.getI64IntegerAttr(tiled.chunk)),
-              lb.getNamedAttr("value_tile",
-                              lb.getI64IntegerAttr(tiled.valueTile)),
-              lb.getNamedAttr("warps", lb.getI64IntegerAttr(tiled.warps)),
-              lb.getNamedAttr("mma", lb.getStringAttr("m16n8k16.bf16")),
-          }));
-      OpBuilder kb(launch.getBody().front().getParentOp()->getContext());
+      launch->setAttr("gdn.chunked_scan", mapping(lb, tiled, "state"));
+      OpBuilder kb(lb.getContext());
       kb.setInsertionPointToStart(&launch.getBody().front());
-      ScanKernel(kb, ll, tiled)
-          .build(launch, qm, km, vm, gm, betam, statem, om, sm,
-                 op.getGroupSize(), op.getScale().convertToFloat(),
-                 valueTiles);
+      ScanKernel(kb, ll, tiled).buildStateKernel(launch, buffers, valueTiles);
     };
     // Narrower value tiles for grids that would leave multiprocessors
     // idle (one block fits on each): the smallest of value-tile, /2, /4
@@ -815,6 +958,12 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
               });
         };
     chooseFrom(b, loc, 0);
+    Value done = gpu::WaitOp::create(b, loc, tokenType, ValueRange{})
+                     .getAsyncToken();
+    for (Value buffer : scratch)
+      done = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{done}, buffer)
+                 .getAsyncToken();
+    gpu::WaitOp::create(b, loc, Type(), ValueRange{done});
     UnitAttr unit = b.getUnitAttr();
     Value o = bufferization::ToTensorOp::create(b, loc, oType, om, unit, unit);
     Value s = bufferization::ToTensorOp::create(b, loc, stateType, sm, unit,

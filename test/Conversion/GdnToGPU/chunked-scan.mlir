@@ -8,42 +8,70 @@
 // WARPS: convert-gdn-to-gpu: scan-warps must be 4 or 8, but got 3
 // VTILE: convert-gdn-to-gpu: value-tile must be a positive multiple of 8, but got 12
 
-// bf16 prefill becomes the chunked scan: blocks over (Hv x V / value tile,
-// B) of 8 warps, their tiles in dynamic workgroup memory, every product on
-// mma.sync. With V = 128 the value tile is 64, or 32 or 16 when the batch
-// leaves multiprocessors idle (4 heads x 8 tiles of 16 x B <= 132 blocks:
-// tile 16; 4 x 4 x B <= 132: tile 32), chosen at run time.
+// bf16 prefill becomes the chunked scan, two launches over global scratch
+// (per chunk row: -W, U, P and G): the WY kernel over (chunks, Hv, B)
+// computes the state-independent part of every chunk at once; the state
+// kernel over (Hv x V / value tile, B) walks the chunks in order. Both have 8
+// warps, tiles in dynamic workgroup memory and every product on mma.sync.
+// With V = 128 the state kernel's value tile is 64, or 32 or 16 when the
+// batch leaves multiprocessors idle (4 heads x 8 tiles of 16 x B <= 132
+// blocks: tile 16; 4 x 4 x B <= 132: tile 32), chosen at run time.
 // CHECK-LABEL: func.func @prefill
 // CHECK-NOT: gdn.delta_rule
+// CHECK: %[[CHUNKS:.+]] = arith.ceildivui %dim_{{[0-9]+}}, %c64
+// CHECK: %[[TP:.+]] = arith.muli %[[CHUNKS]], %c64
+// CHECK: %[[T0:.+]] = gpu.wait async
+// CHECK: %[[W:[a-z0-9_]+]], %[[T1:.+]] = gpu.alloc async [%[[T0]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
+// CHECK: %[[U:[a-z0-9_]+]], %[[T2:.+]] = gpu.alloc async [%[[T1]]] (%dim, %[[TP]]) : memref<?x4x?x128xf32>
+// CHECK: %[[P:[a-z0-9_]+]], %[[T3:.+]] = gpu.alloc async [%[[T2]]] (%dim, %[[TP]]) : memref<?x4x?x64xbf16>
+// CHECK: %[[G:[a-z0-9_]+]], %[[T4:.+]] = gpu.alloc async [%[[T3]]] (%dim, %[[TP]]) : memref<?x4x?xf32>
+// CHECK: gpu.wait [%[[T4]]]
+// bf16 K, Q [64, 136]; (beta exp(G) K)^T, (beta V)^T [128, 72]; T [64, 72];
+// f32 A, T [64, 68]; four chunk vectors: 116736 bytes.
+// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %[[CHUNKS]], %{{[a-z0-9_]+}} = %c4{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim)
+// CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
+// CHECK-SAME: dynamic_shared_memory_size %c116736_i32
+// CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.+}} to memref<64x68xi32, #gpu.address_space<workgroup>>
+// CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: memref.store %{{.+}}, %[[W]]
+// CHECK: memref.store %{{.+}}, %[[U]]
+// CHECK: memref.store %{{.+}}, %[[P]]
+// CHECK: gpu.terminator
+// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 8 : i64}}
 // CHECK: %[[B16:.+]] = arith.muli %dim, %c32
 // CHECK: %[[FITS16:.+]] = arith.cmpi ule, %[[B16]], %c132
 // CHECK: scf.if %[[FITS16]]
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
-// CHECK-SAME: dynamic_shared_memory_size %c171264_i32
-// CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: memref.view {{.+}} to memref<64x68xi32, #gpu.address_space<workgroup>>
+// CHECK-SAME: dynamic_shared_memory_size %c80128_i32
 // CHECK: scf.for
+// CHECK: memref.load %[[G]]
 // CHECK: gpu.barrier
-// CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: nvvm.mma.sync
 // CHECK: gpu.terminator
-// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 8 : i64}}
+// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 8 : i64}}
 // CHECK: } else {
 // CHECK: arith.cmpi ule, %{{.+}}, %c132
 // CHECK: gpu.launch
-// CHECK-SAME: dynamic_shared_memory_size %c188416_i32
-// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
+// CHECK-SAME: dynamic_shared_memory_size %c94976_i32
+// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
 // CHECK: } else {
-// bf16 K, Q, exp(G) Q, -W [64, 136]; K^T twice [128, 72]; (beta V)^T,
-// Vnew^T [64, 72]; S^T [64, 136]; T [64, 72]; f32 A, T [64, 68], S [128, 68]
-// and six chunk vectors: 222720 bytes.
+// bf16 exp(G) Q, -W [64, 136]; (exp(G_C - G) K)^T [128, 72]; P, Vnew^T
+// [64, 72]; S^T [64, 136]; f32 S [128, 68]; three chunk vectors: 124672 bytes.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c222720_i32
-// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
+// CHECK-SAME: dynamic_shared_memory_size %c124672_i32
+// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
+// CHECK: %[[D0:.+]] = gpu.wait async
+// CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[W]]
+// CHECK: gpu.dealloc async
+// CHECK: gpu.dealloc async
+// CHECK: %[[D4:.+]] = gpu.dealloc async [%{{.+}}] %[[G]]
+// CHECK: gpu.wait [%[[D4]]]
 // TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
-// TILE: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 4 : i64}}
-// TILE: {gdn.chunked_scan = {chunk = 64 : i64, mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
+// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 4 : i64}}
+// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 4 : i64}}
+// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
 // TILE-NOT: value_tile = 64
 // RECURRENT-LABEL: func.func @prefill
 // RECURRENT-NOT: gdn.chunked_scan
