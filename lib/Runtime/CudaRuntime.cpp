@@ -165,22 +165,46 @@ void mgpuStreamSynchronize(void *stream) {
   collectTimings(static_cast<CUstream>(stream));
 }
 
-void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool isHostShared) {
+// Device memory comes from the device's default memory pool, in stream
+// order, and what is freed stays in the pool: the chunked scan allocates
+// and frees the same scratch on every call, and cuMemAlloc/cuMemFree each
+// synchronize the device and cost more than a short kernel.
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
   ensureContext();
   CUdeviceptr pointer = 0;
   if (bytes == 0)
     return nullptr;
-  if (isHostShared)
+  if (isHostShared) {
     GDN_CUDA_CHECK(cuMemAllocManaged(&pointer, bytes, CU_MEM_ATTACH_GLOBAL));
-  else
-    GDN_CUDA_CHECK(cuMemAlloc(&pointer, bytes));
+    return reinterpret_cast<void *>(pointer);
+  }
+  static std::once_flag poolConfigured;
+  std::call_once(poolConfigured, [] {
+    CUdevice device;
+    GDN_CUDA_CHECK(cuCtxGetDevice(&device));
+    CUmemoryPool pool;
+    GDN_CUDA_CHECK(cuDeviceGetDefaultMemPool(&pool, device));
+    cuuint64_t keepEverything = ~cuuint64_t(0);
+    GDN_CUDA_CHECK(cuMemPoolSetAttribute(
+        pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keepEverything));
+  });
+  GDN_CUDA_CHECK(
+      cuMemAllocAsync(&pointer, bytes, static_cast<CUstream>(stream)));
   return reinterpret_cast<void *>(pointer);
 }
 
-void mgpuMemFree(void *pointer, void * /*stream*/) {
+void mgpuMemFree(void *pointer, void *stream) {
   ensureContext();
-  if (pointer)
-    GDN_CUDA_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(pointer)));
+  if (!pointer)
+    return;
+  auto address = reinterpret_cast<CUdeviceptr>(pointer);
+  unsigned int managed = 0;
+  GDN_CUDA_CHECK(
+      cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, address));
+  if (managed)
+    GDN_CUDA_CHECK(cuMemFree(address));
+  else
+    GDN_CUDA_CHECK(cuMemFreeAsync(address, static_cast<CUstream>(stream)));
 }
 
 void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
