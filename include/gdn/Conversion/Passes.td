@@ -61,7 +61,9 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
       part of every chunk of 64 tokens at once: G (cumulative log-decay),
       A = strict_lower(beta exp(G_i - G_j) K K^T), T = (I + A)^-1 (blocked
       forward substitution in f32), -W = -T diag(beta exp G) K,
-      U = T diag(beta) V and P = lower(exp(G_i - G_j) Q K^T);
+      U = T diag(beta) V, P = lower(exp(G_i - G_j) Q K^T) and the scaled
+      operands of the state pass, diag(exp G) Q and
+      (diag(exp(G_C - G)) K)^T;
     - the state kernel, grid (Hv x V / value tile, B), walks the chunks in
       order with its state tile S in f32 workgroup memory:
       Vnew = U - W S, O = scale (diag(exp G) Q S + P Vnew),

@@ -81,21 +81,20 @@ struct ScanShape {
   static int64_t halfBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kHalfPad) * 2;
   }
-  /// The WY kernel: bf16 K, Q [C, K]; (beta exp(G) K)^T [K, C]; (beta V)^T
-  /// [V, C]; T [C, C]; f32 A, T [C, C]; four chunk vectors.
+  /// The WY kernel: bf16 K, Q [C, K]; (beta exp(G) K)^T,
+  /// (exp(G_C - G) K)^T [K, C]; (beta V)^T [V, C]; T [C, C]; f32 A, T
+  /// [C, C]; six chunk vectors.
   int64_t chunkKernelBytes() const {
-    return 2 * halfBytes(chunk, keyDim) + halfBytes(keyDim, chunk) +
+    return 2 * halfBytes(chunk, keyDim) + 2 * halfBytes(keyDim, chunk) +
            halfBytes(valueDim, chunk) + halfBytes(chunk, chunk) +
-           2 * floatBytes(chunk, chunk) + 4 * chunk * 4;
+           2 * floatBytes(chunk, chunk) + 6 * chunk * 4;
   }
   /// The state pass: bf16 exp(G) Q, -W [C, K]; (exp(G_C - G) K)^T [K, C];
-  /// P [C, C]; Vnew^T [Vt, C]; S^T [Vt, K]; f32 S [K, Vt]; three chunk
-  /// vectors.
+  /// P [C, C]; Vnew^T [Vt, C]; S^T [Vt, K]; f32 S [K, Vt].
   int64_t stateKernelBytes() const {
     return 2 * halfBytes(chunk, keyDim) + halfBytes(keyDim, chunk) +
            halfBytes(chunk, chunk) + halfBytes(valueTile, chunk) +
-           halfBytes(valueTile, keyDim) + floatBytes(keyDim, valueTile) +
-           3 * chunk * 4;
+           halfBytes(valueTile, keyDim) + floatBytes(keyDim, valueTile);
   }
 };
 
@@ -104,10 +103,11 @@ struct ScanBuffers {
   Value q, k, v, g, beta, state; // state may be null (zeros)
   Value o, finalState;
   /// Per chunk row, from the WY kernel to the state pass: -W (bf16
-  /// [B, Hv, Tp, K]), U (f32 [B, Hv, Tp, V]), P (bf16 [B, Hv, Tp, C]) and
-  /// the cumulative log-decay G (f32 [B, Hv, Tp]); Tp is T rounded up to
-  /// whole chunks.
-  Value w, u, p, gates;
+  /// [B, Hv, Tp, K]), U (f32 [B, Hv, Tp, V]), P (bf16 [B, Hv, Tp, C]),
+  /// the cumulative log-decay G (f32 [B, Hv, Tp]), exp(G) Q (bf16
+  /// [B, Hv, Tp, K]) and (exp(G_C - G) K)^T (bf16 [B, Hv, chunks, K, C]);
+  /// Tp is T rounded up to whole chunks.
+  Value w, u, p, gates, qs, kst;
   int64_t groupSize;
   float scale;
 };
@@ -481,6 +481,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   kB = carveHalves(chunk, keyDim, offset);
   qB = carveHalves(chunk, keyDim, offset);
   kwT = carveHalves(keyDim, chunk, offset);
+  ksT = carveHalves(keyDim, chunk, offset);
   vbT = carveHalves(valueDim, chunk, offset);
   tB = carveHalves(chunk, chunk, offset);
   as = carveFloats(chunk, chunk, offset);
@@ -489,6 +490,8 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   betas = carve({chunk}, f32, offset);
   gCum = carve({chunk}, f32, offset);
   decayW = carve({chunk}, f32, offset);
+  decayQ = carve({chunk}, f32, offset);
+  decayS = carve({chunk}, f32, offset);
   assert(offset == s.chunkKernelBytes() && "layout and size disagree");
 
   Value zero = f(b, loc, 0.0f);
@@ -508,25 +511,30 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     scf::YieldOp::create(nb, nl);
   });
   barrier(b, loc);
-  // Inclusive cumulative log-decay (all loads at once, masked to j <= tid),
-  // kept for the state pass, and beta exp(G).
+  // Inclusive cumulative log-decay G (all loads at once, masked to
+  // j <= tid) and its total G_C, kept for the state pass; the row decays.
   scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
-    Value sum = f(nb, nl, 0.0f);
+    Value sum = f(nb, nl, 0.0f), total = f(nb, nl, 0.0f);
     for (int64_t j = 0; j < chunk; ++j) {
       Value jv = c(nb, nl, j);
+      Value gj = load(nb, nl, gRaw, {jv});
       Value upTo =
           arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule, jv, tid);
       sum = arith::AddFOp::create(
           nb, nl, sum,
-          arith::SelectOp::create(nb, nl, upTo, load(nb, nl, gRaw, {jv}),
-                                  f(nb, nl, 0.0f)));
+          arith::SelectOp::create(nb, nl, upTo, gj, f(nb, nl, 0.0f)));
+      total = arith::AddFOp::create(nb, nl, total, gj);
     }
     store(nb, nl, sum, gCum, {tid});
     store(nb, nl, sum, m.gates, {batch, head, add(nb, nl, start, tid)});
+    Value decay = exponential(nb, nl, sum);
+    store(nb, nl, decay, decayQ, {tid});
     store(nb, nl,
-          arith::MulFOp::create(nb, nl, exponential(nb, nl, sum),
-                                load(nb, nl, betas, {tid})),
+          arith::MulFOp::create(nb, nl, decay, load(nb, nl, betas, {tid})),
           decayW, {tid});
+    store(nb, nl,
+          exponential(nb, nl, arith::SubFOp::create(nb, nl, total, sum)),
+          decayS, {tid});
     scf::YieldOp::create(nb, nl);
   });
   barrier(b, loc);
@@ -545,20 +553,35 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
       return arith::SelectOp::create(nb, nl, inside, x, zero).getResult();
     };
   };
+  Type half = b.getBF16Type();
   stage(keyDim, rows(m.q, keyHead),
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
           storeHalf(nb, nl, x, qB, r, col);
+          // exp(G) Q for the state pass, straight to global memory.
+          store(nb, nl,
+                arith::TruncFOp::create(nb, nl, half,
+                                        scaled(nb, nl, x, decayQ, r)),
+                m.qs, {batch, head, add(nb, nl, start, r), col});
         });
   stage(keyDim, rows(m.k, keyHead),
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
           storeHalf(nb, nl, x, kB, r, col);
           storeHalf(nb, nl, scaled(nb, nl, x, decayW, r), kwT, col, r);
+          storeHalf(nb, nl, scaled(nb, nl, x, decayS, r), ksT, col, r);
         });
   stage(valueDim, rows(m.v, head),
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
           storeHalf(nb, nl, scaled(nb, nl, x, betas, r), vbT, col, r);
         });
   barrier(b, loc);
+  // (exp(G_C - G) K)^T for the state pass, row by row (coalesced).
+  forEachThread(b, loc, keyDim * chunk, [&](OpBuilder &nb, Location nl,
+                                             Value i) {
+    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
+    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
+    store(nb, nl, load(nb, nl, ksT.halves, {r, col}), m.kst,
+          {batch, head, chunkIndex, r, col});
+  });
 
   auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
     return f(nb, nl, 0.0f);
@@ -593,7 +616,6 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   solve();
   // -W = -T diag(beta exp(G)) K, U = T diag(beta) V and
   // P = lower(exp(G_r - G_c) q_r.k_c), to global memory.
-  Type half = b.getBF16Type();
   product(chunk, keyDim, {Term{chunk, tB, kwT}}, zeroInit,
           [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
             Value negated = arith::NegFOp::create(nb, nl, v);
@@ -625,7 +647,6 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   Value firstColumn = mul(
       b, loc, arith::RemUIOp::create(b, loc, blockX, c(b, loc, valueTiles)),
       c(b, loc, tile));
-  Value keyHead = arith::DivUIOp::create(b, loc, head, c(b, loc, m.groupSize));
   Value tokens = memref::DimOp::create(b, loc, m.v, 1);
 
   int64_t offset = 0;
@@ -636,9 +657,6 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   nT = carveHalves(tile, chunk, offset);
   sT = carveHalves(tile, keyDim, offset);
   ss = carveFloats(keyDim, tile, offset);
-  gCum = carve({chunk}, f32, offset);
-  decayQ = carve({chunk}, f32, offset);
-  decayS = carve({chunk}, f32, offset);
   assert(offset == s.stateKernelBytes() && "layout and size disagree");
 
   Value zero = f(b, loc, 0.0f);
@@ -669,36 +687,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         auto rowOf = [&](OpBuilder &nb, Location nl, Value r) {
           return add(nb, nl, start, r);
         };
-        Value rowThread = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::ult, tid, c(b, loc, chunk));
-        Value last = c(b, loc, chunk - 1);
-        // Decays from the chunk's G (written by the WY kernel).
-        scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
-          Value gi = load(nb, nl, m.gates, {batch, head, rowOf(nb, nl, tid)});
-          Value gLast =
-              load(nb, nl, m.gates, {batch, head, rowOf(nb, nl, last)});
-          store(nb, nl, exponential(nb, nl, gi), decayQ, {tid});
-          store(nb, nl,
-                exponential(nb, nl, arith::SubFOp::create(nb, nl, gLast, gi)),
-                decayS, {tid});
-          scf::YieldOp::create(nb, nl);
-        });
-        barrier(b, loc);
-        auto scaled = [&](OpBuilder &nb, Location nl, Value x, Value factors,
-                          Value r) {
-          return arith::MulFOp::create(nb, nl, x, load(nb, nl, factors, {r}))
-              .getResult();
-        };
-        auto rows = [&](Value source, Value sourceHead) {
-          return [&, source, sourceHead](OpBuilder &nb, Location nl, Value r,
-                                         Value col) {
-            auto [t, inside] = token(nb, nl, start, tokens, r);
-            Value x = widen(nb, nl,
-                            load(nb, nl, source, {batch, t, sourceHead, col}));
-            return arith::SelectOp::create(nb, nl, inside, x, zero)
-                .getResult();
-          };
-        };
+        // The chunk's operands, prepared by the WY kernel: one round trip
+        // to global memory, in batches.
         auto scratchRows = [&](Value source) {
           return [&, source](OpBuilder &nb, Location nl, Value r, Value col) {
             return load(nb, nl, source, {batch, head, rowOf(nb, nl, r), col});
@@ -708,16 +698,21 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           return [tile](OpBuilder &nb, Location nl, Value r, Value col,
                         Value x) { store(nb, nl, x, tile.halves, {r, col}); };
         };
-        stage(keyDim, rows(m.q, keyHead),
-              [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-                storeHalf(nb, nl, scaled(nb, nl, x, decayQ, r), qsB, r, col);
-              });
-        stage(keyDim, rows(m.k, keyHead),
-              [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-                storeHalf(nb, nl, scaled(nb, nl, x, decayS, r), ksT, col, r);
-              });
         stage(keyDim, scratchRows(m.w), copyTo(wB));
+        stage(keyDim, scratchRows(m.qs), copyTo(qsB));
         stage(chunk, scratchRows(m.p), copyTo(pB));
+        copyInBatches(
+            keyDim * chunk,
+            [&](OpBuilder &nb, Location nl, Value i) {
+              Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
+              Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
+              return load(nb, nl, m.kst, {batch, head, chunkIndex, r, col});
+            },
+            [&](OpBuilder &nb, Location nl, Value i, Value x) {
+              Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
+              Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
+              store(nb, nl, x, ksT.halves, {r, col});
+            });
         barrier(b, loc);
 
         auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
@@ -756,11 +751,14 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         barrier(b, loc);
         // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place (each
         // element is read, then written, by the same lane), and S^T.
+        Value lastRow = add(b, loc, start, c(b, loc, chunk - 1));
+        Value chunkDecay =
+            exponential(b, loc, load(b, loc, m.gates, {batch, head, lastRow}));
         product(keyDim, tile, {Term{chunk, ksT, nT}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
                   return arith::MulFOp::create(nb, nl,
                                                load(nb, nl, ss, {r, col}),
-                                               load(nb, nl, decayQ, {last}))
+                                               chunkDecay)
                       .getResult();
                 },
                 [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
@@ -861,10 +859,15 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
          {scratchType({shape.keyDim}, b.getBF16Type()),
           scratchType({shape.valueDim}, b.getF32Type()),
           scratchType({chunk}, b.getBF16Type()),
-          scratchType({}, b.getF32Type())}) {
+          scratchType({}, b.getF32Type()),
+          scratchType({shape.keyDim}, b.getBF16Type()),
+          scratchType({shape.keyDim, chunk}, b.getBF16Type())}) {
+      // The last is per chunk ([B, Hv, chunks, K, C]), the others per row.
+      Value rowsOrChunks =
+          type.getRank() == 5 ? chunkCount : paddedTokens;
       auto alloc = gpu::AllocOp::create(b, loc, type, tokenType,
                                         ValueRange{ready},
-                                        ValueRange{batch, paddedTokens},
+                                        ValueRange{batch, rowsOrChunks},
                                         ValueRange{}, /*hostShared=*/nullptr);
       scratch.push_back(alloc.getMemref());
       ready = alloc.getAsyncToken();
@@ -873,6 +876,7 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     ScanBuffers buffers{qm,         km,         vm,         gm,
                         betam,      statem,     om,         sm,
                         scratch[0], scratch[1], scratch[2], scratch[3],
+                        scratch[4], scratch[5],
                         static_cast<int64_t>(op.getGroupSize()),
                         op.getScale().convertToFloat()};
     auto mapping = [&](OpBuilder &lb, const ScanShape &tiled,

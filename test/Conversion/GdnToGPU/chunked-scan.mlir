@@ -9,7 +9,8 @@
 // VTILE: convert-gdn-to-gpu: value-tile must be a positive multiple of 8, but got 12
 
 // bf16 prefill becomes the chunked scan, two launches over global scratch
-// (per chunk row: -W, U, P and G): the WY kernel over (chunks, Hv, B)
+// (per chunk row: -W, U, P, G, exp(G) Q; per chunk (exp(G_C - G) K)^T): the
+// WY kernel over (chunks, Hv, B)
 // computes the state-independent part of every chunk at once; the state
 // kernel over (Hv x V / value tile, B) walks the chunks in order. Both have 8
 // warps, tiles in dynamic workgroup memory and every product on mma.sync.
@@ -25,12 +26,14 @@
 // CHECK: %[[U:[a-z0-9_]+]], %[[T2:.+]] = gpu.alloc async [%[[T1]]] (%dim, %[[TP]]) : memref<?x4x?x128xf32>
 // CHECK: %[[P:[a-z0-9_]+]], %[[T3:.+]] = gpu.alloc async [%[[T2]]] (%dim, %[[TP]]) : memref<?x4x?x64xbf16>
 // CHECK: %[[G:[a-z0-9_]+]], %[[T4:.+]] = gpu.alloc async [%[[T3]]] (%dim, %[[TP]]) : memref<?x4x?xf32>
-// CHECK: gpu.wait [%[[T4]]]
-// bf16 K, Q [64, 136]; (beta exp(G) K)^T, (beta V)^T [128, 72]; T [64, 72];
-// f32 A, T [64, 68]; four chunk vectors: 116736 bytes.
+// CHECK: %[[QS:[a-z0-9_]+]], %[[T5:.+]] = gpu.alloc async [%[[T4]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
+// CHECK: %[[KST:[a-z0-9_]+]], %[[T6:.+]] = gpu.alloc async [%[[T5]]] (%dim, %[[CHUNKS]]) : memref<?x4x?x128x64xbf16>
+// CHECK: gpu.wait [%[[T6]]]
+// bf16 K, Q [64, 136]; (beta exp(G) K)^T, (exp(G_C - G) K)^T, (beta V)^T
+// [128, 72]; T [64, 72]; f32 A, T [64, 68]; six chunk vectors: 135680 bytes.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %[[CHUNKS]], %{{[a-z0-9_]+}} = %c4{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim)
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
-// CHECK-SAME: dynamic_shared_memory_size %c116736_i32
+// CHECK-SAME: dynamic_shared_memory_size %c135680_i32
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x68xi32, #gpu.address_space<workgroup>>
@@ -44,9 +47,12 @@
 // CHECK: %[[FITS16:.+]] = arith.cmpi ule, %[[B16]], %c132
 // CHECK: scf.if %[[FITS16]]
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c80128_i32
+// CHECK-SAME: dynamic_shared_memory_size %c79360_i32
 // CHECK: scf.for
-// CHECK: memref.load %[[G]]
+// CHECK: memref.load %[[W]]
+// CHECK: memref.load %[[QS]]
+// CHECK: memref.load %[[P]]
+// CHECK: memref.load %[[KST]]
 // CHECK: gpu.barrier
 // CHECK: nvvm.mma.sync
 // CHECK: gpu.terminator
@@ -54,20 +60,22 @@
 // CHECK: } else {
 // CHECK: arith.cmpi ule, %{{.+}}, %c132
 // CHECK: gpu.launch
-// CHECK-SAME: dynamic_shared_memory_size %c94976_i32
+// CHECK-SAME: dynamic_shared_memory_size %c94208_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
 // CHECK: } else {
 // bf16 exp(G) Q, -W [64, 136]; (exp(G_C - G) K)^T [128, 72]; P, Vnew^T
-// [64, 72]; S^T [64, 136]; f32 S [128, 68]; three chunk vectors: 124672 bytes.
+// [64, 72]; S^T [64, 136]; f32 S [128, 68]: 123904 bytes.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c124672_i32
+// CHECK-SAME: dynamic_shared_memory_size %c123904_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
 // CHECK: %[[D0:.+]] = gpu.wait async
 // CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[W]]
 // CHECK: gpu.dealloc async
 // CHECK: gpu.dealloc async
-// CHECK: %[[D4:.+]] = gpu.dealloc async [%{{.+}}] %[[G]]
-// CHECK: gpu.wait [%[[D4]]]
+// CHECK: gpu.dealloc async [%{{.+}}] %[[G]]
+// CHECK: gpu.dealloc async
+// CHECK: %[[D6:.+]] = gpu.dealloc async [%{{.+}}] %[[KST]]
+// CHECK: gpu.wait [%[[D6]]]
 // TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
 // TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 4 : i64}}
 // TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 4 : i64}}
