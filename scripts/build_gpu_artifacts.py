@@ -18,7 +18,9 @@ ELEMENT_TYPES = ["f32", "bf16"]
 KEY_SPLIT_VARIANTS = [1, 4]
 # The bf16 prefill timing configurations again with the token recurrence
 # instead of the chunked tensor-core scan, timed side by side.
-SCAN_VARIANTS = [(64, 4)]
+# Chunked-scan variants timed beside the default: (suffix, options).
+SCAN_VARIANTS = [("vt64", ["--cuda-multiprocessors=1"]),
+                 ("w4", ["--cuda-scan-warps=4"])]
 RECURRENT_VARIANTS = [(16, 16, 128, 128), (32, 32, 128, 128),
                       (16, 32, 128, 128)]
 
@@ -74,13 +76,13 @@ def main():
             args.compiler, args.out, f"{base}_recurrent",
             manifest[base]["config"], ["--cuda-chunked-prefill=false"])
     # Tiling variants of the chunked scan: (value tile, warps).
-    for tile, warps in SCAN_VARIANTS:
+    for suffix, options in SCAN_VARIANTS:
         for (h, hv, k, v) in RECURRENT_VARIANTS:
             base = config_name(h, hv, k, v, "bf16")
-            name = f"{base}_vt{tile}_w{warps}"
+            name = f"{base}_{suffix}"
             manifest[name] = compile_config(
                 args.compiler, args.out, name, manifest[base]["config"],
-                [f"--cuda-value-tile={tile}", f"--cuda-scan-warps={warps}"])
+                options)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 

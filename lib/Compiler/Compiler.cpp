@@ -300,6 +300,7 @@ static LogicalResult compileForCUDA(ModuleOp module,
   pipeline.chunkedPrefill = options.cudaChunkedPrefill;
   pipeline.valueTile = options.cudaValueTile;
   pipeline.scanWarps = options.cudaScanWarps;
+  pipeline.multiprocessors = options.cudaMultiprocessors;
   if (failed(runPipeline(module, "gdn-to-gpu", [&](OpPassManager &pm) {
         buildGdnToGPUPipeline(pm, pipeline);
       })))

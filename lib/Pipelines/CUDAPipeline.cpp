@@ -23,6 +23,7 @@ void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
   gpuOptions.chunkedPrefill = options.chunkedPrefill;
   gpuOptions.valueTile = options.valueTile;
   gpuOptions.scanWarps = options.scanWarps;
+  gpuOptions.multiprocessors = options.multiprocessors;
   pm.addNestedPass<func::FuncOp>(createConvertGdnToGPUPass(gpuOptions));
   // Outline the kernels before canonicalization: inside the isolated
   // gpu.func, constants (the unrolled state indices) stay in the kernel

@@ -111,6 +111,12 @@ static cl::opt<int64_t> cudaScanWarps(
     "cuda-scan-warps",
     cl::desc("--target=cuda: warps per block of the chunked scan (4 or 8)"),
     cl::init(8));
+static cl::opt<int64_t> cudaMultiprocessors(
+    "cuda-multiprocessors",
+    cl::desc("--target=cuda: streaming multiprocessors of the GPU (132 for "
+             "H100/H200 SXM); the chunked scan narrows its tiles to fill "
+             "them"),
+    cl::init(132));
 static cl::opt<std::string> cpu("cpu",
                                 cl::desc("LLVM CPU name ('native': the host)"),
                                 cl::init("native"));
@@ -273,6 +279,7 @@ int main(int argc, char **argv) {
   options.cudaChunkedPrefill = cudaChunkedPrefill;
   options.cudaValueTile = cudaValueTile;
   options.cudaScanWarps = cudaScanWarps;
+  options.cudaMultiprocessors = cudaMultiprocessors;
   // The CUDA runtime archive sits in the build (or install) tree's lib/.
   std::string executable = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&locateExecutable));

@@ -111,6 +111,11 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       *this, "scan-warps",
       llvm::cl::desc("Warps per block of the chunked scan (4 or 8)"),
       llvm::cl::init(8)};
+  Option<int64_t> multiprocessors{
+      *this, "multiprocessors",
+      llvm::cl::desc("Streaming multiprocessors of the target GPU (132: "
+                     "H100/H200 SXM), for the chunked scan's tiling"),
+      llvm::cl::init(132)};
 };
 
 /// Lowers a module of func.func ops containing gdn ops on tensors to GPU

@@ -37,6 +37,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::gdn;
@@ -75,6 +76,11 @@ struct ScanShape {
   int64_t chunk, keyDim, valueDim, valueTile, warps;
 
   int64_t threads() const { return 32 * warps; }
+  /// State blocks that fit on one Hopper multiprocessor (228 KiB of
+  /// workgroup memory, 1 KiB of it reserved per block).
+  int64_t blocksPerMultiprocessor() const {
+    return std::max<int64_t>(1, (228 * 1024) / (stateKernelBytes() + 1024));
+  }
   static int64_t floatBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kPad) * 4;
   }
@@ -173,13 +179,6 @@ private:
   void forEachThread(OpBuilder &nb, Location nl, int64_t count,
                      function_ref<void(OpBuilder &, Location, Value)> body);
 
-  /// The same loop for a count that the threads divide, unrolled in
-  /// batches: all loads of a batch are issued before its stores, so that
-  /// global memory latency is paid once per batch, not once per element.
-  void copyInBatches(
-      int64_t count,
-      function_ref<Value(OpBuilder &, Location, Value)> loadElement,
-      function_ref<void(OpBuilder &, Location, Value, Value)> storeElement);
 
   /// ts = (I + as)^-1 for the unit lower-triangular chunk matrix (f32),
   /// then its bf16 copy tB.
@@ -190,14 +189,17 @@ private:
   /// Token `start + r` clamped into the sequence, and whether it is inside.
   std::pair<Value, Value> token(OpBuilder &nb, Location nl, Value start,
                                 Value tokens, Value r);
-  /// Loads chunk rows [C, width] of a token-indexed operand (zeros past the
-  /// end of the sequence) in batches, and stores each element in every
-  /// form a product needs (`storeForms(row, col, value)`).
-  void stage(int64_t width,
-             function_ref<Value(OpBuilder &, Location, Value, Value)>
-                 loadElement,
-             function_ref<void(OpBuilder &, Location, Value, Value, Value)>
-                 storeForms);
+  /// Copies a [rows, width] block into workgroup memory in vectors of 8
+  /// elements (16 bytes: one load instruction each), all loads of a thread
+  /// issued before its stores: `loadVector(row, col)` reads the 8 elements
+  /// from `col`, `storeVector(row, col, vector)` stores them in every form a
+  /// product needs.
+  void stageVectors(int64_t rows, int64_t width,
+                    function_ref<Value(OpBuilder &, Location, Value, Value)>
+                        loadVector,
+                    function_ref<void(OpBuilder &, Location, Value, Value,
+                                      Value)>
+                        storeVector);
 
   OpBuilder &b;
   Location loc;
@@ -292,24 +294,6 @@ void ScanKernel::forEachThread(
                        body(lb, ll, i);
                        scf::YieldOp::create(lb, ll);
                      });
-}
-
-void ScanKernel::copyInBatches(
-    int64_t count,
-    function_ref<Value(OpBuilder &, Location, Value)> loadElement,
-    function_ref<void(OpBuilder &, Location, Value, Value)> storeElement) {
-  constexpr int64_t kBatch = 16;
-  assert(count % s.threads() == 0 && "the threads must divide the copy");
-  int64_t perThread = count / s.threads();
-  for (int64_t first = 0; first < perThread; first += kBatch) {
-    SmallVector<std::pair<Value, Value>> batch;
-    for (int64_t it = first; it < std::min(first + kBatch, perThread); ++it) {
-      Value i = add(b, loc, tid, c(b, loc, it * s.threads()));
-      batch.push_back({i, loadElement(b, loc, i)});
-    }
-    for (auto [i, value] : batch)
-      storeElement(b, loc, i, value);
-  }
 }
 
 void ScanKernel::solve() {
@@ -443,26 +427,47 @@ std::pair<Value, Value> ScanKernel::token(OpBuilder &nb, Location nl,
   return {safe, inside};
 }
 
-void ScanKernel::stage(
-    int64_t width,
-    function_ref<Value(OpBuilder &, Location, Value, Value)> loadElement,
+void ScanKernel::stageVectors(
+    int64_t rows, int64_t width,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector,
     function_ref<void(OpBuilder &, Location, Value, Value, Value)>
-        storeForms) {
+        storeVector) {
+  assert(width % 8 == 0 && "rows are copied in vectors of 8");
+  int64_t perRow = width / 8, count = rows * perRow;
+  int64_t perThread = (count + s.threads() - 1) / s.threads();
+  bool ragged = count % s.threads() != 0;
   auto position = [&](OpBuilder &nb, Location nl, Value i) {
-    return std::make_pair(
-        arith::DivUIOp::create(nb, nl, i, c(nb, nl, width)).getResult(),
-        arith::RemUIOp::create(nb, nl, i, c(nb, nl, width)).getResult());
+    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, perRow));
+    Value col = mul(nb, nl, arith::RemUIOp::create(nb, nl, i, c(nb, nl, perRow)),
+                    c(nb, nl, 8));
+    return std::make_pair(r, col);
   };
-  copyInBatches(
-      s.chunk * width,
-      [&](OpBuilder &nb, Location nl, Value i) {
-        auto [r, col] = position(nb, nl, i);
-        return loadElement(nb, nl, r, col);
-      },
-      [&](OpBuilder &nb, Location nl, Value i, Value x) {
-        auto [r, col] = position(nb, nl, i);
-        storeForms(nb, nl, r, col, x);
-      });
+  struct Loaded {
+    Value valid, row, col, vector;
+  };
+  SmallVector<Loaded> loaded;
+  for (int64_t it = 0; it < perThread; ++it) {
+    Value i = add(b, loc, tid, c(b, loc, it * s.threads()));
+    Value valid;
+    if (ragged) {
+      // Threads past the end read vector 0 and store nothing.
+      valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
+                                    c(b, loc, count));
+      i = arith::SelectOp::create(b, loc, valid, i, c(b, loc, 0));
+    }
+    auto [r, col] = position(b, loc, i);
+    loaded.push_back({valid, r, col, loadVector(b, loc, r, col)});
+  }
+  for (const Loaded &element : loaded) {
+    if (!ragged) {
+      storeVector(b, loc, element.row, element.col, element.vector);
+      continue;
+    }
+    scf::IfOp::create(b, loc, element.valid, [&](OpBuilder &nb, Location nl) {
+      storeVector(nb, nl, element.row, element.col, element.vector);
+      scf::YieldOp::create(nb, nl);
+    });
+  }
 }
 
 void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
@@ -544,17 +549,36 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     return arith::MulFOp::create(nb, nl, x, load(nb, nl, factors, {r}))
         .getResult();
   };
-  auto rows = [&](Value source, Value sourceHead) {
-    return [&, source, sourceHead](OpBuilder &nb, Location nl, Value r,
-                                   Value col) {
-      auto [t, inside] = token(nb, nl, start, tokens, r);
-      Value x =
-          widen(nb, nl, load(nb, nl, source, {batch, t, sourceHead, col}));
-      return arith::SelectOp::create(nb, nl, inside, x, zero).getResult();
-    };
+  // 8 elements of a token-indexed operand (zeros past the end of the
+  // sequence), then per element: `storeForms(row, col, f32 value)`.
+  using StoreForms =
+      function_ref<void(OpBuilder &, Location, Value, Value, Value)>;
+  auto stage = [&](Value source, Value sourceHead, int64_t width,
+                   StoreForms storeForms) {
+    Type element = cast<MemRefType>(source.getType()).getElementType();
+    auto vectorType = VectorType::get({8}, element);
+    stageVectors(
+        chunk, width,
+        [&](OpBuilder &nb, Location nl, Value r, Value col) {
+          auto [t, inside] = token(nb, nl, start, tokens, r);
+          Value x = vector::LoadOp::create(nb, nl, vectorType, source,
+                                           ValueRange{batch, t, sourceHead,
+                                                      col},
+                                           false, llvm::Align(16));
+          Value zeros = arith::ConstantOp::create(
+              nb, nl, DenseElementsAttr::get(vectorType,
+                                             nb.getZeroAttr(element)));
+          return arith::SelectOp::create(nb, nl, inside, x, zeros)
+              .getResult();
+        },
+        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+          for (int64_t j = 0; j < 8; ++j)
+            storeForms(nb, nl, r, add(nb, nl, col, c(nb, nl, j)),
+                       widen(nb, nl, vector::ExtractOp::create(nb, nl, x, j)));
+        });
   };
   Type half = b.getBF16Type();
-  stage(keyDim, rows(m.q, keyHead),
+  stage(m.q, keyHead, keyDim,
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
           storeHalf(nb, nl, x, qB, r, col);
           // exp(G) Q for the state pass, straight to global memory.
@@ -563,13 +587,13 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
                                         scaled(nb, nl, x, decayQ, r)),
                 m.qs, {batch, head, add(nb, nl, start, r), col});
         });
-  stage(keyDim, rows(m.k, keyHead),
+  stage(m.k, keyHead, keyDim,
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
           storeHalf(nb, nl, x, kB, r, col);
           storeHalf(nb, nl, scaled(nb, nl, x, decayW, r), kwT, col, r);
           storeHalf(nb, nl, scaled(nb, nl, x, decayS, r), ksT, col, r);
         });
-  stage(valueDim, rows(m.v, head),
+  stage(m.v, head, valueDim,
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
           storeHalf(nb, nl, scaled(nb, nl, x, betas, r), vbT, col, r);
         });
@@ -687,32 +711,38 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         auto rowOf = [&](OpBuilder &nb, Location nl, Value r) {
           return add(nb, nl, start, r);
         };
-        // The chunk's operands, prepared by the WY kernel: one round trip
-        // to global memory, in batches.
-        auto scratchRows = [&](Value source) {
-          return [&, source](OpBuilder &nb, Location nl, Value r, Value col) {
-            return load(nb, nl, source, {batch, head, rowOf(nb, nl, r), col});
-          };
+        // The chunk's operands, prepared by the WY kernel: plain 16-byte
+        // copies, one round trip to global memory.
+        auto vectorType = VectorType::get({8}, b.getBF16Type());
+        auto copy = [&](int64_t rows, int64_t width, HalfTile tile,
+                        function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                        Value, Value)>
+                            sourceIndex,
+                        Value source) {
+          stageVectors(
+              rows, width,
+              [&](OpBuilder &nb, Location nl, Value r, Value col) {
+                return vector::LoadOp::create(nb, nl, vectorType, source,
+                                              sourceIndex(nb, nl, r, col),
+                                              false, llvm::Align(16))
+                    .getResult();
+              },
+              [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+                vector::StoreOp::create(nb, nl, x, tile.halves,
+                                        ValueRange{r, col}, false,
+                                        llvm::Align(16));
+              });
         };
-        auto copyTo = [](HalfTile tile) {
-          return [tile](OpBuilder &nb, Location nl, Value r, Value col,
-                        Value x) { store(nb, nl, x, tile.halves, {r, col}); };
+        auto chunkRow = [&](OpBuilder &nb, Location nl, Value r, Value col) {
+          return SmallVector<Value>{batch, head, rowOf(nb, nl, r), col};
         };
-        stage(keyDim, scratchRows(m.w), copyTo(wB));
-        stage(keyDim, scratchRows(m.qs), copyTo(qsB));
-        stage(chunk, scratchRows(m.p), copyTo(pB));
-        copyInBatches(
-            keyDim * chunk,
-            [&](OpBuilder &nb, Location nl, Value i) {
-              Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
-              Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
-              return load(nb, nl, m.kst, {batch, head, chunkIndex, r, col});
-            },
-            [&](OpBuilder &nb, Location nl, Value i, Value x) {
-              Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
-              Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
-              store(nb, nl, x, ksT.halves, {r, col});
-            });
+        auto chunkTile = [&](OpBuilder &nb, Location nl, Value r, Value col) {
+          return SmallVector<Value>{batch, head, chunkIndex, r, col};
+        };
+        copy(chunk, keyDim, wB, chunkRow, m.w);
+        copy(chunk, keyDim, qsB, chunkRow, m.qs);
+        copy(chunk, chunk, pB, chunkRow, m.p);
+        copy(keyDim, chunk, ksT, chunkTile, m.kst);
         barrier(b, loc);
 
         auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
@@ -920,8 +950,10 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       ScanKernel(kb, ll, tiled).buildStateKernel(launch, buffers, valueTiles);
     };
     // Narrower value tiles for grids that would leave multiprocessors
-    // idle (one block fits on each): the smallest of value-tile, /2, /4
-    // whose grid still fits in one wave, chosen at run time from B.
+    // idle: the smallest of value-tile, /2, /4 whose grid still fits in one
+    // wave, chosen at run time from B. A wave is as many blocks as the
+    // workgroup memory of the multiprocessors holds (their registers hold
+    // more: the kernels use under 128 per thread).
     SmallVector<ScanShape> tilings = {shape};
     for (int64_t narrower = shape.valueTile / 2;
          narrower >= 16 && tilings.size() < 3; narrower /= 2) {
@@ -946,7 +978,8 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
                                           narrowest.valueTile)));
           Value oneWave = arith::CmpIOp::create(
               lb, ll, arith::CmpIPredicate::ule, blocks,
-              indexConstant(lb, ll, multiprocessors));
+              indexConstant(lb, ll,
+                            multiprocessors * narrowest.blocksPerMultiprocessor()));
           scf::IfOp::create(
               lb, ll, oneWave,
               [&](OpBuilder &tb, Location tl) {

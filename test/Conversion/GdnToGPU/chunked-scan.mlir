@@ -15,8 +15,9 @@
 // kernel over (Hv x V / value tile, B) walks the chunks in order. Both have 8
 // warps, tiles in dynamic workgroup memory and every product on mma.sync.
 // With V = 128 the state kernel's value tile is 64, or 32 or 16 when the
-// batch leaves multiprocessors idle (4 heads x 8 tiles of 16 x B <= 132
-// blocks: tile 16; 4 x 4 x B <= 132: tile 32), chosen at run time.
+// batch leaves multiprocessors idle (two blocks of tile 16 or 32 fit on each
+// of the 132: 4 heads x 8 tiles of 16 x B <= 264 blocks: tile 16;
+// 4 x 4 x B <= 264: tile 32), chosen at run time.
 // CHECK-LABEL: func.func @prefill
 // CHECK-NOT: gdn.delta_rule
 // CHECK: %[[CHUNKS:.+]] = arith.ceildivui %dim_{{[0-9]+}}, %c64
@@ -44,21 +45,23 @@
 // CHECK: gpu.terminator
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 8 : i64}}
 // CHECK: %[[B16:.+]] = arith.muli %dim, %c32
-// CHECK: %[[FITS16:.+]] = arith.cmpi ule, %[[B16]], %c132
+// CHECK: %[[FITS16:.+]] = arith.cmpi ule, %[[B16]], %c264
 // CHECK: scf.if %[[FITS16]]
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
 // CHECK-SAME: dynamic_shared_memory_size %c79360_i32
 // CHECK: scf.for
-// CHECK: memref.load %[[W]]
-// CHECK: memref.load %[[QS]]
-// CHECK: memref.load %[[P]]
-// CHECK: memref.load %[[KST]]
+// The chunk's operands arrive as 16-byte vector copies.
+// CHECK: vector.load %[[W]][{{.+}}] {alignment = 16 : i64} : memref<?x4x?x128xbf16>, vector<8xbf16>
+// CHECK: vector.load %[[QS]]
+// CHECK: vector.load %[[P]]
+// CHECK: vector.load %[[KST]]
+// CHECK: vector.store {{.+}} {alignment = 16 : i64} : memref<128x72xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: gpu.barrier
 // CHECK: nvvm.mma.sync
 // CHECK: gpu.terminator
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 8 : i64}}
 // CHECK: } else {
-// CHECK: arith.cmpi ule, %{{.+}}, %c132
+// CHECK: arith.cmpi ule, %{{.+}}, %c264
 // CHECK: gpu.launch
 // CHECK-SAME: dynamic_shared_memory_size %c94208_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
