@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -56,8 +57,19 @@ public:
   }
 
   /// x [B, T, I] times weight^T ([O, I], PyTorch layout), plus bias [O].
+  ///
+  /// T is dynamic, but gdn-cpu-vectorize gives its register-tiled FMA
+  /// schedule only to matmuls of static shape. So each sequence's tokens go
+  /// in blocks of kRowBlock (one scf.forall task per batch x block), then
+  /// tiles of kRowTile, each a static [rows, I] x [I, O] linalg.matmul on
+  /// the weight transposed once per call; the last tokens (fewer than
+  /// kRowTile, as in decode) stay a contraction on loops, without the
+  /// transposition.
+  static constexpr int64_t kRowBlock = 64, kRowTile = 8;
   Value linear(Value x, Value weight, Value bias) {
-    int64_t outputs = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+    auto weightType = cast<RankedTensorType>(weight.getType());
+    int64_t outputs = weightType.getDimSize(0),
+            inputs = weightType.getDimSize(1);
     Value init = emptyRows(x, outputs);
     if (bias)
       init = buildElementwise(
@@ -65,8 +77,118 @@ public:
           [](OpBuilder &, Location, ValueRange args) { return args[0]; });
     else
       init = fillWith(b, loc, init, 0.0f);
-    return buildGeneric(
-        b, loc, ValueRange{x, weight}, init,
+    auto index = [&](OpBuilder &nb, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(nb, loc, v);
+    };
+    Value batch = tensor::DimOp::create(b, loc, x, 0);
+    Value tokens = tensor::DimOp::create(b, loc, x, 1);
+    // [1, rows, width] at (sequence, first, 0), rank-reduced to 2-D.
+    auto rowsOf = [&](OpBuilder &nb, Value source, Value sequence,
+                      Value first, int64_t rows, int64_t width) {
+      auto type = RankedTensorType::get({rows, width}, f32);
+      return tensor::ExtractSliceOp::create(
+                 nb, loc, type, source,
+                 ArrayRef<OpFoldResult>{sequence, first, nb.getIndexAttr(0)},
+                 ArrayRef<OpFoldResult>{nb.getIndexAttr(1),
+                                        nb.getIndexAttr(rows),
+                                        nb.getIndexAttr(width)},
+                 ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
+                                        nb.getIndexAttr(1)})
+          .getResult();
+    };
+    auto offsets = [&](OpBuilder &nb, Value sequence, Value first) {
+      return SmallVector<OpFoldResult>{sequence, first, nb.getIndexAttr(0)};
+    };
+    auto sizes = [&](OpBuilder &nb, int64_t rows) {
+      return SmallVector<OpFoldResult>{nb.getIndexAttr(1),
+                                       nb.getIndexAttr(rows),
+                                       nb.getIndexAttr(outputs)};
+    };
+    SmallVector<OpFoldResult> unitStrides(3, b.getIndexAttr(1));
+    // Tokens [0, tiled) of every sequence go in static tiles.
+    Value tiled = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, tokens, index(b, kRowTile)),
+        index(b, kRowTile));
+    Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, tiled,
+                                      index(b, 0));
+    auto blockedPart = scf::IfOp::create(
+        b, loc, any,
+        [&](OpBuilder &tb, Location) {
+          Value transposed =
+              linalg::TransposeOp::create(
+                  tb, loc, weight,
+                  createEmpty(tb, loc,
+                              {tb.getIndexAttr(inputs),
+                               tb.getIndexAttr(outputs)},
+                              f32),
+                  ArrayRef<int64_t>{1, 0})
+                  .getResult()[0];
+          auto tileProduct = [&](OpBuilder &nb, Value acc, Value sequence,
+                                 Value first, int64_t rows) {
+            return linalg::MatmulOp::create(
+                       nb, loc,
+                       ValueRange{rowsOf(nb, x, sequence, first, rows, inputs),
+                                  transposed},
+                       ValueRange{rowsOf(nb, acc, sequence, first, rows,
+                                         outputs)})
+                .getResult(0);
+          };
+          // Blocks of kRowBlock tokens, one task per sequence x block.
+          Value blocks =
+              arith::DivUIOp::create(tb, loc, tokens, index(tb, kRowBlock));
+          auto forall = scf::ForallOp::create(
+              tb, loc,
+              ArrayRef<OpFoldResult>{OpFoldResult(batch), OpFoldResult(blocks)},
+              ValueRange{init}, std::nullopt,
+              [&](OpBuilder &fb, Location, ValueRange args) {
+                Value first = arith::MulIOp::create(fb, loc, args[1],
+                                                    index(fb, kRowBlock));
+                Value tile = tileProduct(fb, args[2], args[0], first,
+                                         kRowBlock);
+                auto terminator = scf::InParallelOp::create(fb, loc);
+                OpBuilder ib = OpBuilder::atBlockBegin(terminator.getBody());
+                tensor::ParallelInsertSliceOp::create(
+                    ib, loc, tile, args[2], offsets(ib, args[0], first),
+                    sizes(ib, kRowBlock), unitStrides);
+              });
+          // Then tiles of kRowTile tokens up to `tiled`, per sequence.
+          Value start =
+              arith::MulIOp::create(tb, loc, blocks, index(tb, kRowBlock));
+          auto sequences = scf::ForOp::create(
+              tb, loc, index(tb, 0), batch, index(tb, 1),
+              ValueRange{forall.getResult(0)},
+              [&](OpBuilder &sb, Location, Value sequence, ValueRange acc) {
+                auto rowTiles = scf::ForOp::create(
+                    sb, loc, start, tiled, index(sb, kRowTile), acc,
+                    [&](OpBuilder &lb, Location, Value first,
+                        ValueRange inner) {
+                      Value tile = tileProduct(lb, inner[0], sequence, first,
+                                               kRowTile);
+                      Value updated = tensor::InsertSliceOp::create(
+                          lb, loc, tile, inner[0],
+                          offsets(lb, sequence, first), sizes(lb, kRowTile),
+                          unitStrides);
+                      scf::YieldOp::create(lb, loc, updated);
+                    });
+                scf::YieldOp::create(sb, loc, rowTiles.getResult(0));
+              });
+          scf::YieldOp::create(tb, loc, sequences.getResult(0));
+        },
+        [&](OpBuilder &eb, Location) { scf::YieldOp::create(eb, loc, init); });
+    // The last tokens of every sequence on loops.
+    Value rest = arith::SubIOp::create(b, loc, tokens, tiled);
+    SmallVector<OpFoldResult> restOffsets = {b.getIndexAttr(0), tiled,
+                                             b.getIndexAttr(0)};
+    Value restX = tensor::ExtractSliceOp::create(
+        b, loc, x, restOffsets,
+        ArrayRef<OpFoldResult>{batch, rest, b.getIndexAttr(inputs)},
+        unitStrides);
+    SmallVector<OpFoldResult> restSizes = {batch, rest,
+                                           b.getIndexAttr(outputs)};
+    Value restAcc = tensor::ExtractSliceOp::create(
+        b, loc, blockedPart.getResult(0), restOffsets, restSizes, unitStrides);
+    Value restOut = buildGeneric(
+        b, loc, ValueRange{restX, weight}, restAcc,
         {map(4, {0, 1, 3}), map(4, {2, 3}), map(4, {0, 1, 2})},
         {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
          IteratorType::reduction},
@@ -74,6 +196,9 @@ public:
           Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
           return arith::AddFOp::create(nb, nl, args[2], product).getResult();
         });
+    return tensor::InsertSliceOp::create(b, loc, restOut,
+                                         blockedPart.getResult(0), restOffsets,
+                                         restSizes, unitStrides);
   }
 
   Value sigmoid(OpBuilder &nb, Location nl, Value z) {

@@ -203,11 +203,18 @@ def GdnDecomposeLayersPass : Pass<"gdn-decompose-layers", "func::FuncOp"> {
     tensors, around one `gdn.delta_rule`, following the op description step
     by step. The delta rule is then lowered like any other
     (gdn-chunk-delta-rule or the recurrence).
+
+    Projections (x [B, T, I] times a PyTorch-layout weight [O, I]) take the
+    B x T rows in static blocks: 64 rows per `scf.forall` task, then 8, as
+    `linalg.matmul` on the weight transposed once per call, which
+    gdn-cpu-vectorize gives its register-tiled FMA schedule; the remaining
+    rows (fewer than 8, as in decode) are a contraction on loops.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
   ];
 }
