@@ -266,7 +266,7 @@ def time_calls(kernel, call, repeat):
         call()
         torch.cuda.synchronize()
         walls.append((time.perf_counter() - t0) * 1e3)
-    total_us, launches = kernel.take_kernel_microseconds()
+    total_us, _ = kernel.take_kernel_microseconds()
     kernel.set_kernel_timing(False)
     walls.sort()
     # A call may launch several kernels: their times add up.

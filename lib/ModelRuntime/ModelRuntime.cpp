@@ -86,8 +86,8 @@ struct gdn_model {
   SafetensorsFile file;
   /// f32 copies of weights that are bf16 (or not 4-byte aligned).
   std::vector<std::vector<float>> converted;
-  std::vector<llvm::SmallVector<int64_t>> weightShapes;
-  std::vector<const float *> weights;
+  /// The weights do not move: their descriptors are built once, at load.
+  std::vector<Descriptor> weights;
   std::vector<Cache> caches, next;
   std::vector<float> logits;
   int64_t batch = 0, tokens = 0, position = 0;
@@ -148,7 +148,7 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
     const char *bytes = tensor.bytes.data();
     if (tensor.dtype == "F32" &&
         reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0) {
-      model->weights.push_back(reinterpret_cast<const float *>(bytes));
+      model->weights.emplace_back(bytes, shape);
     } else {
       std::vector<float> values(count);
       if (tensor.dtype == "F32") {
@@ -162,9 +162,8 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
         }
       }
       model->converted.push_back(std::move(values));
-      model->weights.push_back(model->converted.back().data());
+      model->weights.emplace_back(model->converted.back().data(), shape);
     }
-    model->weightShapes.push_back(shape);
   }
   return model.release();
 }
@@ -214,26 +213,26 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
                 std::to_string(config.maxContext));
 
   int64_t past = model->position, total = past + tokens;
-  std::vector<Descriptor> descriptors;
-  descriptors.reserve(2 + 2 * model->caches.size() + model->weights.size());
-  descriptors.emplace_back(ids, llvm::ArrayRef<int64_t>{batch, tokens});
+  // The step's arguments: ids, the caches, the weights, then the outputs
+  // (logits and the new caches).
+  std::vector<Descriptor> inputs, outputs;
+  inputs.emplace_back(ids, llvm::ArrayRef<int64_t>{batch, tokens});
   for (Cache &cache : model->caches)
-    descriptors.emplace_back(cache.data.data(), cache.shape(batch, past));
-  for (auto [data, shape] : llvm::zip(model->weights, model->weightShapes))
-    descriptors.emplace_back(data, shape);
+    inputs.emplace_back(cache.data.data(), cache.shape(batch, past));
   llvm::SmallVector<int64_t> logitsShape = {batch, tokens, config.vocabSize};
   model->logits.resize(product(logitsShape));
-  descriptors.emplace_back(model->logits.data(), logitsShape);
+  outputs.emplace_back(model->logits.data(), logitsShape);
   // The outputs go to the second set of buffers (kept across steps, so
   // decode allocates nothing once the MLA caches have room).
   for (Cache &cache : model->next) {
     auto shape = cache.shape(batch, total);
     cache.data.resize(product(shape));
-    descriptors.emplace_back(cache.data.data(), shape);
+    outputs.emplace_back(cache.data.data(), shape);
   }
   std::vector<void *> addresses;
-  for (Descriptor &d : descriptors)
-    addresses.push_back(d.address());
+  for (auto *group : {&inputs, &model->weights, &outputs})
+    for (Descriptor &d : *group)
+      addresses.push_back(d.address());
   _gdn_packed_gdn_forward_step(addresses.data());
   std::swap(model->caches, model->next);
   model->batch = batch;

@@ -1,10 +1,8 @@
 //===- ChunkedScanToGPU.cpp - gdn.delta_rule as a chunked tensor-core scan ===//
 //
-// The chunkwise-parallel (WY) form of docs/chunked-delta-rule.md as one
-// kernel: a block per (batch, value head, value-column tile) walks the
-// chunks of its sequence in order, with the state tile S [K, Vt] in f32
-// workgroup memory. Per chunk of C tokens (G the inclusive cumulative
-// log-decay inside the chunk):
+// The chunkwise-parallel (WY) form of docs/chunked-delta-rule.md in two
+// kernels. Per chunk of C tokens (G the inclusive cumulative log-decay
+// inside the chunk):
 //
 //   A    = strict_lower(beta_i exp(G_i - G_j) k_i.k_j)        (C x C)
 //   T    = (I + A)^-1                       (blocked forward substitution)
@@ -14,13 +12,19 @@
 //   O    = scale (diag(exp(G)) Q S + P Vnew)
 //   S    = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew
 //
+// The WY kernel computes the state-independent lines (A to P) of every
+// chunk at once and leaves them in global scratch; the state kernel, a
+// block per (value head x value-column tile, batch), walks the chunks of
+// its sequence in order with the state tile S [K, Vt] in f32 workgroup
+// memory and computes the last three.
+//
 // Every matrix product runs on tensor cores (mma.sync m16n8k16, bf16
 // operands, f32 accumulation): each warp takes 16 x 8 output tiles in turn,
-// loads its fragments from f32 workgroup memory (rounded to bf16) and keeps
-// the accumulators in registers; the epilogue of a product applies masks,
-// decays and the destination. The solve stays in f32 on the CUDA cores.
-// Rows past the end of the sequence are zero (beta = 0, g = 0, k = 0), so
-// they change nothing.
+// loads its fragments as 32-bit pairs from bf16 tiles staged with the
+// reduction dimension contiguous, and keeps the accumulators in registers;
+// the epilogue of a product applies masks, decays and the destination. The
+// solve stays in f32 on the CUDA cores. Rows past the end of the sequence
+// are zero (beta = 0, g = 0, k = 0), so they change nothing.
 //
 //===----------------------------------------------------------------------===//
 
