@@ -8,6 +8,8 @@ line "N passed, M failed"; exits non-zero on any failure.
 
   python3 gpu_check.py              # correctness + timing
   python3 gpu_check.py --quick      # a few correctness cases only
+  python3 gpu_check.py --profile h32_hv32_k128_v128_bf16:1:8192
+                                    # only calls one kernel (for ncu)
 """
 
 import argparse
@@ -273,13 +275,38 @@ def time_calls(kernel, call, repeat):
     return walls[len(walls) // 2], total_us / repeat / 1e3
 
 
+def profile(kernels, spec, repeat):
+    """Calls one prefill `repeat` times and nothing else, so that a
+    profiler sees only its launches."""
+    name, b, t = spec.split(":")
+    if name not in kernels:
+        sys.exit(f"--profile: no kernel {name!r} (have: "
+                 f"{', '.join(sorted(kernels))})")
+    kernel, b, t = kernels[name], int(b), int(t)
+    cfg = kernel.config
+    data = inputs.delta_rule_inputs(7, b, t, cfg["heads"], cfg["value_heads"],
+                                    cfg["key_dim"], cfg["value_dim"], "design")
+    dev, _ = device_inputs(data, cfg["element_type"])
+    h0 = torch.zeros((b, cfg["value_heads"], cfg["key_dim"],
+                      cfg["value_dim"]), device="cuda")
+    for _ in range(repeat):
+        kernel.delta_rule(dev["q"], dev["k"], dev["v"], dev["g"], dev["beta"],
+                          h0)
+    torch.cuda.synchronize()
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument("--profile", metavar="CONFIG:B:T",
+                        help="only call this prefill --repeat times")
     args = parser.parse_args()
     kernels = cuda.load_artifacts(HERE)
+    if args.profile:
+        return profile(kernels, args.profile, args.repeat)
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     passed = failed = 0
     cases = [CASES[i] for i in QUICK] if args.quick else CASES

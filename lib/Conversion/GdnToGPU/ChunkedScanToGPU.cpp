@@ -91,20 +91,23 @@ struct ScanShape {
   static int64_t halfBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kHalfPad) * 2;
   }
-  /// The WY kernel: bf16 K, Q [C, K]; (beta exp(G) K)^T,
-  /// (exp(G_C - G) K)^T [K, C]; (beta V)^T [V, C]; T [C, C]; f32 A, T
-  /// [C, C]; six chunk vectors.
+  /// The WY kernel: bf16 K [C, K]; Q [C, K] and later T [C, C] in the
+  /// same place; (beta exp(G) K)^T [K, C]; (beta V)^T [V, C]; f32 A, T
+  /// [C, C]; six chunk vectors. At most 113 KiB lets two blocks share a
+  /// multiprocessor.
   int64_t chunkKernelBytes() const {
-    return 2 * halfBytes(chunk, keyDim) + 2 * halfBytes(keyDim, chunk) +
-           halfBytes(valueDim, chunk) + halfBytes(chunk, chunk) +
+    return halfBytes(chunk, keyDim) +
+           std::max(halfBytes(chunk, keyDim), halfBytes(chunk, chunk)) +
+           halfBytes(keyDim, chunk) + halfBytes(valueDim, chunk) +
            2 * floatBytes(chunk, chunk) + 6 * chunk * 4;
   }
   /// The state pass: bf16 exp(G) Q, -W [C, K]; (exp(G_C - G) K)^T [K, C];
-  /// P [C, C]; Vnew^T [Vt, C]; S^T [Vt, K]; f32 S [K, Vt].
+  /// P [C, C]; Vnew^T [Vt, C]; S^T [Vt, K]; f32 S [K, Vt], U [C, Vt].
   int64_t stateKernelBytes() const {
     return 2 * halfBytes(chunk, keyDim) + halfBytes(keyDim, chunk) +
            halfBytes(chunk, chunk) + halfBytes(valueTile, chunk) +
-           halfBytes(valueTile, keyDim) + floatBytes(keyDim, valueTile);
+           halfBytes(valueTile, keyDim) + floatBytes(keyDim, valueTile) +
+           floatBytes(chunk, valueTile);
   }
 };
 
@@ -194,16 +197,20 @@ private:
   std::pair<Value, Value> token(OpBuilder &nb, Location nl, Value start,
                                 Value tokens, Value r);
   /// Copies a [rows, width] block into workgroup memory in vectors of 8
-  /// elements (16 bytes: one load instruction each), all loads of a thread
-  /// issued before its stores: `loadVector(row, col)` reads the 8 elements
-  /// from `col`, `storeVector(row, col, vector)` stores them in every form a
-  /// product needs.
+  /// elements (16 bytes of bf16: one load instruction each), all loads of a
+  /// thread issued before its stores: `loadVector(row, col)` reads the 8
+  /// elements from `col`, `storeVector(row, col, vector)` stores them in
+  /// every form a product needs. Consecutive threads take consecutive
+  /// vectors of a row (coalesced loads), or with `rowsAcrossThreads` the
+  /// same vector of consecutive rows: then a warp's stores into a
+  /// transposed tile fill one row of it instead of hitting one bank.
   void stageVectors(int64_t rows, int64_t width,
                     function_ref<Value(OpBuilder &, Location, Value, Value)>
                         loadVector,
                     function_ref<void(OpBuilder &, Location, Value, Value,
                                       Value)>
-                        storeVector);
+                        storeVector,
+                    bool rowsAcrossThreads = false);
 
   OpBuilder &b;
   Location loc;
@@ -212,7 +219,7 @@ private:
   // bf16 operand tiles.
   HalfTile kB, qB, qsB, wB, kwT, ksT, vbT, nT, sT, tB, pB;
   // f32 tiles and chunk vectors.
-  Value as, ts, ss;
+  Value as, ts, ss, us;
   Value gRaw, betas, gCum, decayQ, decayW, decayS;
 };
 
@@ -435,12 +442,19 @@ void ScanKernel::stageVectors(
     int64_t rows, int64_t width,
     function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector,
     function_ref<void(OpBuilder &, Location, Value, Value, Value)>
-        storeVector) {
+        storeVector,
+    bool rowsAcrossThreads) {
   assert(width % 8 == 0 && "rows are copied in vectors of 8");
   int64_t perRow = width / 8, count = rows * perRow;
   int64_t perThread = (count + s.threads() - 1) / s.threads();
   bool ragged = count % s.threads() != 0;
   auto position = [&](OpBuilder &nb, Location nl, Value i) {
+    if (rowsAcrossThreads) {
+      Value r = arith::RemUIOp::create(nb, nl, i, c(nb, nl, rows));
+      Value col = mul(nb, nl, arith::DivUIOp::create(nb, nl, i, c(nb, nl, rows)),
+                      c(nb, nl, 8));
+      return std::make_pair(r, col);
+    }
     Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, perRow));
     Value col = mul(nb, nl, arith::RemUIOp::create(nb, nl, i, c(nb, nl, perRow)),
                     c(nb, nl, 8));
@@ -488,11 +502,14 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
 
   int64_t offset = 0;
   kB = carveHalves(chunk, keyDim, offset);
-  qB = carveHalves(chunk, keyDim, offset);
+  // T's bf16 copy is written after the last read of Q (the P product), so
+  // it takes Q's place.
+  int64_t qOffset = offset, tOffset = offset;
+  qB = carveHalves(chunk, keyDim, qOffset);
+  tB = carveHalves(chunk, chunk, tOffset);
+  offset = std::max(qOffset, tOffset);
   kwT = carveHalves(keyDim, chunk, offset);
-  ksT = carveHalves(keyDim, chunk, offset);
   vbT = carveHalves(valueDim, chunk, offset);
-  tB = carveHalves(chunk, chunk, offset);
   as = carveFloats(chunk, chunk, offset);
   ts = carveFloats(chunk, chunk, offset);
   gRaw = carve({chunk}, f32, offset);
@@ -548,13 +565,13 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   });
   barrier(b, loc);
 
-  auto scaled = [&](OpBuilder &nb, Location nl, Value x, Value factors,
-                    Value r) {
-    return arith::MulFOp::create(nb, nl, x, load(nb, nl, factors, {r}))
-        .getResult();
-  };
   // 8 elements of a token-indexed operand (zeros past the end of the
-  // sequence), then per element: `storeForms(row, col, f32 value)`.
+  // sequence), widened to f32, then `storeForms(row, col, vector)`. A warp
+  // takes 32 consecutive tokens, so its element stores into the transposed
+  // tiles fill rows of them.
+  auto floats = VectorType::get({8}, f32);
+  Type half = b.getBF16Type();
+  auto halves = VectorType::get({8}, half);
   using StoreForms =
       function_ref<void(OpBuilder &, Location, Value, Value, Value)>;
   auto stage = [&](Value source, Value sourceHead, int64_t width,
@@ -576,40 +593,67 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
               .getResult();
         },
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-          for (int64_t j = 0; j < 8; ++j)
-            storeForms(nb, nl, r, add(nb, nl, col, c(nb, nl, j)),
-                       widen(nb, nl, vector::ExtractOp::create(nb, nl, x, j)));
-        });
+          storeForms(nb, nl, r, col, arith::ExtFOp::create(nb, nl, floats, x));
+        },
+        /*rowsAcrossThreads=*/true);
   };
-  Type half = b.getBF16Type();
+  auto toHalves = [&](OpBuilder &nb, Location nl, Value x) {
+    return arith::TruncFOp::create(nb, nl, halves, x).getResult();
+  };
+  // x diag(factors[r]) for the vector x of row r.
+  auto scaled = [&](OpBuilder &nb, Location nl, Value x, Value factors,
+                    Value r) {
+    Value factor = vector::BroadcastOp::create(nb, nl, floats,
+                                               load(nb, nl, factors, {r}));
+    return arith::MulFOp::create(nb, nl, x, factor).getResult();
+  };
+  auto storeVector = [&](OpBuilder &nb, Location nl, Value x, Value memory,
+                         ValueRange indices) {
+    vector::StoreOp::create(nb, nl, x, memory, indices, false,
+                            llvm::Align(16));
+  };
+  // The 8 elements of x into column r of a transposed [*, C] buffer, rows
+  // col..col+7: `indices(row)` gives the full index.
+  auto storeTransposed =
+      [&](OpBuilder &nb, Location nl, Value x, Value memory, Value col,
+          function_ref<SmallVector<Value>(Value)> indices) {
+        for (int64_t j = 0; j < 8; ++j)
+          store(nb, nl, vector::ExtractOp::create(nb, nl, x, j), memory,
+                indices(add(nb, nl, col, c(nb, nl, j))));
+      };
   stage(m.q, keyHead, keyDim,
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-          storeHalf(nb, nl, x, qB, r, col);
+          storeVector(nb, nl, toHalves(nb, nl, x), qB.halves, {r, col});
           // exp(G) Q for the state pass, straight to global memory.
-          store(nb, nl,
-                arith::TruncFOp::create(nb, nl, half,
-                                        scaled(nb, nl, x, decayQ, r)),
-                m.qs, {batch, head, add(nb, nl, start, r), col});
+          storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, x, decayQ, r)),
+                      m.qs, {batch, head, add(nb, nl, start, r), col});
         });
   stage(m.k, keyHead, keyDim,
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-          storeHalf(nb, nl, x, kB, r, col);
-          storeHalf(nb, nl, scaled(nb, nl, x, decayW, r), kwT, col, r);
-          storeHalf(nb, nl, scaled(nb, nl, x, decayS, r), ksT, col, r);
+          storeVector(nb, nl, toHalves(nb, nl, x), kB.halves, {r, col});
+          storeTransposed(nb, nl,
+                          toHalves(nb, nl, scaled(nb, nl, x, decayW, r)),
+                          kwT.halves, col, [&](Value row) {
+                            return SmallVector<Value>{row, r};
+                          });
+          // (exp(G_C - G) K)^T for the state pass, straight to global
+          // memory: a warp writes 32 neighbouring tokens of each row.
+          storeTransposed(nb, nl,
+                          toHalves(nb, nl, scaled(nb, nl, x, decayS, r)),
+                          m.kst, col, [&](Value row) {
+                            return SmallVector<Value>{batch, head, chunkIndex,
+                                                      row, r};
+                          });
         });
   stage(m.v, head, valueDim,
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-          storeHalf(nb, nl, scaled(nb, nl, x, betas, r), vbT, col, r);
+          storeTransposed(nb, nl,
+                          toHalves(nb, nl, scaled(nb, nl, x, betas, r)),
+                          vbT.halves, col, [&](Value row) {
+                            return SmallVector<Value>{row, r};
+                          });
         });
   barrier(b, loc);
-  // (exp(G_C - G) K)^T for the state pass, row by row (coalesced).
-  forEachThread(b, loc, keyDim * chunk, [&](OpBuilder &nb, Location nl,
-                                             Value i) {
-    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
-    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
-    store(nb, nl, load(nb, nl, ksT.halves, {r, col}), m.kst,
-          {batch, head, chunkIndex, r, col});
-  });
 
   auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
     return f(nb, nl, 0.0f);
@@ -640,10 +684,18 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
                               betas),
                   as, {r, col});
           });
+  // P = lower(exp(G_r - G_c) q_r.k_c), to global memory; the last read of
+  // Q, whose place T takes in the solve.
+  product(chunk, chunk, {Term{keyDim, qB, kB}}, zeroInit,
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value dot) {
+            Value masked = maskedDecay(nb, nl, r, col, dot,
+                                       arith::CmpIPredicate::ule, Value());
+            store(nb, nl, arith::TruncFOp::create(nb, nl, half, masked), m.p,
+                  {batch, head, rowOf(nb, nl, r), col});
+          });
   barrier(b, loc);
   solve();
-  // -W = -T diag(beta exp(G)) K, U = T diag(beta) V and
-  // P = lower(exp(G_r - G_c) q_r.k_c), to global memory.
+  // -W = -T diag(beta exp(G)) K and U = T diag(beta) V, to global memory.
   product(chunk, keyDim, {Term{chunk, tB, kwT}}, zeroInit,
           [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
             Value negated = arith::NegFOp::create(nb, nl, v);
@@ -653,13 +705,6 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   product(chunk, valueDim, {Term{chunk, tB, vbT}}, zeroInit,
           [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
             store(nb, nl, v, m.u, {batch, head, rowOf(nb, nl, r), col});
-          });
-  product(chunk, chunk, {Term{keyDim, qB, kB}}, zeroInit,
-          [&](OpBuilder &nb, Location nl, Value r, Value col, Value dot) {
-            Value masked = maskedDecay(nb, nl, r, col, dot,
-                                       arith::CmpIPredicate::ule, Value());
-            store(nb, nl, arith::TruncFOp::create(nb, nl, half, masked), m.p,
-                  {batch, head, rowOf(nb, nl, r), col});
           });
   gpu::TerminatorOp::create(b, loc);
 }
@@ -685,6 +730,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   nT = carveHalves(tile, chunk, offset);
   sT = carveHalves(tile, keyDim, offset);
   ss = carveFloats(keyDim, tile, offset);
+  us = carveFloats(chunk, tile, offset);
   assert(offset == s.stateKernelBytes() && "layout and size disagree");
 
   Value zero = f(b, loc, 0.0f);
@@ -743,10 +789,29 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         auto chunkTile = [&](OpBuilder &nb, Location nl, Value r, Value col) {
           return SmallVector<Value>{batch, head, chunkIndex, r, col};
         };
+        // The chunk's total decay is read with them, not after a barrier.
+        Value lastRow = add(b, loc, start, c(b, loc, chunk - 1));
+        Value chunkDecay =
+            exponential(b, loc, load(b, loc, m.gates, {batch, head, lastRow}));
         copy(chunk, keyDim, wB, chunkRow, m.w);
         copy(chunk, keyDim, qsB, chunkRow, m.qs);
         copy(chunk, chunk, pB, chunkRow, m.p);
         copy(keyDim, chunk, ksT, chunkTile, m.kst);
+        auto floats = VectorType::get({8}, f32);
+        stageVectors(
+            chunk, tile,
+            [&](OpBuilder &nb, Location nl, Value r, Value col) {
+              return vector::LoadOp::create(
+                         nb, nl, floats, m.u,
+                         ValueRange{batch, head, rowOf(nb, nl, r),
+                                    add(nb, nl, firstColumn, col)},
+                         false, llvm::Align(16))
+                  .getResult();
+            },
+            [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+              vector::StoreOp::create(nb, nl, x, us, ValueRange{r, col}, false,
+                                      llvm::Align(16));
+            });
         barrier(b, loc);
 
         auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
@@ -755,9 +820,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         // Vnew = U - W S, kept as bf16 Vnew^T.
         product(chunk, tile, {Term{keyDim, wB, sT}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                  return load(nb, nl, m.u,
-                              {batch, head, rowOf(nb, nl, r),
-                               add(nb, nl, firstColumn, col)});
+                  return load(nb, nl, us, {r, col});
                 },
                 [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
                   storeHalf(nb, nl, v, nT, col, r);
@@ -785,9 +848,6 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         barrier(b, loc);
         // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place (each
         // element is read, then written, by the same lane), and S^T.
-        Value lastRow = add(b, loc, start, c(b, loc, chunk - 1));
-        Value chunkDecay =
-            exponential(b, loc, load(b, loc, m.gates, {batch, head, lastRow}));
         product(keyDim, tile, {Term{chunk, ksT, nT}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
                   return arith::MulFOp::create(nb, nl,

@@ -30,25 +30,32 @@
 // CHECK: %[[QS:[a-z0-9_]+]], %[[T5:.+]] = gpu.alloc async [%[[T4]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
 // CHECK: %[[KST:[a-z0-9_]+]], %[[T6:.+]] = gpu.alloc async [%[[T5]]] (%dim, %[[CHUNKS]]) : memref<?x4x?x128x64xbf16>
 // CHECK: gpu.wait [%[[T6]]]
-// bf16 K, Q [64, 136]; (beta exp(G) K)^T, (exp(G_C - G) K)^T, (beta V)^T
-// [128, 72]; T [64, 72]; f32 A, T [64, 68]; six chunk vectors: 135680 bytes.
+// bf16 K, Q [64, 136] (T [64, 72] later in Q's place); (beta exp(G) K)^T,
+// (beta V)^T [128, 72]; f32 A, T [64, 68]; six chunk vectors: 108032 bytes,
+// so that two blocks share a multiprocessor.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %[[CHUNKS]], %{{[a-z0-9_]+}} = %c4{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim)
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
-// CHECK-SAME: dynamic_shared_memory_size %c135680_i32
+// CHECK-SAME: dynamic_shared_memory_size %c108032_i32
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x68xi32, #gpu.address_space<workgroup>>
+// Token vectors: a warp takes 32 consecutive tokens, stores Q and K in 16-byte
+// vectors and (exp(G_C - G) K)^T straight to global memory.
+// CHECK: vector.store {{.+}} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.store {{.+}}, %[[QS]]
+// CHECK: memref.store %{{.+}}, %[[KST]]
+// CHECK: gpu.barrier
 // CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: memref.store %{{.+}}, %[[P]]
 // CHECK: memref.store %{{.+}}, %[[W]]
 // CHECK: memref.store %{{.+}}, %[[U]]
-// CHECK: memref.store %{{.+}}, %[[P]]
 // CHECK: gpu.terminator
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 8 : i64}}
 // CHECK: %[[B16:.+]] = arith.muli %dim, %c32
 // CHECK: %[[FITS16:.+]] = arith.cmpi ule, %[[B16]], %c264
 // CHECK: scf.if %[[FITS16]]
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c79360_i32
+// CHECK-SAME: dynamic_shared_memory_size %c84480_i32
 // CHECK: scf.for
 // The chunk's operands arrive as 16-byte vector copies.
 // CHECK: vector.load %[[W]][{{.+}}] {alignment = 16 : i64} : memref<?x4x?x128xbf16>, vector<8xbf16>
@@ -56,6 +63,7 @@
 // CHECK: vector.load %[[P]]
 // CHECK: vector.load %[[KST]]
 // CHECK: vector.store {{.+}} {alignment = 16 : i64} : memref<128x72xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.load %[[U]]{{.+}} vector<8xf32>
 // CHECK: gpu.barrier
 // CHECK: nvvm.mma.sync
 // CHECK: gpu.terminator
@@ -63,13 +71,13 @@
 // CHECK: } else {
 // CHECK: arith.cmpi ule, %{{.+}}, %c264
 // CHECK: gpu.launch
-// CHECK-SAME: dynamic_shared_memory_size %c94208_i32
+// CHECK-SAME: dynamic_shared_memory_size %c103424_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
 // CHECK: } else {
 // bf16 exp(G) Q, -W [64, 136]; (exp(G_C - G) K)^T [128, 72]; P, Vnew^T
-// [64, 72]; S^T [64, 136]; f32 S [128, 68]: 123904 bytes.
+// [64, 72]; S^T [64, 136]; f32 S [128, 68], U [64, 68]: 141312 bytes.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c123904_i32
+// CHECK-SAME: dynamic_shared_memory_size %c141312_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
 // CHECK: %[[D0:.+]] = gpu.wait async
 // CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[W]]
