@@ -301,6 +301,8 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument("--no-variants", action="store_true",
+                        help="time only the default kernels")
     parser.add_argument("--profile", metavar="CONFIG:B:T",
                         help="only call this prefill --repeat times")
     args = parser.parse_args()
@@ -325,8 +327,9 @@ def main():
         timed = []
         for name, b, t in PREFILL_TIMING:
             timed.append((name, b, t))
-            timed += [(variant, b, t) for variant in sorted(kernels)
-                      if variant.startswith(name + "_")]
+            if not args.no_variants:
+                timed += [(variant, b, t) for variant in sorted(kernels)
+                          if variant.startswith(name + "_")]
         for name, b, t in timed:
             kernel = kernels[name]
             cfg = kernel.config
@@ -392,7 +395,8 @@ def main():
                       f" {flops / (ms * 1e-3) / 1e12:>8.1f}"
                       f" {floor * 1e3:>9.3f}")
         base, b = DECODE_TIMING
-        for name in sorted(n for n in kernels if n.startswith(base)):
+        for name in sorted(n for n in kernels if n.startswith(base)
+                           and (n == base or not args.no_variants)):
             kernel = kernels[name]
             cfg = kernel.config
             data = inputs.delta_rule_inputs(8, b, 1, cfg["heads"],

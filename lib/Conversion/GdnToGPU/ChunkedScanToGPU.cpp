@@ -181,6 +181,10 @@ private:
   /// element.
   void product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
                Epilogue epilogue);
+  /// The same with the tiles in a loop (tile counts that do not divide
+  /// evenly among the warps): no fragment is shared.
+  void productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
+                       Epilogue epilogue);
 
   /// for (i = tid; i < count; i += threads) body(i)
   void forEachThread(OpBuilder &nb, Location nl, int64_t count,
@@ -245,6 +249,134 @@ HalfTile ScanKernel::carveHalves(int64_t rows, int64_t cols,
 
 void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
                          Init init, Epilogue epilogue) {
+  int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
+  int64_t perWarp = tiles / s.warps;
+  // A warp's tiles are one static group: a run of one tile row (the A
+  // fragments are shared) or whole tile rows (the B fragments are shared).
+  bool grouped = tiles % s.warps == 0 &&
+                 (tilesN % perWarp == 0 || perWarp % tilesN == 0);
+  if (!grouped) {
+    productTileLoop(m, n, terms, init, epilogue);
+    return;
+  }
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto accType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  // Tile i of this warp is (rowBase + rowOffset[i], colBase + colOffset[i]).
+  Value first = mul(b, loc, warp, c(b, loc, perWarp));
+  Value rowBase, colBase;
+  SmallVector<int64_t> rowOffset, colOffset;
+  if (tilesN % perWarp == 0) {
+    rowBase = arith::DivUIOp::create(b, loc, first, c(b, loc, tilesN));
+    colBase = arith::RemUIOp::create(b, loc, first, c(b, loc, tilesN));
+    for (int64_t i = 0; i < perWarp; ++i) {
+      rowOffset.push_back(0);
+      colOffset.push_back(i);
+    }
+  } else {
+    rowBase = mul(b, loc, warp, c(b, loc, perWarp / tilesN));
+    colBase = c(b, loc, 0);
+    for (int64_t i = 0; i < perWarp; ++i) {
+      rowOffset.push_back(i / tilesN);
+      colOffset.push_back(i % tilesN);
+    }
+  }
+  // Fragment coordinates of this lane (PTX ISA, mma.m16n8k16): rows g and
+  // g + 8 of A, row g of B^T, words t and t + 4 of a k-step.
+  auto aRow = [&](int64_t offset) {
+    return add(b, loc,
+               mul(b, loc, add(b, loc, rowBase, c(b, loc, offset)),
+                   c(b, loc, 16)),
+               group);
+  };
+  auto bRow = [&](int64_t offset) {
+    return add(b, loc,
+               mul(b, loc, add(b, loc, colBase, c(b, loc, offset)),
+                   c(b, loc, 8)),
+               group);
+  };
+  // The first of this lane's two output columns of tile column `offset`.
+  auto outputColumn = [&](int64_t offset) {
+    return add(b, loc,
+               mul(b, loc, add(b, loc, colBase, c(b, loc, offset)),
+                   c(b, loc, 8)),
+               mul(b, loc, quad, c(b, loc, 2)));
+  };
+  // A single tile per warp would be one chain of dependent mma.sync: two
+  // accumulators (even and odd k-steps) halve its latency.
+  int64_t chains = perWarp == 1 ? 2 : 1;
+  SmallVector<SmallVector<Value>> acc;
+  for (int64_t i = 0; i < perWarp; ++i) {
+    Value row0 = aRow(rowOffset[i]);
+    Value row1 = add(b, loc, row0, c(b, loc, 8));
+    Value col0 = outputColumn(colOffset[i]);
+    Value col1 = add(b, loc, col0, c(b, loc, 1));
+    for (int64_t chain = 0; chain < chains; ++chain) {
+      if (chain == 0) {
+        acc.push_back({init(b, loc, row0, col0), init(b, loc, row0, col1),
+                       init(b, loc, row1, col0), init(b, loc, row1, col1)});
+        continue;
+      }
+      Value zero = f(b, loc, 0.0f);
+      acc.push_back({zero, zero, zero, zero});
+    }
+  }
+  int64_t stepIndex = 0;
+  for (const Term &term : terms) {
+    for (int64_t step = 0; step < term.depth / 16; ++step, ++stepIndex) {
+      Value w0 = c(b, loc, step * 8);
+      w0 = add(b, loc, w0, quad);
+      Value w4 = add(b, loc, w0, c(b, loc, 4));
+      DenseMap<int64_t, SmallVector<Value>> aFragments, bFragments;
+      for (int64_t i = 0; i < perWarp; ++i) {
+        SmallVector<Value> &a = aFragments[rowOffset[i]];
+        if (a.empty()) {
+          Value row0 = aRow(rowOffset[i]);
+          Value row1 = add(b, loc, row0, c(b, loc, 8));
+          a = {load(b, loc, term.a.words, {row0, w0}),
+               load(b, loc, term.a.words, {row1, w0}),
+               load(b, loc, term.a.words, {row0, w4}),
+               load(b, loc, term.a.words, {row1, w4})};
+        }
+        SmallVector<Value> &bFrag = bFragments[colOffset[i]];
+        if (bFrag.empty()) {
+          Value row = bRow(colOffset[i]);
+          bFrag = {load(b, loc, term.b.words, {row, w0}),
+                   load(b, loc, term.b.words, {row, w4})};
+        }
+        SmallVector<Value> &sum = acc[i * chains + stepIndex % chains];
+        Value result = NVVM::MmaOp::create(
+            b, loc, accType, a, bFrag, sum, {16, 8, 16}, std::nullopt,
+            std::nullopt,
+            std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                          NVVM::MMATypes::bf16},
+            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                           NVVM::MMALayout::col});
+        for (int64_t e = 0; e < 4; ++e)
+          sum[e] = LLVM::ExtractValueOp::create(b, loc, result, e);
+      }
+    }
+  }
+  for (int64_t i = 0; i < perWarp; ++i) {
+    SmallVector<Value> sum = acc[i * chains];
+    for (int64_t chain = 1; chain < chains; ++chain)
+      for (int64_t e = 0; e < 4; ++e)
+        sum[e] = arith::AddFOp::create(b, loc, sum[e],
+                                       acc[i * chains + chain][e]);
+    Value row0 = aRow(rowOffset[i]);
+    Value row1 = add(b, loc, row0, c(b, loc, 8));
+    Value col0 = outputColumn(colOffset[i]);
+    Value col1 = add(b, loc, col0, c(b, loc, 1));
+    epilogue(b, loc, row0, col0, sum[0]);
+    epilogue(b, loc, row0, col1, sum[1]);
+    epilogue(b, loc, row1, col0, sum[2]);
+    epilogue(b, loc, row1, col1, sum[3]);
+  }
+}
+
+void ScanKernel::productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms,
+                                 Init init, Epilogue epilogue) {
+
   int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
