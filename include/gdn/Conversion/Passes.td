@@ -107,6 +107,7 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::vector::VectorDialect",
     "::mlir::scf::SCFDialect",
   ];

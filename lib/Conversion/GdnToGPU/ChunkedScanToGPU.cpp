@@ -40,6 +40,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -66,6 +67,14 @@ using Init = std::function<Value(OpBuilder &, Location, Value, Value)>;
 /// row: the fragment loads of mma.sync).
 struct HalfTile {
   Value halves, words;
+  /// For a tile of several slots ([slots, rows, cols]): the slot in use.
+  Value slot;
+
+  SmallVector<Value> at(Value row, Value col) const {
+    if (slot)
+      return {slot, row, col};
+    return {row, col};
+  }
 };
 
 /// One term A B^T of a product: A [M, depth] and B [N, depth], both stored
@@ -101,10 +110,11 @@ struct ScanShape {
            halfBytes(keyDim, chunk) + halfBytes(valueDim, chunk) +
            2 * floatBytes(chunk, chunk) + 6 * chunk * 4;
   }
-  /// The state pass: bf16 exp(G) Q, -W [C, K]; (exp(G_C - G) K)^T [K, C];
-  /// P [C, C]; Vnew^T [Vt, C]; S^T [Vt, K]; f32 S [K, Vt], U [C, Vt].
+  /// The state pass: bf16 exp(G) Q, -W [C, K]; two (exp(G_C - G) K)^T
+  /// [K, C]; P [C, C]; Vnew^T [Vt, C]; S^T [Vt, K]; f32 S [K, Vt], U (then
+  /// exp(G) Q S) [C, Vt].
   int64_t stateKernelBytes() const {
-    return 2 * halfBytes(chunk, keyDim) + halfBytes(keyDim, chunk) +
+    return 2 * halfBytes(chunk, keyDim) + 2 * halfBytes(keyDim, chunk) +
            halfBytes(chunk, chunk) + halfBytes(valueTile, chunk) +
            halfBytes(valueTile, keyDim) + floatBytes(keyDim, valueTile) +
            floatBytes(chunk, valueTile);
@@ -175,6 +185,10 @@ private:
   }
   /// A bf16 [rows, cols] tile with padded rows, and its word view.
   HalfTile carveHalves(int64_t rows, int64_t cols, int64_t &offset);
+  /// `slots` such tiles in a row ([slots, rows, cols]); set `slot` to use
+  /// one.
+  HalfTile carveHalfSlots(int64_t slots, int64_t rows, int64_t cols,
+                          int64_t &offset);
 
   /// out[M, N] = init + sum of terms A B^T, on tensor cores: the 16 x 8
   /// output tiles are dealt to the warps in turn; `epilogue` gets every
@@ -215,6 +229,27 @@ private:
                                       Value)>
                         storeVector,
                     bool rowsAcrossThreads = false);
+  /// The two halves of stageVectors, for loads issued long before their
+  /// stores (the next chunk's operands, in flight during this chunk's
+  /// products).
+  struct LoadedVector {
+    Value valid, row, col, vector;
+  };
+  SmallVector<LoadedVector>
+  loadVectors(int64_t rows, int64_t width,
+              function_ref<Value(OpBuilder &, Location, Value, Value)>
+                  loadVector,
+              bool rowsAcrossThreads = false);
+  void storeVectors(ArrayRef<LoadedVector> loaded,
+                    function_ref<void(OpBuilder &, Location, Value, Value,
+                                      Value)>
+                        storeVector);
+  /// `copy(row, col)` for every vector of 8 elements of a [rows, width]
+  /// block, dealt to the threads as in stageVectors (for cp.async, which
+  /// needs no registers).
+  void forEachVector(int64_t rows, int64_t width,
+                     function_ref<void(OpBuilder &, Location, Value, Value)>
+                         copy);
 
   OpBuilder &b;
   Location loc;
@@ -245,6 +280,16 @@ HalfTile ScanKernel::carveHalves(int64_t rows, int64_t cols,
   Value halves = carve({rows, cols + kHalfPad}, b.getBF16Type(), offset);
   Value words = carve({rows, (cols + kHalfPad) / 2}, b.getI32Type(), at);
   return {halves, words};
+}
+
+HalfTile ScanKernel::carveHalfSlots(int64_t slots, int64_t rows,
+                                    int64_t cols, int64_t &offset) {
+  int64_t at = offset;
+  Value halves =
+      carve({slots, rows, cols + kHalfPad}, b.getBF16Type(), offset);
+  Value words =
+      carve({slots, rows, (cols + kHalfPad) / 2}, b.getI32Type(), at);
+  return {halves, words, Value()};
 }
 
 void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
@@ -333,16 +378,16 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
         if (a.empty()) {
           Value row0 = aRow(rowOffset[i]);
           Value row1 = add(b, loc, row0, c(b, loc, 8));
-          a = {load(b, loc, term.a.words, {row0, w0}),
-               load(b, loc, term.a.words, {row1, w0}),
-               load(b, loc, term.a.words, {row0, w4}),
-               load(b, loc, term.a.words, {row1, w4})};
+          a = {load(b, loc, term.a.words, term.a.at(row0, w0)),
+               load(b, loc, term.a.words, term.a.at(row1, w0)),
+               load(b, loc, term.a.words, term.a.at(row0, w4)),
+               load(b, loc, term.a.words, term.a.at(row1, w4))};
         }
         SmallVector<Value> &bFrag = bFragments[colOffset[i]];
         if (bFrag.empty()) {
           Value row = bRow(colOffset[i]);
-          bFrag = {load(b, loc, term.b.words, {row, w0}),
-                   load(b, loc, term.b.words, {row, w4})};
+          bFrag = {load(b, loc, term.b.words, term.b.at(row, w0)),
+                   load(b, loc, term.b.words, term.b.at(row, w4))};
         }
         SmallVector<Value> &sum = acc[i * chains + stepIndex % chains];
         Value result = NVVM::MmaOp::create(
@@ -402,13 +447,13 @@ void ScanKernel::productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms,
           for (int64_t step = 0; step < term.depth / 16; ++step) {
             Value w0 = add(nb, nl, c(nb, nl, step * 8), quad);
             Value w4 = add(nb, nl, w0, c(nb, nl, 4));
-            SmallVector<Value> a = {load(nb, nl, term.a.words, {row0, w0}),
-                                    load(nb, nl, term.a.words, {row1, w0}),
-                                    load(nb, nl, term.a.words, {row0, w4}),
-                                    load(nb, nl, term.a.words, {row1, w4})};
+            SmallVector<Value> a = {load(nb, nl, term.a.words, term.a.at(row0, w0)),
+                                    load(nb, nl, term.a.words, term.a.at(row1, w0)),
+                                    load(nb, nl, term.a.words, term.a.at(row0, w4)),
+                                    load(nb, nl, term.a.words, term.a.at(row1, w4))};
             SmallVector<Value> bFrag = {
-                load(nb, nl, term.b.words, {bRow, w0}),
-                load(nb, nl, term.b.words, {bRow, w4})};
+                load(nb, nl, term.b.words, term.b.at(bRow, w0)),
+                load(nb, nl, term.b.words, term.b.at(bRow, w4))};
             Value result = NVVM::MmaOp::create(
                 nb, nl, accType, a, bFrag, acc, {16, 8, 16}, std::nullopt,
                 std::nullopt,
@@ -576,6 +621,14 @@ void ScanKernel::stageVectors(
     function_ref<void(OpBuilder &, Location, Value, Value, Value)>
         storeVector,
     bool rowsAcrossThreads) {
+  storeVectors(loadVectors(rows, width, loadVector, rowsAcrossThreads),
+               storeVector);
+}
+
+SmallVector<ScanKernel::LoadedVector> ScanKernel::loadVectors(
+    int64_t rows, int64_t width,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector,
+    bool rowsAcrossThreads) {
   assert(width % 8 == 0 && "rows are copied in vectors of 8");
   int64_t perRow = width / 8, count = rows * perRow;
   int64_t perThread = (count + s.threads() - 1) / s.threads();
@@ -592,10 +645,7 @@ void ScanKernel::stageVectors(
                     c(nb, nl, 8));
     return std::make_pair(r, col);
   };
-  struct Loaded {
-    Value valid, row, col, vector;
-  };
-  SmallVector<Loaded> loaded;
+  SmallVector<LoadedVector> loaded;
   for (int64_t it = 0; it < perThread; ++it) {
     Value i = add(b, loc, tid, c(b, loc, it * s.threads()));
     Value valid;
@@ -608,8 +658,15 @@ void ScanKernel::stageVectors(
     auto [r, col] = position(b, loc, i);
     loaded.push_back({valid, r, col, loadVector(b, loc, r, col)});
   }
-  for (const Loaded &element : loaded) {
-    if (!ragged) {
+  return loaded;
+}
+
+void ScanKernel::storeVectors(
+    ArrayRef<LoadedVector> loaded,
+    function_ref<void(OpBuilder &, Location, Value, Value, Value)>
+        storeVector) {
+  for (const LoadedVector &element : loaded) {
+    if (!element.valid) {
       storeVector(b, loc, element.row, element.col, element.vector);
       continue;
     }
@@ -618,6 +675,16 @@ void ScanKernel::stageVectors(
       scf::YieldOp::create(nb, nl);
     });
   }
+}
+
+void ScanKernel::forEachVector(
+    int64_t rows, int64_t width,
+    function_ref<void(OpBuilder &, Location, Value, Value)> copy) {
+  // The positions are those loadVectors deals; nothing is loaded.
+  SmallVector<LoadedVector> positions = loadVectors(
+      rows, width, [&](OpBuilder &, Location, Value, Value) { return Value(); });
+  storeVectors(positions, [&](OpBuilder &nb, Location nl, Value r, Value col,
+                              Value) { copy(nb, nl, r, col); });
 }
 
 void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
@@ -857,7 +924,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   int64_t offset = 0;
   qsB = carveHalves(chunk, keyDim, offset);
   wB = carveHalves(chunk, keyDim, offset);
-  ksT = carveHalves(keyDim, chunk, offset);
+  ksT = carveHalfSlots(2, keyDim, chunk, offset);
   pB = carveHalves(chunk, chunk, offset);
   nT = carveHalves(tile, chunk, offset);
   sT = carveHalves(tile, keyDim, offset);
@@ -883,73 +950,119 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     storeHalf(nb, nl, value, sT, col, r);
   });
 
+  // The operands of chunk `index`, prepared by the WY kernel, arrive in two
+  // ways: -W, exp(G) Q and (exp(G_C - G) K)^T (into slot `slot` of its two)
+  // by cp.async straight into workgroup memory; U, P and the chunk's total
+  // decay through registers (loadChunkRest), stored once the chunk before
+  // has used the tiles (storeChunkRest).
+  auto bf16Vector = VectorType::get({8}, b.getBF16Type());
+  auto f32Vector = VectorType::get({8}, f32);
+  Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  auto copyChunkAsync = [&](Value index, Value slot) {
+    Value start = mul(b, loc, index, c(b, loc, chunk));
+    auto copy = [&](int64_t rows, int64_t width, HalfTile tileTo,
+                    function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                    Value, Value)>
+                        sourceIndex,
+                    Value source) {
+      forEachVector(rows, width,
+                    [&](OpBuilder &nb, Location nl, Value r, Value col) {
+                      nvgpu::DeviceAsyncCopyOp::create(
+                          nb, nl, tokenType, tileTo.halves,
+                          tileTo.at(r, col), source,
+                          sourceIndex(nb, nl, r, col), nb.getIndexAttr(8),
+                          Value(), nb.getUnitAttr());
+                    });
+    };
+    auto chunkRow = [&](OpBuilder &nb, Location nl, Value r, Value col) {
+      return SmallVector<Value>{batch, head, add(nb, nl, start, r), col};
+    };
+    auto chunkTile = [&](OpBuilder &nb, Location nl, Value r, Value col) {
+      return SmallVector<Value>{batch, head, index, r, col};
+    };
+    copy(chunk, keyDim, wB, chunkRow, m.w);
+    copy(chunk, keyDim, qsB, chunkRow, m.qs);
+    HalfTile slotTile = ksT;
+    slotTile.slot = slot;
+    copy(keyDim, chunk, slotTile, chunkTile, m.kst);
+    // The group's token only orders the IR: cp.async.wait_group counts the
+    // thread's groups.
+    return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                   ValueRange{})
+        .getResult();
+  };
+  struct ChunkRest {
+    SmallVector<LoadedVector> u, p;
+    Value decay;
+  };
+  auto loadChunkRest = [&](Value index) {
+    Value start = mul(b, loc, index, c(b, loc, chunk));
+    ChunkRest rest;
+    rest.u = loadVectors(chunk, tile, [&](OpBuilder &nb, Location nl, Value r,
+                                          Value col) {
+      return vector::LoadOp::create(
+                 nb, nl, f32Vector, m.u,
+                 ValueRange{batch, head, add(nb, nl, start, r),
+                            add(nb, nl, firstColumn, col)},
+                 false, llvm::Align(16))
+          .getResult();
+    });
+    rest.p = loadVectors(chunk, chunk, [&](OpBuilder &nb, Location nl,
+                                           Value r, Value col) {
+      return vector::LoadOp::create(nb, nl, bf16Vector, m.p,
+                                    ValueRange{batch, head,
+                                               add(nb, nl, start, r), col},
+                                    false, llvm::Align(16))
+          .getResult();
+    });
+    Value lastRow = add(b, loc, start, c(b, loc, chunk - 1));
+    rest.decay =
+        exponential(b, loc, load(b, loc, m.gates, {batch, head, lastRow}));
+    return rest;
+  };
+  auto storeVectorTo = [&](Value memory) {
+    return [&, memory](OpBuilder &nb, Location nl, Value r, Value col,
+                       Value x) {
+      vector::StoreOp::create(nb, nl, x, memory, ValueRange{r, col}, false,
+                              llvm::Align(16));
+    };
+  };
+  auto storeChunkRest = [&](const ChunkRest &rest) {
+    storeVectors(rest.u, storeVectorTo(us));
+    storeVectors(rest.p, storeVectorTo(pB.halves));
+  };
+  auto waitForCopies = [&](Value group) {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+  };
+
+  // Chunk 0 before the loop; each iteration then starts the next chunk's
+  // transfers as soon as its tiles are free, so that they overlap this
+  // chunk's products.
   Value chunks = arith::CeilDivUIOp::create(b, loc, tokens, c(b, loc, chunk));
-  scf::ForOp::create(
-      b, loc, c(b, loc, 0), chunks, c(b, loc, 1), ValueRange{},
-      [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange) {
+  Value lastChunk = arith::SubIOp::create(b, loc, chunks, c(b, loc, 1));
+  Value firstGroup = copyChunkAsync(c(b, loc, 0), c(b, loc, 0));
+  ChunkRest first = loadChunkRest(c(b, loc, 0));
+  storeChunkRest(first);
+  auto loop = scf::ForOp::create(
+      b, loc, c(b, loc, 0), chunks, c(b, loc, 1),
+      ValueRange{first.decay, firstGroup},
+      [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange carried) {
         OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(scf::YieldOp::create(lb, ll));
-        Value start = mul(b, loc, chunkIndex, c(b, loc, chunk));
-        auto rowOf = [&](OpBuilder &nb, Location nl, Value r) {
-          return add(nb, nl, start, r);
-        };
-        // The chunk's operands, prepared by the WY kernel: plain 16-byte
-        // copies, one round trip to global memory.
-        auto vectorType = VectorType::get({8}, b.getBF16Type());
-        auto copy = [&](int64_t rows, int64_t width, HalfTile tile,
-                        function_ref<SmallVector<Value>(OpBuilder &, Location,
-                                                        Value, Value)>
-                            sourceIndex,
-                        Value source) {
-          stageVectors(
-              rows, width,
-              [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                return vector::LoadOp::create(nb, nl, vectorType, source,
-                                              sourceIndex(nb, nl, r, col),
-                                              false, llvm::Align(16))
-                    .getResult();
-              },
-              [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-                vector::StoreOp::create(nb, nl, x, tile.halves,
-                                        ValueRange{r, col}, false,
-                                        llvm::Align(16));
-              });
-        };
-        auto chunkRow = [&](OpBuilder &nb, Location nl, Value r, Value col) {
-          return SmallVector<Value>{batch, head, rowOf(nb, nl, r), col};
-        };
-        auto chunkTile = [&](OpBuilder &nb, Location nl, Value r, Value col) {
-          return SmallVector<Value>{batch, head, chunkIndex, r, col};
-        };
-        // The chunk's total decay is read with them, not after a barrier.
-        Value lastRow = add(b, loc, start, c(b, loc, chunk - 1));
-        Value chunkDecay =
-            exponential(b, loc, load(b, loc, m.gates, {batch, head, lastRow}));
-        copy(chunk, keyDim, wB, chunkRow, m.w);
-        copy(chunk, keyDim, qsB, chunkRow, m.qs);
-        copy(chunk, chunk, pB, chunkRow, m.p);
-        copy(keyDim, chunk, ksT, chunkTile, m.kst);
-        auto floats = VectorType::get({8}, f32);
-        stageVectors(
-            chunk, tile,
-            [&](OpBuilder &nb, Location nl, Value r, Value col) {
-              return vector::LoadOp::create(
-                         nb, nl, floats, m.u,
-                         ValueRange{batch, head, rowOf(nb, nl, r),
-                                    add(nb, nl, firstColumn, col)},
-                         false, llvm::Align(16))
-                  .getResult();
-            },
-            [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-              vector::StoreOp::create(nb, nl, x, us, ValueRange{r, col}, false,
-                                      llvm::Align(16));
-            });
+        Value chunkDecay = carried[0];
+        Value start = mul(lb, ll, chunkIndex, c(lb, ll, chunk));
+        Value slot = arith::RemUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
+        Value nextSlot = arith::SubIOp::create(lb, ll, c(lb, ll, 1), slot);
+        // The last iteration fetches its own chunk again (into tiles nobody
+        // reads afterwards) rather than branch.
+        Value next = arith::MinUIOp::create(
+            lb, ll, add(lb, ll, chunkIndex, c(lb, ll, 1)), lastChunk);
+        auto yield = scf::YieldOp::create(lb, ll, carried);
+        b.setInsertionPoint(yield);
+        waitForCopies(carried[1]);
         barrier(b, loc);
 
-        auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
-          return f(nb, nl, 0.0f);
-        };
-        // Vnew = U - W S, kept as bf16 Vnew^T.
+        // Vnew = U - W S, kept as bf16 Vnew^T, and Y = exp(G) Q S in place
+        // of U (the same lane owns the same element in both products).
         product(chunk, tile, {Term{keyDim, wB, sT}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
                   return load(nb, nl, us, {r, col});
@@ -957,13 +1070,40 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                 [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
                   storeHalf(nb, nl, v, nT, col, r);
                 });
+        auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
+          return f(nb, nl, 0.0f);
+        };
+        product(chunk, tile, {Term{keyDim, qsB, sT}}, zeroInit,
+                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
+                  store(nb, nl, v, us, {r, col});
+                });
         barrier(b, loc);
-        // O = scale (diag(exp(G)) Q S + P Vnew), for the rows inside the
-        // sequence.
+        // -W, exp(G) Q and the other slot of K^T are free now.
+        Value group = copyChunkAsync(next, nextSlot);
+        ChunkRest rest = loadChunkRest(next);
+
+        // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place (each
+        // element is read, then written, by the same lane), and S^T.
+        HalfTile kTile = ksT;
+        kTile.slot = slot;
+        product(keyDim, tile, {Term{chunk, kTile, nT}},
+                [&](OpBuilder &nb, Location nl, Value r, Value col) {
+                  return arith::MulFOp::create(nb, nl,
+                                               load(nb, nl, ss, {r, col}),
+                                               chunkDecay)
+                      .getResult();
+                },
+                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
+                  store(nb, nl, v, ss, {r, col});
+                  storeHalf(nb, nl, v, sT, col, r);
+                });
+        // O = scale (Y + P Vnew), for the rows inside the sequence.
         Value scaleValue = f(b, loc, m.scale);
         Type outType = cast<MemRefType>(m.o.getType()).getElementType();
-        product(chunk, tile, {Term{keyDim, qsB, sT}, Term{chunk, pB, nT}},
-                zeroInit,
+        product(chunk, tile, {Term{chunk, pB, nT}},
+                [&](OpBuilder &nb, Location nl, Value r, Value col) {
+                  return load(nb, nl, us, {r, col});
+                },
                 [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
                   auto [safeToken, inside] = token(nb, nl, start, tokens, r);
                   Value t = safeToken;
@@ -978,21 +1118,10 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                   });
                 });
         barrier(b, loc);
-        // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place (each
-        // element is read, then written, by the same lane), and S^T.
-        product(keyDim, tile, {Term{chunk, ksT, nT}},
-                [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                  return arith::MulFOp::create(nb, nl,
-                                               load(nb, nl, ss, {r, col}),
-                                               chunkDecay)
-                      .getResult();
-                },
-                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
-                  store(nb, nl, v, ss, {r, col});
-                  storeHalf(nb, nl, v, sT, col, r);
-                });
-        barrier(b, loc);
+        storeChunkRest(rest);
+        yield->setOperands(ValueRange{rest.decay, group});
       });
+  waitForCopies(loop.getResult(1));
 
   forEachThread(b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl,
                                             Value i) {

@@ -15,9 +15,9 @@
 // kernel over (Hv x V / value tile, B) walks the chunks in order. Both have 8
 // warps, tiles in dynamic workgroup memory and every product on mma.sync.
 // With V = 128 the state kernel's value tile is 64, or 32 or 16 when the
-// batch leaves multiprocessors idle (two blocks of tile 16 or 32 fit on each
-// of the 132: 4 heads x 8 tiles of 16 x B <= 264 blocks: tile 16;
-// 4 x 4 x B <= 264: tile 32), chosen at run time.
+// batch leaves multiprocessors idle (two blocks of tile 16 fit on each of the
+// 132, one of tile 32: 4 heads x 8 tiles of 16 x B <= 264 blocks: tile 16;
+// 4 x 4 x B <= 132: tile 32), chosen at run time.
 // CHECK-LABEL: func.func @prefill
 // CHECK-NOT: gdn.delta_rule
 // CHECK: %[[CHUNKS:.+]] = arith.ceildivui %dim_{{[0-9]+}}, %c64
@@ -55,29 +55,40 @@
 // CHECK: %[[FITS16:.+]] = arith.cmpi ule, %[[B16]], %c264
 // CHECK: scf.if %[[FITS16]]
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c84480_i32
-// CHECK: scf.for
-// The chunk's operands arrive as 16-byte vector copies.
-// CHECK: vector.load %[[W]][{{.+}}] {alignment = 16 : i64} : memref<?x4x?x128xbf16>, vector<8xbf16>
-// CHECK: vector.load %[[QS]]
-// CHECK: vector.load %[[P]]
-// CHECK: vector.load %[[KST]]
-// CHECK: vector.store {{.+}} {alignment = 16 : i64} : memref<128x72xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK-SAME: dynamic_shared_memory_size %c102912_i32
+// The chunk's operands: -W, exp(G) Q and (exp(G_C - G) K)^T (two slots) by
+// cp.async into workgroup memory, U and P through registers; the next
+// chunk's are issued after the first products, during the rest.
+// CHECK: %[[KSLOTS:.+]] = memref.view {{.+}} to memref<2x128x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %[[W]][{{.+}}], %{{.+}}[{{.+}}], 8 {bypassL1} : memref<?x4x?x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %[[QS]]
+// CHECK: nvgpu.device_async_copy %[[KST]][{{.+}}], %[[KSLOTS]][%c0
+// CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
 // CHECK: vector.load %[[U]]{{.+}} vector<8xf32>
-// CHECK: gpu.barrier
+// CHECK: vector.load %[[P]]{{.+}} vector<8xbf16>
+// CHECK: scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %[[CARRIED:.+]] = %[[GROUP]])
+// CHECK: nvgpu.device_async_wait %[[CARRIED]] {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier
 // CHECK: nvvm.mma.sync
+// CHECK: gpu.barrier
+// CHECK: nvgpu.device_async_copy %[[W]]
+// CHECK: nvgpu.device_async_create_group
+// CHECK: vector.load %[[U]]
+// CHECK: nvvm.mma.sync
+// CHECK: gpu.barrier
+// CHECK: scf.yield
 // CHECK: gpu.terminator
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 8 : i64}}
 // CHECK: } else {
-// CHECK: arith.cmpi ule, %{{.+}}, %c264
+// CHECK: arith.cmpi ule, %{{.+}}, %c132
 // CHECK: gpu.launch
-// CHECK-SAME: dynamic_shared_memory_size %c103424_i32
+// CHECK-SAME: dynamic_shared_memory_size %c121856_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
 // CHECK: } else {
-// bf16 exp(G) Q, -W [64, 136]; (exp(G_C - G) K)^T [128, 72]; P, Vnew^T
-// [64, 72]; S^T [64, 136]; f32 S [128, 68], U [64, 68]: 141312 bytes.
+// bf16 exp(G) Q, -W [64, 136]; two (exp(G_C - G) K)^T [128, 72]; P, Vnew^T
+// [64, 72]; S^T [64, 136]; f32 S [128, 68], U [64, 68]: 159744 bytes.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c141312_i32
+// CHECK-SAME: dynamic_shared_memory_size %c159744_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
 // CHECK: %[[D0:.+]] = gpu.wait async
 // CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[W]]
@@ -99,6 +110,10 @@
 // PTX: gpu.binary @prefill_kernel
 // PTX-SAME: .target sm_90a
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX: gpu.binary @prefill_kernel_0
+// PTX-SAME: cp.async.cg.shared.global [%rd{{[0-9+]+}}], [%rd{{[0-9]+}}], 16;
+// PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-SAME: cp.async.wait_group {{.+}}0;
 func.func @prefill(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %h: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta initial_state(%h) {scale = 0.088 : f32} : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
   return %o, %s : tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>
