@@ -32,6 +32,9 @@ void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // With the workgroup memory sizes now constant: registers must not cost
+  // the chunked scan the second block per multiprocessor.
+  pm.addPass(createGdnSharedMemoryOccupancyPass());
 }
 
 void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,

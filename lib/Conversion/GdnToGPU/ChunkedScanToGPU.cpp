@@ -59,6 +59,21 @@ constexpr int64_t kMaxSharedBytes = 227 * 1024;
 /// Consumes one f32 result element (row, col, value).
 using Epilogue =
     std::function<void(OpBuilder &, Location, Value, Value, Value)>;
+/// Consumes two neighbouring f32 result elements (row, even col, the values
+/// at col and col + 1): one wider store instead of two.
+using PairEpilogue =
+    std::function<void(OpBuilder &, Location, Value, Value, Value, Value)>;
+
+/// The pair epilogue that hands each element to `epilogue`.
+PairEpilogue perElement(Epilogue epilogue) {
+  return [epilogue](OpBuilder &b, Location loc, Value row, Value col,
+                    Value first, Value second) {
+    epilogue(b, loc, row, col, first);
+    Value next = arith::AddIOp::create(b, loc, col,
+                                       arith::ConstantIndexOp::create(b, loc, 1));
+    epilogue(b, loc, row, next, second);
+  };
+}
 /// Gives the initial accumulator element (row, col).
 using Init = std::function<Value(OpBuilder &, Location, Value, Value)>;
 
@@ -176,6 +191,21 @@ private:
           tile.halves, {row, col});
   }
   void barrier(OpBuilder &nb, Location nl) { gpu::BarrierOp::create(nb, nl); }
+  /// Stores two f32 values, converted to the element type of `memory`, at
+  /// `indices` and the next column: one store instruction.
+  static void storePair(OpBuilder &nb, Location nl, Value first, Value second,
+                        Value memory, ValueRange indices) {
+    Type element = cast<MemRefType>(memory.getType()).getElementType();
+    auto pairType = VectorType::get({2}, nb.getF32Type());
+    Value pair = vector::FromElementsOp::create(nb, nl, pairType,
+                                                ValueRange{first, second});
+    if (!element.isF32())
+      pair = arith::TruncFOp::create(nb, nl, VectorType::get({2}, element),
+                                     pair);
+    vector::StoreOp::create(
+        nb, nl, pair, memory, indices, false,
+        llvm::Align(2 * element.getIntOrFloatBitWidth() / 8));
+  }
 
   /// A view of workgroup memory at `offset` bytes (advanced past it).
   Value carve(ArrayRef<int64_t> shape, Type element, int64_t &offset);
@@ -194,11 +224,11 @@ private:
   /// output tiles are dealt to the warps in turn; `epilogue` gets every
   /// element.
   void product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
-               Epilogue epilogue);
+               PairEpilogue epilogue);
   /// The same with the tiles in a loop (tile counts that do not divide
   /// evenly among the warps): no fragment is shared.
   void productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
-                       Epilogue epilogue);
+                       PairEpilogue epilogue);
 
   /// for (i = tid; i < count; i += threads) body(i)
   void forEachThread(OpBuilder &nb, Location nl, int64_t count,
@@ -279,7 +309,7 @@ HalfTile ScanKernel::carveHalves(int64_t rows, int64_t cols,
   int64_t at = offset;
   Value halves = carve({rows, cols + kHalfPad}, b.getBF16Type(), offset);
   Value words = carve({rows, (cols + kHalfPad) / 2}, b.getI32Type(), at);
-  return {halves, words};
+  return {halves, words, Value()};
 }
 
 HalfTile ScanKernel::carveHalfSlots(int64_t slots, int64_t rows,
@@ -293,7 +323,7 @@ HalfTile ScanKernel::carveHalfSlots(int64_t slots, int64_t rows,
 }
 
 void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
-                         Init init, Epilogue epilogue) {
+                         Init init, PairEpilogue epilogue) {
   int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
   int64_t perWarp = tiles / s.warps;
   // A warp's tiles are one static group: a run of one tile row (the A
@@ -347,80 +377,92 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
                    c(b, loc, 8)),
                mul(b, loc, quad, c(b, loc, 2)));
   };
-  // A single tile per warp would be one chain of dependent mma.sync: two
-  // accumulators (even and odd k-steps) halve its latency.
-  int64_t chains = perWarp == 1 ? 2 : 1;
-  SmallVector<SmallVector<Value>> acc;
-  for (int64_t i = 0; i < perWarp; ++i) {
-    Value row0 = aRow(rowOffset[i]);
-    Value row1 = add(b, loc, row0, c(b, loc, 8));
-    Value col0 = outputColumn(colOffset[i]);
-    Value col1 = add(b, loc, col0, c(b, loc, 1));
-    for (int64_t chain = 0; chain < chains; ++chain) {
-      if (chain == 0) {
-        acc.push_back({init(b, loc, row0, col0), init(b, loc, row0, col1),
-                       init(b, loc, row1, col0), init(b, loc, row1, col1)});
-        continue;
+  auto accumulateGroup = [&](ArrayRef<int64_t> groupRows,
+                             ArrayRef<int64_t> groupCols, int64_t chains) {
+    SmallVector<SmallVector<Value>> acc;
+    for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
+      Value row0 = aRow(groupRows[i]);
+      Value row1 = add(b, loc, row0, c(b, loc, 8));
+      Value col0 = outputColumn(groupCols[i]);
+      Value col1 = add(b, loc, col0, c(b, loc, 1));
+      for (int64_t chain = 0; chain < chains; ++chain) {
+        if (chain == 0) {
+          acc.push_back({init(b, loc, row0, col0), init(b, loc, row0, col1),
+                         init(b, loc, row1, col0), init(b, loc, row1, col1)});
+          continue;
+        }
+        Value zero = f(b, loc, 0.0f);
+        acc.push_back({zero, zero, zero, zero});
       }
-      Value zero = f(b, loc, 0.0f);
-      acc.push_back({zero, zero, zero, zero});
     }
-  }
-  int64_t stepIndex = 0;
-  for (const Term &term : terms) {
-    for (int64_t step = 0; step < term.depth / 16; ++step, ++stepIndex) {
-      Value w0 = c(b, loc, step * 8);
-      w0 = add(b, loc, w0, quad);
-      Value w4 = add(b, loc, w0, c(b, loc, 4));
-      DenseMap<int64_t, SmallVector<Value>> aFragments, bFragments;
-      for (int64_t i = 0; i < perWarp; ++i) {
-        SmallVector<Value> &a = aFragments[rowOffset[i]];
-        if (a.empty()) {
-          Value row0 = aRow(rowOffset[i]);
-          Value row1 = add(b, loc, row0, c(b, loc, 8));
-          a = {load(b, loc, term.a.words, term.a.at(row0, w0)),
-               load(b, loc, term.a.words, term.a.at(row1, w0)),
-               load(b, loc, term.a.words, term.a.at(row0, w4)),
-               load(b, loc, term.a.words, term.a.at(row1, w4))};
+    int64_t stepIndex = 0;
+    for (const Term &term : terms) {
+      for (int64_t step = 0; step < term.depth / 16; ++step, ++stepIndex) {
+        Value w0 = c(b, loc, step * 8);
+        w0 = add(b, loc, w0, quad);
+        Value w4 = add(b, loc, w0, c(b, loc, 4));
+        DenseMap<int64_t, SmallVector<Value>> aFragments, bFragments;
+        for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
+          SmallVector<Value> &a = aFragments[groupRows[i]];
+          if (a.empty()) {
+            Value row0 = aRow(groupRows[i]);
+            Value row1 = add(b, loc, row0, c(b, loc, 8));
+            a = {load(b, loc, term.a.words, term.a.at(row0, w0)),
+                 load(b, loc, term.a.words, term.a.at(row1, w0)),
+                 load(b, loc, term.a.words, term.a.at(row0, w4)),
+                 load(b, loc, term.a.words, term.a.at(row1, w4))};
+          }
+          SmallVector<Value> &bFrag = bFragments[groupCols[i]];
+          if (bFrag.empty()) {
+            Value row = bRow(groupCols[i]);
+            bFrag = {load(b, loc, term.b.words, term.b.at(row, w0)),
+                     load(b, loc, term.b.words, term.b.at(row, w4))};
+          }
+          SmallVector<Value> &sum = acc[i * chains + stepIndex % chains];
+          Value result = NVVM::MmaOp::create(
+              b, loc, accType, a, bFrag, sum, {16, 8, 16}, std::nullopt,
+              std::nullopt,
+              std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                            NVVM::MMATypes::bf16},
+              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                             NVVM::MMALayout::col});
+          for (int64_t e = 0; e < 4; ++e)
+            sum[e] = LLVM::ExtractValueOp::create(b, loc, result, e);
         }
-        SmallVector<Value> &bFrag = bFragments[colOffset[i]];
-        if (bFrag.empty()) {
-          Value row = bRow(colOffset[i]);
-          bFrag = {load(b, loc, term.b.words, term.b.at(row, w0)),
-                   load(b, loc, term.b.words, term.b.at(row, w4))};
-        }
-        SmallVector<Value> &sum = acc[i * chains + stepIndex % chains];
-        Value result = NVVM::MmaOp::create(
-            b, loc, accType, a, bFrag, sum, {16, 8, 16}, std::nullopt,
-            std::nullopt,
-            std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                          NVVM::MMATypes::bf16},
-            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                           NVVM::MMALayout::col});
+      }
+    }
+    for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
+      SmallVector<Value> sum = acc[i * chains];
+      for (int64_t chain = 1; chain < chains; ++chain)
         for (int64_t e = 0; e < 4; ++e)
-          sum[e] = LLVM::ExtractValueOp::create(b, loc, result, e);
-      }
+          sum[e] = arith::AddFOp::create(b, loc, sum[e],
+                                         acc[i * chains + chain][e]);
+      Value row0 = aRow(groupRows[i]);
+      Value row1 = add(b, loc, row0, c(b, loc, 8));
+      Value col0 = outputColumn(groupCols[i]);
+      epilogue(b, loc, row0, col0, sum[0], sum[1]);
+      epilogue(b, loc, row1, col0, sum[2], sum[3]);
     }
-  }
-  for (int64_t i = 0; i < perWarp; ++i) {
-    SmallVector<Value> sum = acc[i * chains];
-    for (int64_t chain = 1; chain < chains; ++chain)
-      for (int64_t e = 0; e < 4; ++e)
-        sum[e] = arith::AddFOp::create(b, loc, sum[e],
-                                       acc[i * chains + chain][e]);
-    Value row0 = aRow(rowOffset[i]);
-    Value row1 = add(b, loc, row0, c(b, loc, 8));
-    Value col0 = outputColumn(colOffset[i]);
-    Value col1 = add(b, loc, col0, c(b, loc, 1));
-    epilogue(b, loc, row0, col0, sum[0]);
-    epilogue(b, loc, row0, col1, sum[1]);
-    epilogue(b, loc, row1, col0, sum[2]);
-    epilogue(b, loc, row1, col1, sum[3]);
+  };
+  // At most kMaxGroup tiles are accumulated at once (more would hold too
+  // many registers for two blocks per multiprocessor); a single tile per warp
+  // would be one chain of dependent mma.sync: two accumulators (even and odd
+  // k-steps) halve its latency.
+  constexpr int64_t kMaxGroup = 4;
+  int64_t chains = perWarp == 1 ? 2 : 1;
+  for (int64_t groupStart = 0; groupStart < perWarp;
+       groupStart += kMaxGroup) {
+    int64_t groupSize = std::min(kMaxGroup, perWarp - groupStart);
+    ArrayRef<int64_t> groupRows =
+        ArrayRef<int64_t>(rowOffset).slice(groupStart, groupSize);
+    ArrayRef<int64_t> groupCols =
+        ArrayRef<int64_t>(colOffset).slice(groupStart, groupSize);
+    accumulateGroup(groupRows, groupCols, chains);
   }
 }
 
 void ScanKernel::productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms,
-                                 Init init, Epilogue epilogue) {
+                                 Init init, PairEpilogue epilogue) {
 
   int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
   MLIRContext *ctx = b.getContext();
@@ -465,10 +507,8 @@ void ScanKernel::productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms,
               acc[i] = LLVM::ExtractValueOp::create(nb, nl, result, i);
           }
         }
-        epilogue(nb, nl, row0, col0, acc[0]);
-        epilogue(nb, nl, row0, col1, acc[1]);
-        epilogue(nb, nl, row1, col0, acc[2]);
-        epilogue(nb, nl, row1, col1, acc[3]);
+        epilogue(nb, nl, row0, col0, acc[0], acc[1]);
+        epilogue(nb, nl, row1, col0, acc[2], acc[3]);
         scf::YieldOp::create(nb, nl);
       });
 }
@@ -876,34 +916,49 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     return add(nb, nl, start, r);
   };
   // A = strict_lower(beta_r exp(G_r - G_c) k_r.k_c), f32 for the solve.
+  auto masked = [&](arith::CmpIPredicate keep, Value rowScale,
+                    function_ref<void(OpBuilder &, Location, Value, Value,
+                                      Value, Value)>
+                        storeTo) -> PairEpilogue {
+    return [&, keep, rowScale, storeTo](OpBuilder &nb, Location nl, Value r,
+                                        Value col, Value first,
+                                        Value second) {
+      Value next = add(nb, nl, col, c(nb, nl, 1));
+      storeTo(nb, nl, r, col,
+              maskedDecay(nb, nl, r, col, first, keep, rowScale),
+              maskedDecay(nb, nl, r, next, second, keep, rowScale));
+    };
+  };
   product(chunk, chunk, {Term{keyDim, kB, kB}}, zeroInit,
-          [&](OpBuilder &nb, Location nl, Value r, Value col, Value dot) {
-            store(nb, nl,
-                  maskedDecay(nb, nl, r, col, dot, arith::CmpIPredicate::ult,
-                              betas),
-                  as, {r, col});
-          });
+          masked(arith::CmpIPredicate::ult, betas,
+                 [&](OpBuilder &nb, Location nl, Value r, Value col,
+                     Value first, Value second) {
+                   storePair(nb, nl, first, second, as, {r, col});
+                 }));
   // P = lower(exp(G_r - G_c) q_r.k_c), to global memory; the last read of
   // Q, whose place T takes in the solve.
   product(chunk, chunk, {Term{keyDim, qB, kB}}, zeroInit,
-          [&](OpBuilder &nb, Location nl, Value r, Value col, Value dot) {
-            Value masked = maskedDecay(nb, nl, r, col, dot,
-                                       arith::CmpIPredicate::ule, Value());
-            store(nb, nl, arith::TruncFOp::create(nb, nl, half, masked), m.p,
-                  {batch, head, rowOf(nb, nl, r), col});
-          });
+          masked(arith::CmpIPredicate::ule, Value(),
+                 [&](OpBuilder &nb, Location nl, Value r, Value col,
+                     Value first, Value second) {
+                   storePair(nb, nl, first, second, m.p,
+                             {batch, head, rowOf(nb, nl, r), col});
+                 }));
   barrier(b, loc);
   solve();
   // -W = -T diag(beta exp(G)) K and U = T diag(beta) V, to global memory.
   product(chunk, keyDim, {Term{chunk, tB, kwT}}, zeroInit,
-          [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
-            Value negated = arith::NegFOp::create(nb, nl, v);
-            store(nb, nl, arith::TruncFOp::create(nb, nl, half, negated),
-                  m.w, {batch, head, rowOf(nb, nl, r), col});
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
+              Value second) {
+            storePair(nb, nl, arith::NegFOp::create(nb, nl, first),
+                      arith::NegFOp::create(nb, nl, second), m.w,
+                      {batch, head, rowOf(nb, nl, r), col});
           });
   product(chunk, valueDim, {Term{chunk, tB, vbT}}, zeroInit,
-          [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
-            store(nb, nl, v, m.u, {batch, head, rowOf(nb, nl, r), col});
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
+              Value second) {
+            storePair(nb, nl, first, second, m.u,
+                      {batch, head, rowOf(nb, nl, r), col});
           });
   gpu::TerminatorOp::create(b, loc);
 }
@@ -1001,7 +1056,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     rest.u = loadVectors(chunk, tile, [&](OpBuilder &nb, Location nl, Value r,
                                           Value col) {
       return vector::LoadOp::create(
-                 nb, nl, f32Vector, m.u,
+                 nb, nl, bf16Vector, m.u,
                  ValueRange{batch, head, add(nb, nl, start, r),
                             add(nb, nl, firstColumn, col)},
                  false, llvm::Align(16))
@@ -1028,7 +1083,12 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     };
   };
   auto storeChunkRest = [&](const ChunkRest &rest) {
-    storeVectors(rest.u, storeVectorTo(us));
+    storeVectors(rest.u, [&](OpBuilder &nb, Location nl, Value r, Value col,
+                             Value x) {
+      vector::StoreOp::create(nb, nl,
+                              arith::ExtFOp::create(nb, nl, f32Vector, x), us,
+                              ValueRange{r, col}, false, llvm::Align(16));
+    });
     storeVectors(rest.p, storeVectorTo(pB.halves));
   };
   auto waitForCopies = [&](Value group) {
@@ -1067,15 +1127,15 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
                   return load(nb, nl, us, {r, col});
                 },
-                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
-                  storeHalf(nb, nl, v, nT, col, r);
-                });
+                perElement([&](OpBuilder &nb, Location nl, Value r, Value col,
+                               Value v) { storeHalf(nb, nl, v, nT, col, r); }));
         auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
           return f(nb, nl, 0.0f);
         };
         product(chunk, tile, {Term{keyDim, qsB, sT}}, zeroInit,
-                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
-                  store(nb, nl, v, us, {r, col});
+                [&](OpBuilder &nb, Location nl, Value r, Value col,
+                    Value first, Value second) {
+                  storePair(nb, nl, first, second, us, {r, col});
                 });
         barrier(b, loc);
         // -W, exp(G) Q and the other slot of K^T are free now.
@@ -1093,27 +1153,31 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                                                chunkDecay)
                       .getResult();
                 },
-                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
-                  store(nb, nl, v, ss, {r, col});
-                  storeHalf(nb, nl, v, sT, col, r);
+                [&](OpBuilder &nb, Location nl, Value r, Value col,
+                    Value first, Value second) {
+                  storePair(nb, nl, first, second, ss, {r, col});
+                  storeHalf(nb, nl, first, sT, col, r);
+                  storeHalf(nb, nl, second, sT, add(nb, nl, col, c(nb, nl, 1)),
+                            r);
                 });
         // O = scale (Y + P Vnew), for the rows inside the sequence.
         Value scaleValue = f(b, loc, m.scale);
-        Type outType = cast<MemRefType>(m.o.getType()).getElementType();
         product(chunk, tile, {Term{chunk, pB, nT}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
                   return load(nb, nl, us, {r, col});
                 },
-                [&](OpBuilder &nb, Location nl, Value r, Value col, Value v) {
-                  auto [safeToken, inside] = token(nb, nl, start, tokens, r);
-                  Value t = safeToken;
-                  scf::IfOp::create(nb, nl, inside, [&](OpBuilder &ib,
+                [&](OpBuilder &nb, Location nl, Value r, Value col,
+                    Value first, Value second) {
+                  std::pair<Value, Value> position =
+                      token(nb, nl, start, tokens, r);
+                  Value t = position.first;
+                  scf::IfOp::create(nb, nl, position.second, [&](OpBuilder &ib,
                                                         Location il) {
-                    Value out = convertFloat(
-                        ib, il, arith::MulFOp::create(ib, il, v, scaleValue),
-                        outType);
-                    store(ib, il, out, m.o,
-                          {batch, t, head, add(ib, il, firstColumn, col)});
+                    storePair(ib, il,
+                              arith::MulFOp::create(ib, il, first, scaleValue),
+                              arith::MulFOp::create(ib, il, second, scaleValue),
+                              m.o,
+                              {batch, t, head, add(ib, il, firstColumn, col)});
                     scf::YieldOp::create(ib, il);
                   });
                 });
@@ -1212,7 +1276,7 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     SmallVector<Value> scratch;
     for (MemRefType type :
          {scratchType({shape.keyDim}, b.getBF16Type()),
-          scratchType({shape.valueDim}, b.getF32Type()),
+          scratchType({shape.valueDim}, b.getBF16Type()),
           scratchType({chunk}, b.getBF16Type()),
           scratchType({}, b.getF32Type()),
           scratchType({shape.keyDim}, b.getBF16Type()),

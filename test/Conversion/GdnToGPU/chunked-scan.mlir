@@ -9,7 +9,8 @@
 // VTILE: convert-gdn-to-gpu: value-tile must be a positive multiple of 8, but got 12
 
 // bf16 prefill becomes the chunked scan, two launches over global scratch
-// (per chunk row: -W, U, P, G, exp(G) Q; per chunk (exp(G_C - G) K)^T): the
+// (per chunk row: -W, U, P, exp(G) Q in bf16, G in f32; per chunk
+// (exp(G_C - G) K)^T): the
 // WY kernel over (chunks, Hv, B)
 // computes the state-independent part of every chunk at once; the state
 // kernel over (Hv x V / value tile, B) walks the chunks in order. Both have 8
@@ -24,7 +25,7 @@
 // CHECK: %[[TP:.+]] = arith.muli %[[CHUNKS]], %c64
 // CHECK: %[[T0:.+]] = gpu.wait async
 // CHECK: %[[W:[a-z0-9_]+]], %[[T1:.+]] = gpu.alloc async [%[[T0]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
-// CHECK: %[[U:[a-z0-9_]+]], %[[T2:.+]] = gpu.alloc async [%[[T1]]] (%dim, %[[TP]]) : memref<?x4x?x128xf32>
+// CHECK: %[[U:[a-z0-9_]+]], %[[T2:.+]] = gpu.alloc async [%[[T1]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
 // CHECK: %[[P:[a-z0-9_]+]], %[[T3:.+]] = gpu.alloc async [%[[T2]]] (%dim, %[[TP]]) : memref<?x4x?x64xbf16>
 // CHECK: %[[G:[a-z0-9_]+]], %[[T4:.+]] = gpu.alloc async [%[[T3]]] (%dim, %[[TP]]) : memref<?x4x?xf32>
 // CHECK: %[[QS:[a-z0-9_]+]], %[[T5:.+]] = gpu.alloc async [%[[T4]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
@@ -46,9 +47,10 @@
 // CHECK: memref.store %{{.+}}, %[[KST]]
 // CHECK: gpu.barrier
 // CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
-// CHECK: memref.store %{{.+}}, %[[P]]
-// CHECK: memref.store %{{.+}}, %[[W]]
-// CHECK: memref.store %{{.+}}, %[[U]]
+// The products' results leave in pairs of neighbours (one 4-byte store).
+// CHECK: vector.store %{{.+}}, %[[P]][{{.+}}] {alignment = 4 : i64} : memref<?x4x?x64xbf16>, vector<2xbf16>
+// CHECK: vector.store %{{.+}}, %[[W]]
+// CHECK: vector.store %{{.+}}, %[[U]]
 // CHECK: gpu.terminator
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 8 : i64}}
 // CHECK: %[[B16:.+]] = arith.muli %dim, %c32
@@ -64,7 +66,7 @@
 // CHECK: nvgpu.device_async_copy %[[QS]]
 // CHECK: nvgpu.device_async_copy %[[KST]][{{.+}}], %[[KSLOTS]][%c0
 // CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
-// CHECK: vector.load %[[U]]{{.+}} vector<8xf32>
+// CHECK: vector.load %[[U]]{{.+}} vector<8xbf16>
 // CHECK: vector.load %[[P]]{{.+}} vector<8xbf16>
 // CHECK: scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %[[CARRIED:.+]] = %[[GROUP]])
 // CHECK: nvgpu.device_async_wait %[[CARRIED]] {numGroups = 0 : i32}
@@ -107,10 +109,13 @@
 // RECURRENT-NOT: gdn.chunked_scan
 // RECURRENT-NOT: nvvm.mma.sync
 // PTX-LABEL: llvm.func @prefill(
-// PTX: gpu.binary @prefill_kernel
-// PTX-SAME: .target sm_90a
+// Two blocks of the WY kernel and of the state kernel with value tile 16 fit
+// a multiprocessor by workgroup memory; registers are kept to match
+// (.minnctapersm). The state kernel stages by cp.async.
+// PTX: gpu.binary @prefill_kernel {{.+}}.target sm_90a
+// PTX-SAME: .minnctapersm 2
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// PTX: gpu.binary @prefill_kernel_0
+// PTX: gpu.binary @prefill_kernel_0 {{.+}}.minnctapersm 2
 // PTX-SAME: cp.async.cg.shared.global [%rd{{[0-9+]+}}], [%rd{{[0-9]+}}], 16;
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-SAME: cp.async.wait_group {{.+}}0;

@@ -152,6 +152,40 @@ def GdnPackedCInterfacePass : Pass<"gdn-packed-c-interface", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def GdnSharedMemoryOccupancyPass
+    : Pass<"gdn-shared-memory-occupancy", "ModuleOp"> {
+  let summary = "Keep registers from lowering the occupancy that a kernel's "
+                "workgroup memory allows";
+  let description = [{
+    For every `gpu.launch_func` with a constant dynamic workgroup memory
+    size, computes how many blocks of that size share one multiprocessor
+    (`shared-memory-per-multiprocessor` over the size plus
+    `reserved-per-block`, at most `max-blocks`) and sets `nvvm.minctasm` on
+    the launched `gpu.func` (`.minnctapersm` in PTX), so that ptxas limits
+    registers per thread to what that many blocks leave. Without the hint
+    ptxas may take, for example, 146 registers for a 256-thread block whose
+    108 KiB of workgroup memory would otherwise allow two blocks per
+    multiprocessor; the registers then allow only one. Kernels without
+    dynamic workgroup memory are left alone. A kernel launched with several
+    sizes gets the smallest count.
+  }];
+  let options = [
+    Option<"sharedMemoryPerMultiprocessor", "shared-memory-per-multiprocessor",
+           "int64_t", /*default=*/"233472",
+           "Workgroup memory of one multiprocessor in bytes (228 KiB: "
+           "Hopper)">,
+    Option<"reservedPerBlock", "reserved-per-block", "int64_t",
+           /*default=*/"1024",
+           "Workgroup memory the driver reserves per block in bytes">,
+    Option<"maxBlocks", "max-blocks", "int64_t", /*default=*/"2",
+           "Largest block count to ask for (more would squeeze registers "
+           "below what the kernels need)">,
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+  ];
+}
+
 def GdnReadOnlyArgumentsPass : Pass<"gdn-read-only-arguments",
                                     "func::FuncOp"> {
   let summary = "Keep the tensor arguments of public functions unmodified";

@@ -1,0 +1,59 @@
+//===- SharedMemoryOccupancy.cpp - minctasm from workgroup memory ---------===//
+
+#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::gdn {
+#define GEN_PASS_DEF_GDNSHAREDMEMORYOCCUPANCYPASS
+#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+} // namespace mlir::gdn
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+/// The attribute NVVM lowering turns into PTX's .minnctapersm.
+constexpr StringLiteral kMinBlocksAttr = "nvvm.minctasm";
+
+struct GdnSharedMemoryOccupancyPass
+    : gdn::impl::GdnSharedMemoryOccupancyPassBase<
+          GdnSharedMemoryOccupancyPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (sharedMemoryPerMultiprocessor <= 0 || reservedPerBlock < 0 ||
+        maxBlocks < 1) {
+      getOperation().emitError()
+          << "gdn-shared-memory-occupancy: shared-memory-per-multiprocessor "
+             "must be positive, reserved-per-block non-negative and "
+             "max-blocks at least 1";
+      return signalPassFailure();
+    }
+    SymbolTableCollection symbols;
+    getOperation().walk([&](gpu::LaunchFuncOp launch) {
+      Value size = launch.getDynamicSharedMemorySize();
+      APInt bytes;
+      if (!size || !matchPattern(size, m_ConstantInt(&bytes)) ||
+          bytes.isZero())
+        return;
+      auto kernel = symbols.lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+          launch, launch.getKernel());
+      if (!kernel)
+        return;
+      int64_t blocks = std::clamp<int64_t>(
+          sharedMemoryPerMultiprocessor /
+              (bytes.getSExtValue() + reservedPerBlock),
+          1, maxBlocks);
+      if (auto existing = kernel->getAttrOfType<IntegerAttr>(kMinBlocksAttr))
+        blocks = std::min(blocks, existing.getInt());
+      kernel->setAttr(kMinBlocksAttr,
+                      IntegerAttr::get(IntegerType::get(&getContext(), 32),
+                                       blocks));
+    });
+  }
+};
+} // namespace
