@@ -225,6 +225,10 @@ private:
   /// element.
   void product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
                PairEpilogue epilogue);
+  /// ldmatrix of `count` 8 x 8 bf16 matrices of `tile`, this lane giving
+  /// the address of (row, col): one 32-bit fragment register per matrix.
+  SmallVector<Value> loadMatrices(const HalfTile &tile, Value row, Value col,
+                                  int64_t count);
   /// The same with the tiles in a loop (tile counts that do not divide
   /// evenly among the warps): no fragment is shared.
   void productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
@@ -285,6 +289,9 @@ private:
   Location loc;
   ScanShape s;
   Value tid, warp, group, quad, sharedBase;
+  /// The row (lane % 8) and column (8 x (lane / 8 % 2), 8 x (lane / 16))
+  /// offsets of the address this lane gives ldmatrix.
+  Value matrixRow, matrixColumn, matrixHalf;
   // bf16 operand tiles.
   HalfTile kB, qB, qsB, wB, kwT, ksT, vbT, nT, sT, tB, pB;
   // f32 tiles and chunk vectors.
@@ -322,6 +329,22 @@ HalfTile ScanKernel::carveHalfSlots(int64_t slots, int64_t rows,
   return {halves, words, Value()};
 }
 
+SmallVector<Value> ScanKernel::loadMatrices(const HalfTile &tile, Value row,
+                                            Value col, int64_t count) {
+  Type half = b.getBF16Type();
+  Value matrices = nvgpu::LdMatrixOp::create(
+      b, loc, VectorType::get({count, 2}, half), tile.halves,
+      tile.at(row, col), /*transpose=*/false, count);
+  auto wordType = VectorType::get({1}, b.getI32Type());
+  SmallVector<Value> registers;
+  for (int64_t i = 0; i < count; ++i) {
+    Value pair = vector::ExtractOp::create(b, loc, matrices, i);
+    Value word = vector::BitCastOp::create(b, loc, wordType, pair);
+    registers.push_back(vector::ExtractOp::create(b, loc, word, 0));
+  }
+  return registers;
+}
+
 void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
                          Init init, PairEpilogue epilogue) {
   int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
@@ -356,18 +379,12 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
       colOffset.push_back(i % tilesN);
     }
   }
-  // Fragment coordinates of this lane (PTX ISA, mma.m16n8k16): rows g and
-  // g + 8 of A, row g of B^T, words t and t + 4 of a k-step.
+  // Accumulator coordinates of this lane (PTX ISA, mma.m16n8k16): rows g
+  // and g + 8, columns 2t and 2t + 1.
   auto aRow = [&](int64_t offset) {
     return add(b, loc,
                mul(b, loc, add(b, loc, rowBase, c(b, loc, offset)),
                    c(b, loc, 16)),
-               group);
-  };
-  auto bRow = [&](int64_t offset) {
-    return add(b, loc,
-               mul(b, loc, add(b, loc, colBase, c(b, loc, offset)),
-                   c(b, loc, 8)),
                group);
   };
   // The first of this lane's two output columns of tile column `offset`.
@@ -398,25 +415,31 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
     int64_t stepIndex = 0;
     for (const Term &term : terms) {
       for (int64_t step = 0; step < term.depth / 16; ++step, ++stepIndex) {
-        Value w0 = c(b, loc, step * 8);
-        w0 = add(b, loc, w0, quad);
-        Value w4 = add(b, loc, w0, c(b, loc, 4));
         DenseMap<int64_t, SmallVector<Value>> aFragments, bFragments;
         for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
+          // ldmatrix: the four 8 x 8 quarters of the A tile (rows +0/+8,
+          // depth +0/+8) and the two halves of the B^T tile (depth +0/+8),
+          // one instruction each.
           SmallVector<Value> &a = aFragments[groupRows[i]];
           if (a.empty()) {
-            Value row0 = aRow(groupRows[i]);
-            Value row1 = add(b, loc, row0, c(b, loc, 8));
-            a = {load(b, loc, term.a.words, term.a.at(row0, w0)),
-                 load(b, loc, term.a.words, term.a.at(row1, w0)),
-                 load(b, loc, term.a.words, term.a.at(row0, w4)),
-                 load(b, loc, term.a.words, term.a.at(row1, w4))};
+            Value row = add(b, loc,
+                            mul(b, loc,
+                                add(b, loc, rowBase, c(b, loc, groupRows[i])),
+                                c(b, loc, 16)),
+                            add(b, loc, matrixRow, matrixColumn));
+            a = loadMatrices(term.a, row,
+                             add(b, loc, c(b, loc, step * 16), matrixHalf), 4);
           }
           SmallVector<Value> &bFrag = bFragments[groupCols[i]];
           if (bFrag.empty()) {
-            Value row = bRow(groupCols[i]);
-            bFrag = {load(b, loc, term.b.words, term.b.at(row, w0)),
-                     load(b, loc, term.b.words, term.b.at(row, w4))};
+            Value row = add(b, loc,
+                            mul(b, loc,
+                                add(b, loc, colBase, c(b, loc, groupCols[i])),
+                                c(b, loc, 8)),
+                            matrixRow);
+            bFrag = loadMatrices(term.b, row,
+                                 add(b, loc, c(b, loc, step * 16), matrixColumn),
+                                 2);
           }
           SmallVector<Value> &sum = acc[i * chains + stepIndex % chains];
           Value result = NVVM::MmaOp::create(
@@ -638,6 +661,15 @@ void ScanKernel::setUp(gpu::LaunchOp launch) {
   Value lane = arith::RemUIOp::create(b, loc, tid, c(b, loc, 32));
   group = arith::DivUIOp::create(b, loc, lane, c(b, loc, 4));
   quad = arith::RemUIOp::create(b, loc, lane, c(b, loc, 4));
+  matrixRow = arith::RemUIOp::create(b, loc, lane, c(b, loc, 8));
+  matrixColumn =
+      mul(b, loc,
+          arith::RemUIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, lane, c(b, loc, 8)),
+              c(b, loc, 2)),
+          c(b, loc, 8));
+  matrixHalf = mul(b, loc, arith::DivUIOp::create(b, loc, lane, c(b, loc, 16)),
+                   c(b, loc, 8));
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
   sharedBase = gpu::DynamicSharedMemoryOp::create(

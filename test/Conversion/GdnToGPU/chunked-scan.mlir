@@ -46,6 +46,9 @@
 // CHECK: vector.store {{.+}}, %[[QS]]
 // CHECK: memref.store %{{.+}}, %[[KST]]
 // CHECK: gpu.barrier
+// Fragments by ldmatrix: four 8 x 8 matrices of A, two of B^T.
+// CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 2 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
 // CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // The products' results leave in pairs of neighbours (one 4-byte store).
 // CHECK: vector.store %{{.+}}, %[[P]][{{.+}}] {alignment = 4 : i64} : memref<?x4x?x64xbf16>, vector<2xbf16>
@@ -114,6 +117,7 @@
 // (.minnctapersm). The state kernel stages by cp.async.
 // PTX: gpu.binary @prefill_kernel {{.+}}.target sm_90a
 // PTX-SAME: .minnctapersm 2
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX: gpu.binary @prefill_kernel_0 {{.+}}.minnctapersm 2
 // PTX-SAME: cp.async.cg.shared.global [%rd{{[0-9+]+}}], [%rd{{[0-9]+}}], 16;
