@@ -19,11 +19,12 @@
 // memory and computes the last three.
 //
 // Every matrix product runs on tensor cores (mma.sync m16n8k16, bf16
-// operands, f32 accumulation): each warp takes 16 x 8 output tiles in turn,
-// loads its fragments as 32-bit pairs from bf16 tiles staged with the
-// reduction dimension contiguous, and keeps the accumulators in registers;
-// the epilogue of a product applies masks, decays and the destination. The
-// solve stays in f32 on the CUDA cores. Rows past the end of the sequence
+// operands, f32 accumulation): each warp takes a fixed group of 16 x 8
+// output tiles, loads its fragments with ldmatrix from bf16 tiles stored as
+// they are produced (row-major, or depth-major and loaded transposed), and
+// keeps the accumulators in registers; the epilogue of a product applies
+// masks, decays and the destination, two neighbours per store. The solve
+// stays in f32 on the CUDA cores. Rows past the end of the sequence
 // are zero (beta = 0, g = 0, k = 0), so they change nothing.
 //
 //===----------------------------------------------------------------------===//
@@ -49,39 +50,24 @@ using namespace mlir::gdn;
 
 namespace {
 /// Row padding of the f32 tiles, in floats, and of the bf16 tiles, in
-/// halves: row strides of 4 mod 32 words make the fragment loads of a warp
-/// hit 32 different banks.
+/// halves: row strides of 4 (or 12, 20) mod 32 words put the eight rows an
+/// ldmatrix phase reads, and the eight rows of an epilogue store, in
+/// different banks.
 constexpr int64_t kPad = 4;
 constexpr int64_t kHalfPad = 8;
 /// Hopper's largest dynamic workgroup memory per block.
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
-/// Consumes one f32 result element (row, col, value).
-using Epilogue =
-    std::function<void(OpBuilder &, Location, Value, Value, Value)>;
 /// Consumes two neighbouring f32 result elements (row, even col, the values
 /// at col and col + 1): one wider store instead of two.
 using PairEpilogue =
     std::function<void(OpBuilder &, Location, Value, Value, Value, Value)>;
-
-/// The pair epilogue that hands each element to `epilogue`.
-PairEpilogue perElement(Epilogue epilogue) {
-  return [epilogue](OpBuilder &b, Location loc, Value row, Value col,
-                    Value first, Value second) {
-    epilogue(b, loc, row, col, first);
-    Value next = arith::AddIOp::create(b, loc, col,
-                                       arith::ConstantIndexOp::create(b, loc, 1));
-    epilogue(b, loc, row, next, second);
-  };
-}
 /// Gives the initial accumulator element (row, col).
 using Init = std::function<Value(OpBuilder &, Location, Value, Value)>;
 
-/// A bf16 tile in workgroup memory, [rows, cols] with padded rows, seen both
-/// as halves (element stores) and as 32-bit words (two neighbours along a
-/// row: the fragment loads of mma.sync).
+/// A bf16 tile in workgroup memory, [rows, cols] with padded rows.
 struct HalfTile {
-  Value halves, words;
+  Value halves;
   /// For a tile of several slots ([slots, rows, cols]): the slot in use.
   Value slot;
 
@@ -97,6 +83,10 @@ struct HalfTile {
 struct Term {
   int64_t depth;
   HalfTile a, b;
+  /// Whether A (or B) is stored depth-major, [depth, M] (or [depth, N]):
+  /// its fragments are then loaded transposed (ldmatrix .trans), so that a
+  /// producer can store rows instead of scattering a transpose.
+  bool aDepthMajor = false, bDepthMajor = false;
 };
 
 /// The geometry of the kernel, decided when the pattern matches.
@@ -115,24 +105,23 @@ struct ScanShape {
   static int64_t halfBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kHalfPad) * 2;
   }
-  /// The WY kernel: bf16 K [C, K]; Q [C, K] and later T [C, C] in the
-  /// same place; (beta exp(G) K)^T [K, C]; (beta V)^T [V, C]; f32 A, T
+  /// The WY kernel: bf16 K [C, K]; Q [C, K] and later, in the same place,
+  /// T diag(beta exp(G)) and T diag(beta) [C, C]; V [C, V]; f32 A, T
   /// [C, C]; six chunk vectors. At most 113 KiB lets two blocks share a
   /// multiprocessor.
   int64_t chunkKernelBytes() const {
     return halfBytes(chunk, keyDim) +
-           std::max(halfBytes(chunk, keyDim), halfBytes(chunk, chunk)) +
-           halfBytes(keyDim, chunk) + halfBytes(valueDim, chunk) +
-           2 * floatBytes(chunk, chunk) + 6 * chunk * 4;
+           std::max(halfBytes(chunk, keyDim), 2 * halfBytes(chunk, chunk)) +
+           halfBytes(chunk, valueDim) + 2 * floatBytes(chunk, chunk) +
+           6 * chunk * 4;
   }
-  /// The state pass: bf16 exp(G) Q, -W [C, K]; two (exp(G_C - G) K)^T
-  /// [K, C]; P [C, C]; Vnew^T [Vt, C]; S^T [Vt, K]; f32 S [K, Vt], U (then
+  /// The state pass: bf16 exp(G) Q, -W [C, K]; two exp(G_C - G) K
+  /// [C, K]; P [C, C]; Vnew [C, Vt]; S [K, Vt]; f32 S [K, Vt], U (then
   /// exp(G) Q S) [C, Vt].
   int64_t stateKernelBytes() const {
-    return 2 * halfBytes(chunk, keyDim) + 2 * halfBytes(keyDim, chunk) +
-           halfBytes(chunk, chunk) + halfBytes(valueTile, chunk) +
-           halfBytes(valueTile, keyDim) + floatBytes(keyDim, valueTile) +
-           floatBytes(chunk, valueTile);
+    return 4 * halfBytes(chunk, keyDim) + halfBytes(chunk, chunk) +
+           halfBytes(chunk, valueTile) + halfBytes(keyDim, valueTile) +
+           floatBytes(keyDim, valueTile) + floatBytes(chunk, valueTile);
   }
 };
 
@@ -141,9 +130,9 @@ struct ScanBuffers {
   Value q, k, v, g, beta, state; // state may be null (zeros)
   Value o, finalState;
   /// Per chunk row, from the WY kernel to the state pass: -W (bf16
-  /// [B, Hv, Tp, K]), U (f32 [B, Hv, Tp, V]), P (bf16 [B, Hv, Tp, C]),
+  /// [B, Hv, Tp, K]), U (bf16 [B, Hv, Tp, V]), P (bf16 [B, Hv, Tp, C]),
   /// the cumulative log-decay G (f32 [B, Hv, Tp]), exp(G) Q (bf16
-  /// [B, Hv, Tp, K]) and (exp(G_C - G) K)^T (bf16 [B, Hv, chunks, K, C]);
+  /// [B, Hv, Tp, K]) and exp(G_C - G) K (bf16 [B, Hv, Tp, K]);
   /// Tp is T rounded up to whole chunks.
   Value w, u, p, gates, qs, kst;
   int64_t groupSize;
@@ -227,8 +216,15 @@ private:
                PairEpilogue epilogue);
   /// ldmatrix of `count` 8 x 8 bf16 matrices of `tile`, this lane giving
   /// the address of (row, col): one 32-bit fragment register per matrix.
-  SmallVector<Value> loadMatrices(const HalfTile &tile, Value row, Value col,
-                                  int64_t count);
+  SmallVector<Value> loadMatrices(OpBuilder &nb, Location nl,
+                                  const HalfTile &tile, Value row, Value col,
+                                  int64_t count, bool transpose);
+  /// The A fragment (four registers) of output rows `m0`..+15 and the B
+  /// fragment (two) of output columns `n0`..+7, at k-step `step` of `term`.
+  SmallVector<Value> fragmentA(OpBuilder &nb, Location nl, const Term &term,
+                               Value m0, int64_t step);
+  SmallVector<Value> fragmentB(OpBuilder &nb, Location nl, const Term &term,
+                               Value n0, int64_t step);
   /// The same with the tiles in a loop (tile counts that do not divide
   /// evenly among the warps): no fragment is shared.
   void productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
@@ -240,7 +236,7 @@ private:
 
 
   /// ts = (I + as)^-1 for the unit lower-triangular chunk matrix (f32),
-  /// then its bf16 copy tB.
+  /// then its bf16 copies with scaled columns, tW and tU.
   void solve();
 
   /// Thread coordinates and the dynamic workgroup memory.
@@ -253,16 +249,13 @@ private:
   /// thread issued before its stores: `loadVector(row, col)` reads the 8
   /// elements from `col`, `storeVector(row, col, vector)` stores them in
   /// every form a product needs. Consecutive threads take consecutive
-  /// vectors of a row (coalesced loads), or with `rowsAcrossThreads` the
-  /// same vector of consecutive rows: then a warp's stores into a
-  /// transposed tile fill one row of it instead of hitting one bank.
+  /// vectors of a row: coalesced loads.
   void stageVectors(int64_t rows, int64_t width,
                     function_ref<Value(OpBuilder &, Location, Value, Value)>
                         loadVector,
                     function_ref<void(OpBuilder &, Location, Value, Value,
                                       Value)>
-                        storeVector,
-                    bool rowsAcrossThreads = false);
+                        storeVector);
   /// The two halves of stageVectors, for loads issued long before their
   /// stores (the next chunk's operands, in flight during this chunk's
   /// products).
@@ -272,8 +265,7 @@ private:
   SmallVector<LoadedVector>
   loadVectors(int64_t rows, int64_t width,
               function_ref<Value(OpBuilder &, Location, Value, Value)>
-                  loadVector,
-              bool rowsAcrossThreads = false);
+                  loadVector);
   void storeVectors(ArrayRef<LoadedVector> loaded,
                     function_ref<void(OpBuilder &, Location, Value, Value,
                                       Value)>
@@ -293,7 +285,10 @@ private:
   /// offsets of the address this lane gives ldmatrix.
   Value matrixRow, matrixColumn, matrixHalf;
   // bf16 operand tiles.
-  HalfTile kB, qB, qsB, wB, kwT, ksT, vbT, nT, sT, tB, pB;
+  // WY kernel: K, Q, V and T with its columns scaled for W and for U.
+  HalfTile kB, qB, vB, tW, tU;
+  // State kernel: exp(G) Q, -W, exp(G_C - G) K (two slots), P, Vnew, S.
+  HalfTile qsB, wB, kS, pB, vN, sB;
   // f32 tiles and chunk vectors.
   Value as, ts, ss, us;
   Value gRaw, betas, gCum, decayQ, decayW, decayS;
@@ -313,36 +308,62 @@ Value ScanKernel::carve(ArrayRef<int64_t> shape, Type element,
 
 HalfTile ScanKernel::carveHalves(int64_t rows, int64_t cols,
                                  int64_t &offset) {
-  int64_t at = offset;
   Value halves = carve({rows, cols + kHalfPad}, b.getBF16Type(), offset);
-  Value words = carve({rows, (cols + kHalfPad) / 2}, b.getI32Type(), at);
-  return {halves, words, Value()};
+  return {halves, Value()};
 }
 
 HalfTile ScanKernel::carveHalfSlots(int64_t slots, int64_t rows,
                                     int64_t cols, int64_t &offset) {
-  int64_t at = offset;
   Value halves =
       carve({slots, rows, cols + kHalfPad}, b.getBF16Type(), offset);
-  Value words =
-      carve({slots, rows, (cols + kHalfPad) / 2}, b.getI32Type(), at);
-  return {halves, words, Value()};
+  return {halves, Value()};
 }
 
-SmallVector<Value> ScanKernel::loadMatrices(const HalfTile &tile, Value row,
-                                            Value col, int64_t count) {
-  Type half = b.getBF16Type();
+SmallVector<Value> ScanKernel::loadMatrices(OpBuilder &nb, Location nl,
+                                            const HalfTile &tile, Value row,
+                                            Value col, int64_t count,
+                                            bool transpose) {
+  Type half = nb.getBF16Type();
   Value matrices = nvgpu::LdMatrixOp::create(
-      b, loc, VectorType::get({count, 2}, half), tile.halves,
-      tile.at(row, col), /*transpose=*/false, count);
-  auto wordType = VectorType::get({1}, b.getI32Type());
+      nb, nl, VectorType::get({count, 2}, half), tile.halves,
+      tile.at(row, col), transpose, count);
+  auto wordType = VectorType::get({1}, nb.getI32Type());
   SmallVector<Value> registers;
   for (int64_t i = 0; i < count; ++i) {
-    Value pair = vector::ExtractOp::create(b, loc, matrices, i);
-    Value word = vector::BitCastOp::create(b, loc, wordType, pair);
-    registers.push_back(vector::ExtractOp::create(b, loc, word, 0));
+    Value pair = vector::ExtractOp::create(nb, nl, matrices, i);
+    Value word = vector::BitCastOp::create(nb, nl, wordType, pair);
+    registers.push_back(vector::ExtractOp::create(nb, nl, word, 0));
   }
   return registers;
+}
+
+// The PTX ISA's fragment layouts of mma.m16n8k16: A registers are the 8 x 8
+// quarters (rows +0/+8, depth +0/+8) in the order (0,0), (8,0), (0,8),
+// (8,8); B registers the depth halves +0/+8. Lane l gives the address of row
+// l % 8 of matrix l / 8.
+SmallVector<Value> ScanKernel::fragmentA(OpBuilder &nb, Location nl,
+                                         const Term &term, Value m0,
+                                         int64_t step) {
+  Value k0 = c(nb, nl, step * 16);
+  if (term.aDepthMajor)
+    return loadMatrices(nb, nl, term.a,
+                        add(nb, nl, k0, add(nb, nl, matrixRow, matrixHalf)),
+                        add(nb, nl, m0, matrixColumn), 4, /*transpose=*/true);
+  return loadMatrices(nb, nl, term.a,
+                      add(nb, nl, m0, add(nb, nl, matrixRow, matrixColumn)),
+                      add(nb, nl, k0, matrixHalf), 4, /*transpose=*/false);
+}
+
+SmallVector<Value> ScanKernel::fragmentB(OpBuilder &nb, Location nl,
+                                         const Term &term, Value n0,
+                                         int64_t step) {
+  Value k0 = c(nb, nl, step * 16);
+  if (term.bDepthMajor)
+    return loadMatrices(nb, nl, term.b,
+                        add(nb, nl, k0, add(nb, nl, matrixRow, matrixColumn)),
+                        n0, 2, /*transpose=*/true);
+  return loadMatrices(nb, nl, term.b, add(nb, nl, n0, matrixRow),
+                      add(nb, nl, k0, matrixColumn), 2, /*transpose=*/false);
 }
 
 void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
@@ -417,30 +438,21 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
       for (int64_t step = 0; step < term.depth / 16; ++step, ++stepIndex) {
         DenseMap<int64_t, SmallVector<Value>> aFragments, bFragments;
         for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
-          // ldmatrix: the four 8 x 8 quarters of the A tile (rows +0/+8,
-          // depth +0/+8) and the two halves of the B^T tile (depth +0/+8),
-          // one instruction each.
           SmallVector<Value> &a = aFragments[groupRows[i]];
-          if (a.empty()) {
-            Value row = add(b, loc,
-                            mul(b, loc,
-                                add(b, loc, rowBase, c(b, loc, groupRows[i])),
-                                c(b, loc, 16)),
-                            add(b, loc, matrixRow, matrixColumn));
-            a = loadMatrices(term.a, row,
-                             add(b, loc, c(b, loc, step * 16), matrixHalf), 4);
-          }
+          if (a.empty())
+            a = fragmentA(b, loc, term,
+                          mul(b, loc,
+                              add(b, loc, rowBase, c(b, loc, groupRows[i])),
+                              c(b, loc, 16)),
+                          step);
           SmallVector<Value> &bFrag = bFragments[groupCols[i]];
-          if (bFrag.empty()) {
-            Value row = add(b, loc,
-                            mul(b, loc,
-                                add(b, loc, colBase, c(b, loc, groupCols[i])),
-                                c(b, loc, 8)),
-                            matrixRow);
-            bFrag = loadMatrices(term.b, row,
-                                 add(b, loc, c(b, loc, step * 16), matrixColumn),
-                                 2);
-          }
+          if (bFrag.empty())
+            bFrag = fragmentB(b, loc, term,
+                              mul(b, loc,
+                                  add(b, loc, colBase,
+                                      c(b, loc, groupCols[i])),
+                                  c(b, loc, 8)),
+                              step);
           SmallVector<Value> &sum = acc[i * chains + stepIndex % chains];
           Value result = NVVM::MmaOp::create(
               b, loc, accType, a, bFrag, sum, {16, 8, 16}, std::nullopt,
@@ -496,29 +508,22 @@ void ScanKernel::productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms,
       [&](OpBuilder &nb, Location nl, Value tile, ValueRange) {
         Value tm = arith::DivUIOp::create(nb, nl, tile, c(nb, nl, tilesN));
         Value tn = arith::RemUIOp::create(nb, nl, tile, c(nb, nl, tilesN));
-        // Fragment coordinates of this lane (PTX ISA, mma.m16n8k16): rows
-        // g and g + 8 of A, row g of B^T, words t and t + 4 of a k-step.
-        Value row0 = add(nb, nl, mul(nb, nl, tm, c(nb, nl, 16)), group);
+        // Accumulator coordinates of this lane (PTX ISA, mma.m16n8k16):
+        // rows g and g + 8, columns 2t and 2t + 1.
+        Value m0 = mul(nb, nl, tm, c(nb, nl, 16));
+        Value n0 = mul(nb, nl, tn, c(nb, nl, 8));
+        Value row0 = add(nb, nl, m0, group);
         Value row1 = add(nb, nl, row0, c(nb, nl, 8));
-        Value col0 = add(nb, nl, mul(nb, nl, tn, c(nb, nl, 8)),
-                         mul(nb, nl, quad, c(nb, nl, 2)));
+        Value col0 = add(nb, nl, n0, mul(nb, nl, quad, c(nb, nl, 2)));
         Value col1 = add(nb, nl, col0, c(nb, nl, 1));
-        Value bRow = add(nb, nl, mul(nb, nl, tn, c(nb, nl, 8)), group);
         SmallVector<Value> acc = {init(nb, nl, row0, col0),
                                   init(nb, nl, row0, col1),
                                   init(nb, nl, row1, col0),
                                   init(nb, nl, row1, col1)};
         for (const Term &term : terms) {
           for (int64_t step = 0; step < term.depth / 16; ++step) {
-            Value w0 = add(nb, nl, c(nb, nl, step * 8), quad);
-            Value w4 = add(nb, nl, w0, c(nb, nl, 4));
-            SmallVector<Value> a = {load(nb, nl, term.a.words, term.a.at(row0, w0)),
-                                    load(nb, nl, term.a.words, term.a.at(row1, w0)),
-                                    load(nb, nl, term.a.words, term.a.at(row0, w4)),
-                                    load(nb, nl, term.a.words, term.a.at(row1, w4))};
-            SmallVector<Value> bFrag = {
-                load(nb, nl, term.b.words, term.b.at(bRow, w0)),
-                load(nb, nl, term.b.words, term.b.at(bRow, w4))};
+            SmallVector<Value> a = fragmentA(nb, nl, term, m0, step);
+            SmallVector<Value> bFrag = fragmentB(nb, nl, term, n0, step);
             Value result = NVVM::MmaOp::create(
                 nb, nl, accType, a, bFrag, acc, {16, 8, 16}, std::nullopt,
                 std::nullopt,
@@ -645,12 +650,19 @@ void ScanKernel::solve() {
     }
     barrier(b, loc);
   }
-  // The bf16 copy of T, the A operand of W and U.
+  // The A operands of W = (T diag(beta exp(G))) K and U = (T diag(beta))
+  // V, in bf16: K and V then serve unscaled, as staged.
   forEachThread(b, loc, chunk * chunk, [&](OpBuilder &nb, Location nl,
                                             Value i) {
     Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
     Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
-    storeHalf(nb, nl, load(nb, nl, ts, {r, col}), tB, r, col);
+    Value t = load(nb, nl, ts, {r, col});
+    storeHalf(nb, nl,
+              arith::MulFOp::create(nb, nl, t, load(nb, nl, decayW, {col})),
+              tW, r, col);
+    storeHalf(nb, nl,
+              arith::MulFOp::create(nb, nl, t, load(nb, nl, betas, {col})),
+              tU, r, col);
   });
   barrier(b, loc);
 }
@@ -691,27 +703,18 @@ void ScanKernel::stageVectors(
     int64_t rows, int64_t width,
     function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector,
     function_ref<void(OpBuilder &, Location, Value, Value, Value)>
-        storeVector,
-    bool rowsAcrossThreads) {
-  storeVectors(loadVectors(rows, width, loadVector, rowsAcrossThreads),
-               storeVector);
+        storeVector) {
+  storeVectors(loadVectors(rows, width, loadVector), storeVector);
 }
 
 SmallVector<ScanKernel::LoadedVector> ScanKernel::loadVectors(
     int64_t rows, int64_t width,
-    function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector,
-    bool rowsAcrossThreads) {
+    function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector) {
   assert(width % 8 == 0 && "rows are copied in vectors of 8");
   int64_t perRow = width / 8, count = rows * perRow;
   int64_t perThread = (count + s.threads() - 1) / s.threads();
   bool ragged = count % s.threads() != 0;
   auto position = [&](OpBuilder &nb, Location nl, Value i) {
-    if (rowsAcrossThreads) {
-      Value r = arith::RemUIOp::create(nb, nl, i, c(nb, nl, rows));
-      Value col = mul(nb, nl, arith::DivUIOp::create(nb, nl, i, c(nb, nl, rows)),
-                      c(nb, nl, 8));
-      return std::make_pair(r, col);
-    }
     Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, perRow));
     Value col = mul(nb, nl, arith::RemUIOp::create(nb, nl, i, c(nb, nl, perRow)),
                     c(nb, nl, 8));
@@ -773,14 +776,14 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
 
   int64_t offset = 0;
   kB = carveHalves(chunk, keyDim, offset);
-  // T's bf16 copy is written after the last read of Q (the P product), so
-  // it takes Q's place.
+  // T's bf16 copies are written after the last read of Q (the P product),
+  // so they take Q's place.
   int64_t qOffset = offset, tOffset = offset;
   qB = carveHalves(chunk, keyDim, qOffset);
-  tB = carveHalves(chunk, chunk, tOffset);
+  tW = carveHalves(chunk, chunk, tOffset);
+  tU = carveHalves(chunk, chunk, tOffset);
   offset = std::max(qOffset, tOffset);
-  kwT = carveHalves(keyDim, chunk, offset);
-  vbT = carveHalves(valueDim, chunk, offset);
+  vB = carveHalves(chunk, valueDim, offset);
   as = carveFloats(chunk, chunk, offset);
   ts = carveFloats(chunk, chunk, offset);
   gRaw = carve({chunk}, f32, offset);
@@ -837,9 +840,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   barrier(b, loc);
 
   // 8 elements of a token-indexed operand (zeros past the end of the
-  // sequence), widened to f32, then `storeForms(row, col, vector)`. A warp
-  // takes 32 consecutive tokens, so its element stores into the transposed
-  // tiles fill rows of them.
+  // sequence), widened to f32, then `storeForms(row, col, vector)`.
   auto floats = VectorType::get({8}, f32);
   Type half = b.getBF16Type();
   auto halves = VectorType::get({8}, half);
@@ -865,8 +866,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
         },
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
           storeForms(nb, nl, r, col, arith::ExtFOp::create(nb, nl, floats, x));
-        },
-        /*rowsAcrossThreads=*/true);
+        });
   };
   auto toHalves = [&](OpBuilder &nb, Location nl, Value x) {
     return arith::TruncFOp::create(nb, nl, halves, x).getResult();
@@ -883,15 +883,6 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     vector::StoreOp::create(nb, nl, x, memory, indices, false,
                             llvm::Align(16));
   };
-  // The 8 elements of x into column r of a transposed [*, C] buffer, rows
-  // col..col+7: `indices(row)` gives the full index.
-  auto storeTransposed =
-      [&](OpBuilder &nb, Location nl, Value x, Value memory, Value col,
-          function_ref<SmallVector<Value>(Value)> indices) {
-        for (int64_t j = 0; j < 8; ++j)
-          store(nb, nl, vector::ExtractOp::create(nb, nl, x, j), memory,
-                indices(add(nb, nl, col, c(nb, nl, j))));
-      };
   stage(m.q, keyHead, keyDim,
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
           storeVector(nb, nl, toHalves(nb, nl, x), qB.halves, {r, col});
@@ -902,27 +893,13 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   stage(m.k, keyHead, keyDim,
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
           storeVector(nb, nl, toHalves(nb, nl, x), kB.halves, {r, col});
-          storeTransposed(nb, nl,
-                          toHalves(nb, nl, scaled(nb, nl, x, decayW, r)),
-                          kwT.halves, col, [&](Value row) {
-                            return SmallVector<Value>{row, r};
-                          });
-          // (exp(G_C - G) K)^T for the state pass, straight to global
-          // memory: a warp writes 32 neighbouring tokens of each row.
-          storeTransposed(nb, nl,
-                          toHalves(nb, nl, scaled(nb, nl, x, decayS, r)),
-                          m.kst, col, [&](Value row) {
-                            return SmallVector<Value>{batch, head, chunkIndex,
-                                                      row, r};
-                          });
+          // exp(G_C - G) K for the state pass, straight to global memory.
+          storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, x, decayS, r)),
+                      m.kst, {batch, head, add(nb, nl, start, r), col});
         });
   stage(m.v, head, valueDim,
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-          storeTransposed(nb, nl,
-                          toHalves(nb, nl, scaled(nb, nl, x, betas, r)),
-                          vbT.halves, col, [&](Value row) {
-                            return SmallVector<Value>{row, r};
-                          });
+          storeVector(nb, nl, toHalves(nb, nl, x), vB.halves, {r, col});
         });
   barrier(b, loc);
 
@@ -979,14 +956,16 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   barrier(b, loc);
   solve();
   // -W = -T diag(beta exp(G)) K and U = T diag(beta) V, to global memory.
-  product(chunk, keyDim, {Term{chunk, tB, kwT}}, zeroInit,
+  product(chunk, keyDim, {Term{chunk, tW, kB, false, /*bDepthMajor=*/true}},
+          zeroInit,
           [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
               Value second) {
             storePair(nb, nl, arith::NegFOp::create(nb, nl, first),
                       arith::NegFOp::create(nb, nl, second), m.w,
                       {batch, head, rowOf(nb, nl, r), col});
           });
-  product(chunk, valueDim, {Term{chunk, tB, vbT}}, zeroInit,
+  product(chunk, valueDim,
+          {Term{chunk, tU, vB, false, /*bDepthMajor=*/true}}, zeroInit,
           [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
               Value second) {
             storePair(nb, nl, first, second, m.u,
@@ -1011,10 +990,10 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   int64_t offset = 0;
   qsB = carveHalves(chunk, keyDim, offset);
   wB = carveHalves(chunk, keyDim, offset);
-  ksT = carveHalfSlots(2, keyDim, chunk, offset);
+  kS = carveHalfSlots(2, chunk, keyDim, offset);
   pB = carveHalves(chunk, chunk, offset);
-  nT = carveHalves(tile, chunk, offset);
-  sT = carveHalves(tile, keyDim, offset);
+  vN = carveHalves(chunk, tile, offset);
+  sB = carveHalves(keyDim, tile, offset);
   ss = carveFloats(keyDim, tile, offset);
   us = carveFloats(chunk, tile, offset);
   assert(offset == s.stateKernelBytes() && "layout and size disagree");
@@ -1023,7 +1002,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   auto widen = [&](OpBuilder &nb, Location nl, Value x) {
     return convertFloat(nb, nl, x, f32);
   };
-  // The state tile, in f32 and as bf16 S^T.
+  // The state tile, in f32 and in bf16.
   forEachThread(b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl,
                                             Value i) {
     Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
@@ -1034,11 +1013,11 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                     load(nb, nl, m.state,
                          {batch, head, r, add(nb, nl, firstColumn, col)}));
     store(nb, nl, value, ss, {r, col});
-    storeHalf(nb, nl, value, sT, col, r);
+    storeHalf(nb, nl, value, sB, r, col);
   });
 
   // The operands of chunk `index`, prepared by the WY kernel, arrive in two
-  // ways: -W, exp(G) Q and (exp(G_C - G) K)^T (into slot `slot` of its two)
+  // ways: -W, exp(G) Q and exp(G_C - G) K (into slot `slot` of its two)
   // by cp.async straight into workgroup memory; U, P and the chunk's total
   // decay through registers (loadChunkRest), stored once the chunk before
   // has used the tiles (storeChunkRest).
@@ -1064,14 +1043,11 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     auto chunkRow = [&](OpBuilder &nb, Location nl, Value r, Value col) {
       return SmallVector<Value>{batch, head, add(nb, nl, start, r), col};
     };
-    auto chunkTile = [&](OpBuilder &nb, Location nl, Value r, Value col) {
-      return SmallVector<Value>{batch, head, index, r, col};
-    };
     copy(chunk, keyDim, wB, chunkRow, m.w);
     copy(chunk, keyDim, qsB, chunkRow, m.qs);
-    HalfTile slotTile = ksT;
+    HalfTile slotTile = kS;
     slotTile.slot = slot;
-    copy(keyDim, chunk, slotTile, chunkTile, m.kst);
+    copy(chunk, keyDim, slotTile, chunkRow, m.kst);
     // The group's token only orders the IR: cp.async.wait_group counts the
     // thread's groups.
     return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
@@ -1153,18 +1129,21 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         waitForCopies(carried[1]);
         barrier(b, loc);
 
-        // Vnew = U - W S, kept as bf16 Vnew^T, and Y = exp(G) Q S in place
+        // Vnew = U - W S, kept in bf16, and Y = exp(G) Q S in place
         // of U (the same lane owns the same element in both products).
-        product(chunk, tile, {Term{keyDim, wB, sT}},
+        product(chunk, tile, {Term{keyDim, wB, sB, false, /*bDepthMajor=*/true}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
                   return load(nb, nl, us, {r, col});
                 },
-                perElement([&](OpBuilder &nb, Location nl, Value r, Value col,
-                               Value v) { storeHalf(nb, nl, v, nT, col, r); }));
+                [&](OpBuilder &nb, Location nl, Value r, Value col,
+                    Value first, Value second) {
+                  storePair(nb, nl, first, second, vN.halves, {r, col});
+                });
         auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
           return f(nb, nl, 0.0f);
         };
-        product(chunk, tile, {Term{keyDim, qsB, sT}}, zeroInit,
+        product(chunk, tile,
+                {Term{keyDim, qsB, sB, false, /*bDepthMajor=*/true}}, zeroInit,
                 [&](OpBuilder &nb, Location nl, Value r, Value col,
                     Value first, Value second) {
                   storePair(nb, nl, first, second, us, {r, col});
@@ -1175,10 +1154,10 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         ChunkRest rest = loadChunkRest(next);
 
         // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place (each
-        // element is read, then written, by the same lane), and S^T.
-        HalfTile kTile = ksT;
+        // element is read, then written, by the same lane), and in bf16.
+        HalfTile kTile = kS;
         kTile.slot = slot;
-        product(keyDim, tile, {Term{chunk, kTile, nT}},
+        product(keyDim, tile, {Term{chunk, kTile, vN, true, true}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
                   return arith::MulFOp::create(nb, nl,
                                                load(nb, nl, ss, {r, col}),
@@ -1188,13 +1167,11 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                 [&](OpBuilder &nb, Location nl, Value r, Value col,
                     Value first, Value second) {
                   storePair(nb, nl, first, second, ss, {r, col});
-                  storeHalf(nb, nl, first, sT, col, r);
-                  storeHalf(nb, nl, second, sT, add(nb, nl, col, c(nb, nl, 1)),
-                            r);
+                  storePair(nb, nl, first, second, sB.halves, {r, col});
                 });
         // O = scale (Y + P Vnew), for the rows inside the sequence.
         Value scaleValue = f(b, loc, m.scale);
-        product(chunk, tile, {Term{chunk, pB, nT}},
+        product(chunk, tile, {Term{chunk, pB, vN, false, /*bDepthMajor=*/true}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
                   return load(nb, nl, us, {r, col});
                 },
@@ -1312,13 +1289,10 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
           scratchType({chunk}, b.getBF16Type()),
           scratchType({}, b.getF32Type()),
           scratchType({shape.keyDim}, b.getBF16Type()),
-          scratchType({shape.keyDim, chunk}, b.getBF16Type())}) {
-      // The last is per chunk ([B, Hv, chunks, K, C]), the others per row.
-      Value rowsOrChunks =
-          type.getRank() == 5 ? chunkCount : paddedTokens;
+          scratchType({shape.keyDim}, b.getBF16Type())}) {
       auto alloc = gpu::AllocOp::create(b, loc, type, tokenType,
                                         ValueRange{ready},
-                                        ValueRange{batch, rowsOrChunks},
+                                        ValueRange{batch, paddedTokens},
                                         ValueRange{}, /*hostShared=*/nullptr);
       scratch.push_back(alloc.getMemref());
       ready = alloc.getAsyncToken();

@@ -9,8 +9,8 @@
 // VTILE: convert-gdn-to-gpu: value-tile must be a positive multiple of 8, but got 12
 
 // bf16 prefill becomes the chunked scan, two launches over global scratch
-// (per chunk row: -W, U, P, exp(G) Q in bf16, G in f32; per chunk
-// (exp(G_C - G) K)^T): the
+// (per chunk row: -W, U, P, exp(G) Q, exp(G_C - G) K in bf16, G in f32):
+// the
 // WY kernel over (chunks, Hv, B)
 // computes the state-independent part of every chunk at once; the state
 // kernel over (Hv x V / value tile, B) walks the chunks in order. Both have 8
@@ -29,22 +29,21 @@
 // CHECK: %[[P:[a-z0-9_]+]], %[[T3:.+]] = gpu.alloc async [%[[T2]]] (%dim, %[[TP]]) : memref<?x4x?x64xbf16>
 // CHECK: %[[G:[a-z0-9_]+]], %[[T4:.+]] = gpu.alloc async [%[[T3]]] (%dim, %[[TP]]) : memref<?x4x?xf32>
 // CHECK: %[[QS:[a-z0-9_]+]], %[[T5:.+]] = gpu.alloc async [%[[T4]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
-// CHECK: %[[KST:[a-z0-9_]+]], %[[T6:.+]] = gpu.alloc async [%[[T5]]] (%dim, %[[CHUNKS]]) : memref<?x4x?x128x64xbf16>
+// CHECK: %[[KST:[a-z0-9_]+]], %[[T6:.+]] = gpu.alloc async [%[[T5]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
 // CHECK: gpu.wait [%[[T6]]]
-// bf16 K, Q [64, 136] (T [64, 72] later in Q's place); (beta exp(G) K)^T,
-// (beta V)^T [128, 72]; f32 A, T [64, 68]; six chunk vectors: 108032 bytes,
-// so that two blocks share a multiprocessor.
+// bf16 K, Q [64, 136] (T diag(beta exp(G)), T diag(beta) [64, 72] later in
+// Q's place); V [64, 136]; f32 A, T [64, 68]; six chunk vectors: 89600
+// bytes, so that two blocks share a multiprocessor.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %[[CHUNKS]], %{{[a-z0-9_]+}} = %c4{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim)
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
-// CHECK-SAME: dynamic_shared_memory_size %c108032_i32
+// CHECK-SAME: dynamic_shared_memory_size %c89600_i32
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: memref.view {{.+}} to memref<64x68xi32, #gpu.address_space<workgroup>>
-// Token vectors: a warp takes 32 consecutive tokens, stores Q and K in 16-byte
-// vectors and (exp(G_C - G) K)^T straight to global memory.
+// Every token operand is staged in 16-byte vectors, row-major; exp(G) Q and
+// exp(G_C - G) K go straight to global memory the same way.
 // CHECK: vector.store {{.+}} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: vector.store {{.+}}, %[[QS]]
-// CHECK: memref.store %{{.+}}, %[[KST]]
+// CHECK: vector.store {{.+}}, %[[KST]]
 // CHECK: gpu.barrier
 // Fragments by ldmatrix: four 8 x 8 matrices of A, two of B^T.
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
@@ -52,6 +51,9 @@
 // CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // The products' results leave in pairs of neighbours (one 4-byte store).
 // CHECK: vector.store %{{.+}}, %[[P]][{{.+}}] {alignment = 4 : i64} : memref<?x4x?x64xbf16>, vector<2xbf16>
+// W = (T diag(beta exp(G))) K takes K as staged (row-major, depth first):
+// its fragments load transposed.
+// CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
 // CHECK: vector.store %{{.+}}, %[[W]]
 // CHECK: vector.store %{{.+}}, %[[U]]
 // CHECK: gpu.terminator
@@ -60,11 +62,11 @@
 // CHECK: %[[FITS16:.+]] = arith.cmpi ule, %[[B16]], %c264
 // CHECK: scf.if %[[FITS16]]
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c102912_i32
+// CHECK-SAME: dynamic_shared_memory_size %c103424_i32
 // The chunk's operands: -W, exp(G) Q and (exp(G_C - G) K)^T (two slots) by
 // cp.async into workgroup memory, U and P through registers; the next
 // chunk's are issued after the first products, during the rest.
-// CHECK: %[[KSLOTS:.+]] = memref.view {{.+}} to memref<2x128x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[KSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %[[W]][{{.+}}], %{{.+}}[{{.+}}], 8 {bypassL1} : memref<?x4x?x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %[[QS]]
 // CHECK: nvgpu.device_async_copy %[[KST]][{{.+}}], %[[KSLOTS]][%c0
@@ -90,10 +92,10 @@
 // CHECK-SAME: dynamic_shared_memory_size %c121856_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
 // CHECK: } else {
-// bf16 exp(G) Q, -W [64, 136]; two (exp(G_C - G) K)^T [128, 72]; P, Vnew^T
-// [64, 72]; S^T [64, 136]; f32 S [128, 68], U [64, 68]: 159744 bytes.
+// bf16 exp(G) Q, -W, two exp(G_C - G) K [64, 136]; P, Vnew [64, 72];
+// S [128, 72]; f32 S [128, 68], U [64, 68]: 158720 bytes.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c159744_i32
+// CHECK-SAME: dynamic_shared_memory_size %c158720_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
 // CHECK: %[[D0:.+]] = gpu.wait async
 // CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[W]]
