@@ -20,7 +20,8 @@ KEY_SPLIT_VARIANTS = [1, 4]
 # instead of the chunked tensor-core scan, timed side by side.
 # Chunked-scan variants timed beside the default: (suffix, options).
 SCAN_VARIANTS = [("vt64", ["--cuda-multiprocessors=1"]),
-                 ("w4", ["--cuda-scan-warps=4"])]
+                 ("vt32", ["--cuda-value-tile=32", "--cuda-multiprocessors=1"]),
+                 ("w8", ["--cuda-scan-warps=8"])]
 RECURRENT_VARIANTS = [(16, 16, 128, 128), (32, 32, 128, 128),
                       (16, 32, 128, 128)]
 

@@ -303,6 +303,9 @@ def main():
     parser.add_argument("--no-timing", action="store_true")
     parser.add_argument("--no-variants", action="store_true",
                         help="time only the default kernels")
+    parser.add_argument("--time-only", metavar="SUBSTRING",
+                        help="skip the correctness cases; time only the "
+                        "prefill kernels whose name contains SUBSTRING")
     parser.add_argument("--profile", metavar="CONFIG:B:T",
                         help="only call this prefill --repeat times")
     args = parser.parse_args()
@@ -312,6 +315,8 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     passed = failed = 0
     cases = [CASES[i] for i in QUICK] if args.quick else CASES
+    if args.time_only:
+        cases = []
     for seed, case in enumerate(cases):
         for ok in check_case(kernels, *case, seed=seed):
             passed, failed = passed + ok, failed + (not ok)
@@ -330,6 +335,8 @@ def main():
             if not args.no_variants:
                 timed += [(variant, b, t) for variant in sorted(kernels)
                           if variant.startswith(name + "_")]
+        if args.time_only:
+            timed = [x for x in timed if args.time_only in x[0]]
         for name, b, t in timed:
             kernel = kernels[name]
             cfg = kernel.config
@@ -363,7 +370,8 @@ def main():
                   f" {moved / (kern * 1e-3) / 1e9:>7.0f} {err:>10.1e}"
                   f" {flops / (kern * 1e-3) / 1e12:>8.1f}"
                   f" {floor * 1e3:>9.3f}")
-            if name in dict((n, 0) for n, _, _ in PREFILL_TIMING):
+            if (name in dict((n, 0) for n, _, _ in PREFILL_TIMING)
+                    and not args.time_only):
                 # The PyTorch chunked baseline on the same inputs, by CUDA
                 # graph replay, checked on the same prefix.
                 base = {}
@@ -396,7 +404,8 @@ def main():
                       f" {floor * 1e3:>9.3f}")
         base, b = DECODE_TIMING
         for name in sorted(n for n in kernels if n.startswith(base)
-                           and (n == base or not args.no_variants)):
+                           and (n == base or not args.no_variants)
+                           and not args.time_only):
             kernel = kernels[name]
             cfg = kernel.config
             data = inputs.delta_rule_inputs(8, b, 1, cfg["heads"],

@@ -110,7 +110,7 @@ static cl::opt<int64_t> cudaValueTile(
 static cl::opt<int64_t> cudaScanWarps(
     "cuda-scan-warps",
     cl::desc("--target=cuda: warps per block of the chunked scan (4 or 8)"),
-    cl::init(8));
+    cl::init(4));
 static cl::opt<int64_t> cudaMultiprocessors(
     "cuda-multiprocessors",
     cl::desc("--target=cuda: streaming multiprocessors of the GPU (132 for "

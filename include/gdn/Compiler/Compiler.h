@@ -66,7 +66,7 @@ struct CompileOptions {
   std::string cudaBinaryFormat = "fatbin";
   int64_t cudaKeySplits = 2;
   bool cudaChunkedPrefill = true;
-  int64_t cudaValueTile = 64, cudaScanWarps = 8, cudaMultiprocessors = 132;
+  int64_t cudaValueTile = 64, cudaScanWarps = 4, cudaMultiprocessors = 132;
   std::string cudaRoot = "/usr/local/cuda";
   std::string cudaRuntimeLibrary;
   /// The module is a model's (gdn-compile model.json): its libraries carry

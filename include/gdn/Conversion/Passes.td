@@ -60,25 +60,25 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     - the WY kernel, grid (chunks, Hv, B), computes the state-independent
       part of every chunk of 64 tokens at once: G (cumulative log-decay),
       A = strict_lower(beta exp(G_i - G_j) K K^T), T = (I + A)^-1 (blocked
-      forward substitution in f32), -W = -T diag(beta exp G) K,
-      U = T diag(beta) V, P = lower(exp(G_i - G_j) Q K^T) and the scaled
-      operands of the state pass, diag(exp G) Q and
-      (diag(exp(G_C - G)) K)^T;
+      forward substitution in f32), -W = -(T diag(beta exp G)) K,
+      U = (T diag(beta)) V, P = lower(exp(G_i - G_j) Q K^T) and the scaled
+      operands of the state pass, diag(exp G) Q and diag(exp(G_C - G)) K;
     - the state kernel, grid (Hv x V / value tile, B), walks the chunks in
       order with its state tile S in f32 workgroup memory:
       Vnew = U - W S, O = scale (diag(exp G) Q S + P Vnew),
-      S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew.
+      S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew. The next chunk's
+      operands arrive during this chunk's products (cp.async into a second
+      slot, and registers).
 
     Every product runs on tensor cores (`nvvm.mma.sync` m16n8k16, bf16
-    operands, f32 accumulation): operands are staged once per chunk as bf16
-    tiles with the reduction dimension contiguous, so each fragment register
-    is one 32-bit load. Each launch carries its mapping as a
-    `gdn.chunked_scan` attribute (kernel, chunk, value_tile, warps, mma).
-    When B x Hv x V / value-tile state blocks would leave multiprocessors
-    idle, state launches with half and a quarter of the value tile (at
-    least 16) are emitted as well and chosen at run time (scf.if on the
-    batch size): the smallest tile whose grid fits the `multiprocessors` in
-    one wave.
+    operands, f32 accumulation) with fragments loaded by ldmatrix from bf16
+    tiles stored as they are produced: row-major, or depth-major and loaded
+    transposed. Each launch carries its mapping as a `gdn.chunked_scan`
+    attribute (kernel, chunk, value_tile, warps, mma). State launches with
+    the value tile, half and a quarter of it (at least 16) are emitted and
+    chosen at run time (scf.if on the batch size): the widest whose grid
+    has a block for at least 7/8 of the `multiprocessors`, else the
+    narrowest.
   }];
   let options = [
     Option<"blockColumns", "block-columns", "int64_t", /*default=*/"32",
@@ -92,7 +92,7 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
            "on tensor cores (false: the recurrence)">,
     Option<"valueTile", "value-tile", "int64_t", /*default=*/"64",
            "State columns per block of the chunked scan">,
-    Option<"scanWarps", "scan-warps", "int64_t", /*default=*/"8",
+    Option<"scanWarps", "scan-warps", "int64_t", /*default=*/"4",
            "Warps per block of the chunked scan (4 or 8)">,
     Option<"multiprocessors", "multiprocessors", "int64_t",
            /*default=*/"132",

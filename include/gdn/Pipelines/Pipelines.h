@@ -110,7 +110,7 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
   Option<int64_t> scanWarps{
       *this, "scan-warps",
       llvm::cl::desc("Warps per block of the chunked scan (4 or 8)"),
-      llvm::cl::init(8)};
+      llvm::cl::init(4)};
   Option<int64_t> multiprocessors{
       *this, "multiprocessors",
       llvm::cl::desc("Streaming multiprocessors of the target GPU (132: "

@@ -94,11 +94,6 @@ struct ScanShape {
   int64_t chunk, keyDim, valueDim, valueTile, warps;
 
   int64_t threads() const { return 32 * warps; }
-  /// State blocks that fit on one Hopper multiprocessor (228 KiB of
-  /// workgroup memory, 1 KiB of it reserved per block).
-  int64_t blocksPerMultiprocessor() const {
-    return std::max<int64_t>(1, (228 * 1024) / (stateKernelBytes() + 1024));
-  }
   static int64_t floatBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kPad) * 4;
   }
@@ -1345,10 +1340,12 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       ScanKernel(kb, ll, tiled).buildStateKernel(launch, buffers, valueTiles);
     };
     // Narrower value tiles for grids that would leave multiprocessors
-    // idle: the smallest of value-tile, /2, /4 whose grid still fits in one
-    // wave, chosen at run time from B. A wave is as many blocks as the
-    // workgroup memory of the multiprocessors holds (their registers hold
-    // more: the kernels use under 128 per thread).
+    // idle: the widest of value-tile, /2, /4 whose grid has a block for
+    // (nearly) every multiprocessor, chosen at run time from B; the
+    // narrowest when none has. A wider tile reads each chunk's W, Q and K
+    // once for more value columns: once the multiprocessors are busy, a
+    // narrower tile only adds traffic (measured on the H200: at B = 1,
+    // Hv = 32, tile 32 with 128 blocks beats tile 16 with 256 by 12%).
     SmallVector<ScanShape> tilings = {shape};
     for (int64_t narrower = shape.valueTile / 2;
          narrower >= 16 && tilings.size() < 3; narrower /= 2) {
@@ -1358,34 +1355,29 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       tiled.valueTile = narrower;
       tilings.push_back(tiled);
     }
+    int64_t enoughBlocks = std::max<int64_t>(1, multiprocessors * 7 / 8);
     std::function<void(OpBuilder &, Location, size_t)> chooseFrom =
-        [&](OpBuilder &lb, Location ll, size_t widest) {
-          // tilings[widest..] are the candidates; try the narrowest first.
-          if (widest + 1 == tilings.size()) {
-            buildLaunch(lb, ll, tilings[widest]);
+        [&](OpBuilder &lb, Location ll, size_t candidate) {
+          const ScanShape &tiling = tilings[candidate];
+          if (candidate + 1 == tilings.size()) {
+            buildLaunch(lb, ll, tiling);
             return;
           }
-          const ScanShape &narrowest = tilings.back();
           Value blocks = arith::MulIOp::create(
               lb, ll, batch,
               indexConstant(lb, ll,
-                            valueHeads * (narrowest.valueDim /
-                                          narrowest.valueTile)));
-          Value oneWave = arith::CmpIOp::create(
-              lb, ll, arith::CmpIPredicate::ule, blocks,
-              indexConstant(lb, ll,
-                            multiprocessors * narrowest.blocksPerMultiprocessor()));
+                            valueHeads * (tiling.valueDim / tiling.valueTile)));
+          Value busy = arith::CmpIOp::create(
+              lb, ll, arith::CmpIPredicate::uge, blocks,
+              indexConstant(lb, ll, enoughBlocks));
           scf::IfOp::create(
-              lb, ll, oneWave,
+              lb, ll, busy,
               [&](OpBuilder &tb, Location tl) {
-                buildLaunch(tb, tl, narrowest);
+                buildLaunch(tb, tl, tiling);
                 scf::YieldOp::create(tb, tl);
               },
               [&](OpBuilder &eb, Location el) {
-                SmallVector<ScanShape> saved = tilings;
-                tilings.pop_back();
-                chooseFrom(eb, el, widest);
-                tilings = saved;
+                chooseFrom(eb, el, candidate + 1);
                 scf::YieldOp::create(eb, el);
               });
         };

@@ -1,5 +1,5 @@
 // RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu | FileCheck %s
-// RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu='value-tile=32 scan-warps=4' | FileCheck %s --check-prefix=TILE
+// RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu='value-tile=32 scan-warps=8' | FileCheck %s --check-prefix=TILE
 // RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu='chunked-prefill=false' | FileCheck %s --check-prefix=RECURRENT
 // RUN: not gdn-opt %s -split-input-file -convert-gdn-to-gpu=scan-warps=3 2>&1 | FileCheck %s --check-prefix=WARPS
 // RUN: not gdn-opt %s -split-input-file -convert-gdn-to-gpu=value-tile=12 2>&1 | FileCheck %s --check-prefix=VTILE
@@ -13,12 +13,8 @@
 // the
 // WY kernel over (chunks, Hv, B)
 // computes the state-independent part of every chunk at once; the state
-// kernel over (Hv x V / value tile, B) walks the chunks in order. Both have 8
+// kernel over (Hv x V / value tile, B) walks the chunks in order. Both have 4
 // warps, tiles in dynamic workgroup memory and every product on mma.sync.
-// With V = 128 the state kernel's value tile is 64, or 32 or 16 when the
-// batch leaves multiprocessors idle (two blocks of tile 16 fit on each of the
-// 132, one of tile 32: 4 heads x 8 tiles of 16 x B <= 264 blocks: tile 16;
-// 4 x 4 x B <= 132: tile 32), chosen at run time.
 // CHECK-LABEL: func.func @prefill
 // CHECK-NOT: gdn.delta_rule
 // CHECK: %[[CHUNKS:.+]] = arith.ceildivui %dim_{{[0-9]+}}, %c64
@@ -35,7 +31,7 @@
 // Q's place); V [64, 136]; f32 A, T [64, 68]; six chunk vectors: 89600
 // bytes, so that two blocks share a multiprocessor.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %[[CHUNKS]], %{{[a-z0-9_]+}} = %c4{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim)
-// CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
+// CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
 // CHECK-SAME: dynamic_shared_memory_size %c89600_i32
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
@@ -57,13 +53,18 @@
 // CHECK: vector.store %{{.+}}, %[[W]]
 // CHECK: vector.store %{{.+}}, %[[U]]
 // CHECK: gpu.terminator
-// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 8 : i64}}
-// CHECK: %[[B16:.+]] = arith.muli %dim, %c32
-// CHECK: %[[FITS16:.+]] = arith.cmpi ule, %[[B16]], %c264
-// CHECK: scf.if %[[FITS16]]
-// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c103424_i32
-// The chunk's operands: -W, exp(G) Q and (exp(G_C - G) K)^T (two slots) by
+// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 4 : i64}}
+// The widest value tile whose grid has a block for 7/8 of the 132
+// multiprocessors: 4 heads x 2 tiles of 64 x B >= 115: tile 64; else
+// 4 x 4 x B >= 115: tile 32; else tile 16.
+// CHECK: %[[B64:.+]] = arith.muli %dim, %c8
+// CHECK: %[[BUSY64:.+]] = arith.cmpi uge, %[[B64]], %c115
+// CHECK: scf.if %[[BUSY64]]
+// bf16 exp(G) Q, -W, two exp(G_C - G) K [64, 136]; P, Vnew [64, 72];
+// S [128, 72]; f32 S [128, 68], U [64, 68]: 158720 bytes.
+// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
+// CHECK-SAME: dynamic_shared_memory_size %c158720_i32
+// The chunk's operands: -W, exp(G) Q and exp(G_C - G) K (two slots) by
 // cp.async into workgroup memory, U and P through registers; the next
 // chunk's are issued after the first products, during the rest.
 // CHECK: %[[KSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
@@ -85,18 +86,16 @@
 // CHECK: gpu.barrier
 // CHECK: scf.yield
 // CHECK: gpu.terminator
-// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 8 : i64}}
+// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 4 : i64}}
 // CHECK: } else {
-// CHECK: arith.cmpi ule, %{{.+}}, %c132
-// CHECK: gpu.launch
+// CHECK: arith.cmpi uge, %{{.+}}, %c115
+// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c16{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
 // CHECK-SAME: dynamic_shared_memory_size %c121856_i32
-// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
+// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
 // CHECK: } else {
-// bf16 exp(G) Q, -W, two exp(G_C - G) K [64, 136]; P, Vnew [64, 72];
-// S [128, 72]; f32 S [128, 68], U [64, 68]: 158720 bytes.
-// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c158720_i32
-// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 8 : i64}}
+// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
+// CHECK-SAME: dynamic_shared_memory_size %c103424_i32
+// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 4 : i64}}
 // CHECK: %[[D0:.+]] = gpu.wait async
 // CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[W]]
 // CHECK: gpu.dealloc async
@@ -105,10 +104,10 @@
 // CHECK: gpu.dealloc async
 // CHECK: %[[D6:.+]] = gpu.dealloc async [%{{.+}}] %[[KST]]
 // CHECK: gpu.wait [%[[D6]]]
-// TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
-// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 4 : i64}}
-// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 4 : i64}}
-// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
+// TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
+// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 8 : i64}}
+// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
+// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 8 : i64}}
 // TILE-NOT: value_tile = 64
 // RECURRENT-LABEL: func.func @prefill
 // RECURRENT-NOT: gdn.chunked_scan
@@ -121,10 +120,12 @@
 // PTX-SAME: .minnctapersm 2
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// PTX: gpu.binary @prefill_kernel_0 {{.+}}.minnctapersm 2
+// PTX: gpu.binary @prefill_kernel_0 {{.+}}.minnctapersm 1
 // PTX-SAME: cp.async.cg.shared.global [%rd{{[0-9+]+}}], [%rd{{[0-9]+}}], 16;
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-SAME: cp.async.wait_group {{.+}}0;
+// PTX: gpu.binary @prefill_kernel_2 {{.+}}.minnctapersm 2
 func.func @prefill(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %h: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta initial_state(%h) {scale = 0.088 : f32} : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
   return %o, %s : tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>
