@@ -220,6 +220,23 @@ private:
                                Value m0, int64_t step);
   SmallVector<Value> fragmentB(OpBuilder &nb, Location nl, const Term &term,
                                Value n0, int64_t step);
+  /// acc (four f32) += A B on one mma.sync m16n8k16 (bf16 operands).
+  static void multiplyAccumulate(OpBuilder &nb, Location nl, ArrayRef<Value> a,
+                                 ArrayRef<Value> bFragment,
+                                 SmallVectorImpl<Value> &acc) {
+    Type f32 = nb.getF32Type();
+    auto accType = LLVM::LLVMStructType::getLiteral(nb.getContext(),
+                                                    {f32, f32, f32, f32});
+    Value result = NVVM::MmaOp::create(
+        nb, nl, accType, a, bFragment, acc, {16, 8, 16}, std::nullopt,
+        std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    for (int64_t e = 0; e < 4; ++e)
+      acc[e] = LLVM::ExtractValueOp::create(nb, nl, result, e);
+  }
   /// The same with the tiles in a loop (tile counts that do not divide
   /// evenly among the warps): no fragment is shared.
   void productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
@@ -373,9 +390,6 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
     productTileLoop(m, n, terms, init, epilogue);
     return;
   }
-  MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type();
-  auto accType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   // Tile i of this warp is (rowBase + rowOffset[i], colBase + colOffset[i]).
   Value first = mul(b, loc, warp, c(b, loc, perWarp));
   Value rowBase, colBase;
@@ -448,16 +462,8 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
                                       c(b, loc, groupCols[i])),
                                   c(b, loc, 8)),
                               step);
-          SmallVector<Value> &sum = acc[i * chains + stepIndex % chains];
-          Value result = NVVM::MmaOp::create(
-              b, loc, accType, a, bFrag, sum, {16, 8, 16}, std::nullopt,
-              std::nullopt,
-              std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                            NVVM::MMATypes::bf16},
-              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                             NVVM::MMALayout::col});
-          for (int64_t e = 0; e < 4; ++e)
-            sum[e] = LLVM::ExtractValueOp::create(b, loc, result, e);
+          multiplyAccumulate(b, loc, a, bFrag,
+                             acc[i * chains + stepIndex % chains]);
         }
       }
     }
@@ -493,11 +499,7 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
 
 void ScanKernel::productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms,
                                  Init init, PairEpilogue epilogue) {
-
   int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
-  MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type();
-  auto accType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   scf::ForOp::create(
       b, loc, warp, c(b, loc, tiles), c(b, loc, s.warps), ValueRange{},
       [&](OpBuilder &nb, Location nl, Value tile, ValueRange) {
@@ -519,15 +521,7 @@ void ScanKernel::productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms,
           for (int64_t step = 0; step < term.depth / 16; ++step) {
             SmallVector<Value> a = fragmentA(nb, nl, term, m0, step);
             SmallVector<Value> bFrag = fragmentB(nb, nl, term, n0, step);
-            Value result = NVVM::MmaOp::create(
-                nb, nl, accType, a, bFrag, acc, {16, 8, 16}, std::nullopt,
-                std::nullopt,
-                std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                              NVVM::MMATypes::bf16},
-                std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                               NVVM::MMALayout::col});
-            for (int64_t i = 0; i < 4; ++i)
-              acc[i] = LLVM::ExtractValueOp::create(nb, nl, result, i);
+            multiplyAccumulate(nb, nl, a, bFrag, acc);
           }
         }
         epilogue(nb, nl, row0, col0, acc[0], acc[1]);
