@@ -27,18 +27,22 @@ using namespace mlir;
 using namespace mlir::gdn;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFilename(cl::Positional,
-                                          cl::desc("<input .mlir file>"),
+/// The options of this tool; --help lists only these (the MLIR and LLVM
+/// options are under --help-hidden).
+static cl::OptionCategory compileCategory("gdn-compile options");
+
+static cl::opt<std::string> inputFilename(cl::cat(compileCategory), cl::Positional,
+                                          cl::desc("<input .mlir file or model .json>"),
                                           cl::Required);
-static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
+static cl::opt<std::string> outputFilename(cl::cat(compileCategory), "o", cl::desc("Output file"),
                                            cl::value_desc("path"),
                                            cl::Required);
-static cl::opt<CompileTarget> target(
+static cl::opt<CompileTarget> target(cl::cat(compileCategory), 
     "target", cl::desc("Machine to compile for"), cl::init(CompileTarget::CPU),
     cl::values(clEnumValN(CompileTarget::CPU, "cpu", "the host CPU"),
                clEnumValN(CompileTarget::CUDA, "cuda",
                           "NVIDIA GPUs (sm_90a)")));
-static cl::opt<EmitAction> emitAction(
+static cl::opt<EmitAction> emitAction(cl::cat(compileCategory), 
     "emit", cl::desc("What to write (stages in lowering order)"),
     cl::init(EmitAction::SharedLibrary),
     cl::values(
@@ -61,63 +65,63 @@ static cl::opt<EmitAction> emitAction(
                    "the model's executable gdn-model, its shared library "
                    "libgdn-model.so (C API of gdn_model.h) and that "
                    "header")));
-static cl::opt<std::string> weightsFilename(
+static cl::opt<std::string> weightsFilename(cl::cat(compileCategory), 
     "weights",
     cl::desc("Weights of a model description (default: model.safetensors "
              "beside the .json)"),
     cl::value_desc("path"), cl::init(""));
-static cl::opt<int64_t> chunkSize("chunk-size",
+static cl::opt<int64_t> chunkSize(cl::cat(compileCategory), "chunk-size",
                                   cl::desc("Tokens per chunk of the chunked "
                                            "gdn.delta_rule"),
                                   cl::init(64));
-static cl::opt<DeltaRuleForm> deltaRuleForm(
+static cl::opt<DeltaRuleForm> deltaRuleForm(cl::cat(compileCategory), 
     "delta-rule-form", cl::desc("How gdn.delta_rule is computed"),
     cl::init(DeltaRuleForm::Chunked),
     cl::values(clEnumValN(DeltaRuleForm::Chunked, "chunked",
                           "chunkwise parallel"),
                clEnumValN(DeltaRuleForm::Recurrent, "recurrent",
                           "token by token (reference)")));
-static cl::opt<int64_t> recurrentBelow(
+static cl::opt<int64_t> recurrentBelow(cl::cat(compileCategory), 
     "recurrent-below",
     cl::desc("Prefills shorter than this many tokens run the token "
              "recurrence instead of chunks (chosen at run time)"),
     cl::init(64));
-static cl::opt<int64_t> numThreads(
+static cl::opt<int64_t> numThreads(cl::cat(compileCategory), 
     "num-threads", cl::desc("OpenMP threads (0: OMP_NUM_THREADS or all cores)"),
     cl::init(0));
-static cl::opt<std::string> cudaChip(
+static cl::opt<std::string> cudaChip(cl::cat(compileCategory), 
     "cuda-chip", cl::desc("GPU architecture for --target=cuda"),
     cl::init("sm_90a"));
-static cl::opt<std::string> cudaBinaryFormat(
+static cl::opt<std::string> cudaBinaryFormat(cl::cat(compileCategory), 
     "cuda-binary-format",
     cl::desc("Kernel binary for --target=cuda: fatbin, bin or isa (PTX, no "
              "ptxas needed)"),
     cl::init("fatbin"));
-static cl::opt<int64_t> cudaKeySplits(
+static cl::opt<int64_t> cudaKeySplits(cl::cat(compileCategory), 
     "cuda-key-splits",
     cl::desc("Threads sharing one state column in the CUDA recurrence "
              "kernels"),
     cl::init(2));
-static cl::opt<bool> cudaChunkedPrefill(
+static cl::opt<bool> cudaChunkedPrefill(cl::cat(compileCategory), 
     "cuda-chunked-prefill",
     cl::desc("--target=cuda: bf16/f16 prefill as the chunked scan on tensor "
              "cores (=false: the token recurrence)"),
     cl::init(true));
-static cl::opt<int64_t> cudaValueTile(
+static cl::opt<int64_t> cudaValueTile(cl::cat(compileCategory), 
     "cuda-value-tile",
     cl::desc("--target=cuda: state columns per block of the chunked scan"),
     cl::init(64));
-static cl::opt<int64_t> cudaScanWarps(
+static cl::opt<int64_t> cudaScanWarps(cl::cat(compileCategory), 
     "cuda-scan-warps",
     cl::desc("--target=cuda: warps per block of the chunked scan (4 or 8)"),
     cl::init(4));
-static cl::opt<int64_t> cudaMultiprocessors(
+static cl::opt<int64_t> cudaMultiprocessors(cl::cat(compileCategory), 
     "cuda-multiprocessors",
     cl::desc("--target=cuda: streaming multiprocessors of the GPU (132 for "
              "H100/H200 SXM); the chunked scan narrows its tiles to fill "
              "them"),
     cl::init(132));
-static cl::opt<std::string> cpu("cpu",
+static cl::opt<std::string> cpu(cl::cat(compileCategory), "cpu",
                                 cl::desc("LLVM CPU name ('native': the host)"),
                                 cl::init("native"));
 
@@ -167,8 +171,13 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerAllGdnPasses();
+  cl::HideUnrelatedOptions(compileCategory);
   cl::ParseCommandLineOptions(argc, argv,
-                              "gdn-compile: compile gdn modules to code\n");
+                              "gdn-compile: compile gdn modules and model "
+                              "descriptions to code\n\n"
+                              "  The MLIR and LLVM options (for example "
+                              "--mlir-print-ir-after-all) are listed by "
+                              "--help-hidden.\n");
 
   // Option errors come before any work, without a source location.
   auto optionError = [](const llvm::Twine &message) {
