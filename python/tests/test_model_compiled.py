@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from gdn import compiled, compiled_model, model, reference, safetensors
+from model_configs import hybrid_config
 
 
 def _config(num_layers, d_model, heads, conv_size, tie):
@@ -60,16 +61,7 @@ def test_compiled_prefill_matches_reference(tmp_path, num_layers, d_model,
 @pytest.mark.parametrize("q_lora_rank,batch,tokens", [(0, 2, 19), (12, 1, 33)])
 def test_compiled_hybrid_prefill_matches_reference(tmp_path, q_lora_rank,
                                                    batch, tokens):
-    config = {"vocab_size": 64, "d_model": 32, "num_layers": 5,
-              "layer_pattern": "nenya",
-              "gdn": {"num_heads": 2, "head_dim": 16, "conv_size": 4},
-              "mla": {"num_heads": 2, "q_lora_rank": q_lora_rank,
-                      "kv_lora_rank": 16, "qk_nope_head_dim": 8,
-                      "qk_rope_head_dim": 8, "v_head_dim": 12,
-                      "rope_theta": 10000.0},
-              "mlp_hidden_size": 48, "norm_eps": 1e-6,
-              "tie_embeddings": False, "max_context": 128,
-              "tokenizer": "ids"}
+    config = hybrid_config(q_lora_rank)
     ids = np.random.default_rng(tokens).integers(
         0, config["vocab_size"], size=(batch, tokens), dtype=np.int64)
     logits, weights = _compiled_prefill(tmp_path, config, 5, ids)

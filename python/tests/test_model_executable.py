@@ -10,15 +10,9 @@ import numpy as np
 import pytest
 
 from gdn import compiled, compiled_model, model, safetensors
+from model_configs import hybrid_config
 
-CONFIG = {"vocab_size": 64, "d_model": 32, "num_layers": 5,
-          "layer_pattern": "nenya",
-          "gdn": {"num_heads": 2, "head_dim": 16, "conv_size": 4},
-          "mla": {"num_heads": 2, "q_lora_rank": 12, "kv_lora_rank": 16,
-                  "qk_nope_head_dim": 8, "qk_rope_head_dim": 8,
-                  "v_head_dim": 12, "rope_theta": 10000.0},
-          "mlp_hidden_size": 48, "norm_eps": 1e-6, "tie_embeddings": True,
-          "max_context": 128, "tokenizer": "ids"}
+CONFIG = hybrid_config(q_lora_rank=12, tie_embeddings=True)
 
 # Greedy tokens agree only where the reference's best token leads the
 # second best clearly; the compiled logits are within 1e-4 relative.

@@ -7,21 +7,9 @@ import numpy as np
 import pytest
 
 from gdn import compiled_model, model, reference, safetensors
+from model_configs import hybrid_config
 
 TOLERANCE = 1e-4
-
-
-def _hybrid_config(q_lora_rank, conv_size, num_layers=5):
-    return {"vocab_size": 64, "d_model": 32, "num_layers": num_layers,
-            "layer_pattern": "nenya",
-            "gdn": {"num_heads": 2, "head_dim": 16, "conv_size": conv_size},
-            "mla": {"num_heads": 2, "q_lora_rank": q_lora_rank,
-                    "kv_lora_rank": 16, "qk_nope_head_dim": 8,
-                    "qk_rope_head_dim": 8, "v_head_dim": 12,
-                    "rope_theta": 10000.0},
-            "mlp_hidden_size": 48, "norm_eps": 1e-6,
-            "tie_embeddings": False, "max_context": 128,
-            "tokenizer": "ids"}
 
 
 def _write(tmp_path, config, seed):
@@ -42,7 +30,7 @@ def _close(actual, expected, what):
 def test_prefill_then_16_decode_steps(tmp_path, q_lora_rank, conv_size,
                                       batch, prompt):
     config_path, weights = _write(
-        tmp_path, _hybrid_config(q_lora_rank, conv_size), seed=prompt)
+        tmp_path, hybrid_config(q_lora_rank, conv_size), seed=prompt)
     compiled = compiled_model.Model(config_path)
     expected = model.ModelReference(model.load_config(config_path), weights)
     rng = np.random.default_rng(prompt)
@@ -62,7 +50,7 @@ def test_prefill_then_16_decode_steps(tmp_path, q_lora_rank, conv_size,
 
 def test_prefill_in_chunks_equals_one_prefill(tmp_path):
     """The step continues a prompt from its caches: 13 tokens as 5 + 8."""
-    config_path, weights = _write(tmp_path, _hybrid_config(0, 4), seed=9)
+    config_path, weights = _write(tmp_path, hybrid_config(0, 4), seed=9)
     compiled = compiled_model.Model(config_path)
     ids = np.random.default_rng(9).integers(0, 64, size=(2, 13))
     whole = compiled.prefill(ids)
@@ -72,7 +60,7 @@ def test_prefill_in_chunks_equals_one_prefill(tmp_path):
 
 
 def test_bad_token_ids(tmp_path):
-    config_path, _ = _write(tmp_path, _hybrid_config(0, 4), seed=1)
+    config_path, _ = _write(tmp_path, hybrid_config(0, 4), seed=1)
     compiled = compiled_model.Model(config_path)
     with pytest.raises(ValueError, match="token id 64 .*outside the vocabulary"):
         compiled.prefill([[1, 64]])
