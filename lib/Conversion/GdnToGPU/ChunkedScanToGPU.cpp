@@ -101,14 +101,14 @@ struct ScanShape {
     return rows * (cols + kHalfPad) * 2;
   }
   /// The WY kernel: bf16 K [C, K]; Q [C, K] and later, in the same place,
-  /// T diag(beta exp(G)) and T diag(beta) [C, C]; V [C, V]; f32 A, T
-  /// [C, C]; six chunk vectors. At most 113 KiB lets two blocks share a
-  /// multiprocessor.
+  /// T diag(beta exp(G)) and T diag(beta) [C, C]; V [C, V]; f32 A, then T
+  /// [C, C]; six chunk vectors; f32 diagonal blocks of T [C, 17]. Under 75
+  /// KiB (K = V = 128) lets three blocks share a multiprocessor.
   int64_t chunkKernelBytes() const {
     return halfBytes(chunk, keyDim) +
            std::max(halfBytes(chunk, keyDim), 2 * halfBytes(chunk, chunk)) +
-           halfBytes(chunk, valueDim) + 2 * floatBytes(chunk, chunk) +
-           6 * chunk * 4;
+           halfBytes(chunk, valueDim) + floatBytes(chunk, chunk) +
+           6 * chunk * 4 + chunk * 17 * 4;
   }
   /// The state pass: bf16 exp(G) Q, -W [C, K]; two exp(G_C - G) K
   /// [C, K]; P [C, C]; Vnew [C, Vt]; S [K, Vt]; f32 S [K, Vt], U (then
@@ -247,8 +247,8 @@ private:
                      function_ref<void(OpBuilder &, Location, Value)> body);
 
 
-  /// ts = (I + as)^-1 for the unit lower-triangular chunk matrix (f32),
-  /// then its bf16 copies with scaled columns, tW and tU.
+  /// T = (I + A)^-1 for the unit lower-triangular chunk matrix A in ms
+  /// (f32, in place), then T's bf16 copies with scaled columns, tW and tU.
   void solve();
 
   /// Thread coordinates and the dynamic workgroup memory.
@@ -302,7 +302,9 @@ private:
   // State kernel: exp(G) Q, -W, exp(G_C - G) K (two slots), P, Vnew, S.
   HalfTile qsB, wB, kS, pB, vN, sB;
   // f32 tiles and chunk vectors.
-  Value as, ts, ss, us;
+  // WY kernel: A, overwritten by T in the solve, and T's diagonal blocks.
+  Value ms, ds;
+  Value ss, us;
   Value gRaw, betas, gCum, decayQ, decayW, decayS;
 };
 
@@ -544,15 +546,8 @@ void ScanKernel::forEachThread(
 void ScanKernel::solve() {
   int64_t chunk = s.chunk, blocks = chunk / 16;
   Value zero = f(b, loc, 0.0f), one = f(b, loc, 1.0f);
-  // T starts at zero: its blocks above the diagonal stay so.
-  forEachThread(b, loc, chunk * chunk, [&](OpBuilder &nb, Location nl,
-                                            Value i) {
-    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
-    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
-    store(nb, nl, zero, ts, {r, col});
-  });
-  barrier(b, loc);
-  // The 16 x 16 diagonal blocks: one thread per column of one block, by
+  // The 16 x 16 diagonal blocks T_rr = (I + A_rr)^-1 into ds (other
+  // threads still read A_rr): one thread per column of one block, by
   // forward substitution with the column in registers.
   Value diagonalThread = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::ult, tid, c(b, loc, blocks * 16));
@@ -560,14 +555,13 @@ void ScanKernel::solve() {
     Value block = arith::DivUIOp::create(nb, nl, tid, c(nb, nl, 16));
     Value j = arith::RemUIOp::create(nb, nl, tid, c(nb, nl, 16));
     Value base = mul(nb, nl, block, c(nb, nl, 16));
-    Value column = add(nb, nl, base, j);
     SmallVector<Value> x;
     for (int64_t i = 0; i < 16; ++i) {
       Value row = add(nb, nl, base, c(nb, nl, i));
       Value sum = f(nb, nl, 0.0f);
       for (int64_t m = 0; m < i; ++m)
         sum = multiplyAdd(nb, nl,
-                          load(nb, nl, as, {row, add(nb, nl, base,
+                          load(nb, nl, ms, {row, add(nb, nl, base,
                                                      c(nb, nl, m))}),
                           x[m], sum);
       Value iv = c(nb, nl, i);
@@ -580,14 +574,26 @@ void ScanKernel::solve() {
           nb, nl, below, zero,
           arith::SelectOp::create(nb, nl, diagonal, one, negated));
       x.push_back(value);
-      store(nb, nl, value, ts, {row, column});
+      store(nb, nl, value, ds, {row, j});
     }
     scf::YieldOp::create(nb, nl);
   });
   barrier(b, loc);
-  // Block row r: X_rk = sum_{m = k}^{r-1} A_rm T_mk, then T_rk = -T_rr X_rk.
+  // ms holds T from here on, block row by block row: first its diagonal
+  // blocks (A is zero above the diagonal blocks, and so is T).
+  forEachThread(b, loc, chunk * 16, [&](OpBuilder &nb, Location nl, Value i) {
+    Value row = arith::DivUIOp::create(nb, nl, i, c(nb, nl, 16));
+    Value j = arith::RemUIOp::create(nb, nl, i, c(nb, nl, 16));
+    Value base = mul(nb, nl, arith::DivUIOp::create(nb, nl, row, c(nb, nl, 16)),
+                     c(nb, nl, 16));
+    store(nb, nl, load(nb, nl, ds, {row, j}), ms, {row, add(nb, nl, base, j)});
+  });
+  barrier(b, loc);
+  // Block row r: X_rk = sum_{m = k}^{r-1} A_rm T_mk, then T_rk = -T_rr X_rk,
+  // each written over A_rk once every thread has read block row r of A.
   for (int64_t r = 1; r < blocks; ++r) {
     int64_t elements = r * 256;
+    assert(elements % s.threads() == 0 && "block rows split evenly");
     auto coordinates = [&](OpBuilder &nb, Location nl, Value e) {
       Value k = arith::DivUIOp::create(nb, nl, e, c(nb, nl, 256));
       Value within = arith::RemUIOp::create(nb, nl, e, c(nb, nl, 256));
@@ -595,48 +601,47 @@ void ScanKernel::solve() {
       Value col = arith::RemUIOp::create(nb, nl, within, c(nb, nl, 16));
       Value row = add(nb, nl, c(nb, nl, r * 16), i);
       Value column = add(nb, nl, mul(nb, nl, k, c(nb, nl, 16)), col);
-      return std::make_tuple(k, i, row, column);
+      return std::make_pair(row, column);
+    };
+    auto storeAll = [&](ArrayRef<Value> values) {
+      for (int64_t it = 0; it < elements / s.threads(); ++it) {
+        Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
+        auto [row, column] = coordinates(b, loc, e);
+        store(b, loc, values[it], ms, {row, column});
+      }
     };
     SmallVector<Value> partial;
     for (int64_t it = 0; it < elements / s.threads(); ++it) {
       Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
-      auto coords = coordinates(b, loc, e);
-      Value row = std::get<2>(coords), column = std::get<3>(coords);
+      auto [row, column] = coordinates(b, loc, e);
       // m runs over the block rows k..r-1; T is zero above its diagonal
       // blocks, so the rows before block k add nothing and the sum can run
       // from 0 with independent, unrolled loads.
       Value sum = f(b, loc, 0.0f);
       for (int64_t m = 0; m < r * 16; ++m) {
         Value mv = c(b, loc, m);
-        sum = multiplyAdd(b, loc, load(b, loc, as, {row, mv}),
-                          load(b, loc, ts, {mv, column}), sum);
+        sum = multiplyAdd(b, loc, load(b, loc, ms, {row, mv}),
+                          load(b, loc, ms, {mv, column}), sum);
       }
       partial.push_back(sum);
     }
-    for (int64_t it = 0; it < elements / s.threads(); ++it) {
-      Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
-      auto [k, i, row, column] = coordinates(b, loc, e);
-      store(b, loc, partial[it], ts, {row, column});
-    }
+    barrier(b, loc);
+    storeAll(partial);
     barrier(b, loc);
     SmallVector<Value> solved;
     for (int64_t it = 0; it < elements / s.threads(); ++it) {
       Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
-      auto [k, i, row, column] = coordinates(b, loc, e);
+      auto [row, column] = coordinates(b, loc, e);
       Value sum = f(b, loc, 0.0f);
       for (int64_t q = 0; q < 16; ++q) {
         Value qRow = c(b, loc, r * 16 + q);
-        sum = multiplyAdd(b, loc, load(b, loc, ts, {row, qRow}),
-                          load(b, loc, ts, {qRow, column}), sum);
+        sum = multiplyAdd(b, loc, load(b, loc, ms, {row, qRow}),
+                          load(b, loc, ms, {qRow, column}), sum);
       }
       solved.push_back(arith::NegFOp::create(b, loc, sum));
     }
     barrier(b, loc);
-    for (int64_t it = 0; it < elements / s.threads(); ++it) {
-      Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
-      auto [k, i, row, column] = coordinates(b, loc, e);
-      store(b, loc, solved[it], ts, {row, column});
-    }
+    storeAll(solved);
     barrier(b, loc);
   }
   // The A operands of W = (T diag(beta exp(G))) K and U = (T diag(beta))
@@ -645,7 +650,7 @@ void ScanKernel::solve() {
                                             Value i) {
     Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
     Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
-    Value t = load(nb, nl, ts, {r, col});
+    Value t = load(nb, nl, ms, {r, col});
     storeHalf(nb, nl,
               arith::MulFOp::create(nb, nl, t, load(nb, nl, decayW, {col})),
               tW, r, col);
@@ -773,14 +778,16 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   tU = carveHalves(chunk, chunk, tOffset);
   offset = std::max(qOffset, tOffset);
   vB = carveHalves(chunk, valueDim, offset);
-  as = carveFloats(chunk, chunk, offset);
-  ts = carveFloats(chunk, chunk, offset);
+  ms = carveFloats(chunk, chunk, offset);
   gRaw = carve({chunk}, f32, offset);
   betas = carve({chunk}, f32, offset);
   gCum = carve({chunk}, f32, offset);
   decayW = carve({chunk}, f32, offset);
   decayQ = carve({chunk}, f32, offset);
   decayS = carve({chunk}, f32, offset);
+  // Rows of 17 floats: the 16 threads of two diagonal blocks store to
+  // different banks.
+  ds = carve({chunk, 17}, f32, offset);
   assert(offset == s.chunkKernelBytes() && "layout and size disagree");
 
   Value zero = f(b, loc, 0.0f);
@@ -931,7 +938,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
           masked(arith::CmpIPredicate::ult, betas,
                  [&](OpBuilder &nb, Location nl, Value r, Value col,
                      Value first, Value second) {
-                   storePair(nb, nl, first, second, as, {r, col});
+                   storePair(nb, nl, first, second, ms, {r, col});
                  }));
   // P = lower(exp(G_r - G_c) q_r.k_c), to global memory; the last read of
   // Q, whose place T takes in the solve.

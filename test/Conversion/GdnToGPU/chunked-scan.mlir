@@ -28,11 +28,12 @@
 // CHECK: %[[KST:[a-z0-9_]+]], %[[T6:.+]] = gpu.alloc async [%[[T5]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
 // CHECK: gpu.wait [%[[T6]]]
 // bf16 K, Q [64, 136] (T diag(beta exp(G)), T diag(beta) [64, 72] later in
-// Q's place); V [64, 136]; f32 A, T [64, 68]; six chunk vectors: 89600
-// bytes, so that two blocks share a multiprocessor.
+// Q's place); V [64, 136]; f32 A, then T in place [64, 68]; six chunk
+// vectors; T's diagonal blocks [64, 17]: 76544 bytes, so that three blocks
+// share a multiprocessor.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %[[CHUNKS]], %{{[a-z0-9_]+}} = %c4{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim)
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
-// CHECK-SAME: dynamic_shared_memory_size %c89600_i32
+// CHECK-SAME: dynamic_shared_memory_size %c76544_i32
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // Every token operand is staged in 16-byte vectors, row-major; exp(G) Q and
@@ -113,11 +114,11 @@
 // RECURRENT-NOT: gdn.chunked_scan
 // RECURRENT-NOT: nvvm.mma.sync
 // PTX-LABEL: llvm.func @prefill(
-// Two blocks of the WY kernel and of the state kernel with value tile 16 fit
-// a multiprocessor by workgroup memory; registers are kept to match
+// Three blocks of the WY kernel and two of the state kernel with value tile
+// 16 fit a multiprocessor by workgroup memory; registers are kept to match
 // (.minnctapersm). The state kernel stages by cp.async.
 // PTX: gpu.binary @prefill_kernel {{.+}}.target sm_90a
-// PTX-SAME: .minnctapersm 2
+// PTX-SAME: .minnctapersm 3
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX: gpu.binary @prefill_kernel_0 {{.+}}.minnctapersm 1

@@ -4,14 +4,14 @@
 
 // 108032 bytes of workgroup memory: two blocks per multiprocessor (228 KiB,
 // 1 KiB reserved per block); 159744 bytes: one; 40000 bytes: five, capped
-// at max-blocks (2, or 4). A kernel launched with two sizes gets the
+// at max-blocks (3, or 4). A kernel launched with two sizes gets the
 // smaller count; one without dynamic workgroup memory is left alone.
 // CHECK-LABEL: gpu.module @two
 // CHECK: gpu.func @f({{.*}}) kernel attributes {{{.*}}nvvm.minctasm = 2 : i32}
 // CHECK-LABEL: gpu.module @one
 // CHECK: nvvm.minctasm = 1 : i32
 // CHECK-LABEL: gpu.module @small
-// CHECK: nvvm.minctasm = 2 : i32
+// CHECK: nvvm.minctasm = 3 : i32
 // FOUR-LABEL: gpu.module @small
 // FOUR: nvvm.minctasm = 4 : i32
 // CHECK-LABEL: gpu.module @mixed

@@ -177,7 +177,7 @@ def GdnSharedMemoryOccupancyPass
     Option<"reservedPerBlock", "reserved-per-block", "int64_t",
            /*default=*/"1024",
            "Workgroup memory the driver reserves per block in bytes">,
-    Option<"maxBlocks", "max-blocks", "int64_t", /*default=*/"2",
+    Option<"maxBlocks", "max-blocks", "int64_t", /*default=*/"3",
            "Largest block count to ask for (more would squeeze registers "
            "below what the kernels need)">,
   ];
