@@ -1,0 +1,289 @@
+//===- ChunkedScan.h - the kernels of the chunked tensor-core scan --------===//
+//
+// The geometry, the operand tiles and the builder of the two kernels of the
+// chunked scan (ChunkedScanToGPU.cpp describes the algorithm). Shared by the
+// product and staging helpers (ScanKernel.cpp), the WY kernel
+// (ScanWYKernel.cpp), the state kernel (ScanStateKernel.cpp) and the
+// rewrite pattern (ChunkedScanToGPU.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GDN_LIB_CONVERSION_GDNTOGPU_CHUNKEDSCAN_H
+#define GDN_LIB_CONVERSION_GDNTOGPU_CHUNKEDSCAN_H
+
+#include "KernelBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <functional>
+
+namespace mlir::gdn::scan {
+/// Row padding of the f32 tiles, in floats, and of the bf16 tiles, in
+/// halves: row strides of 4 (or 12, 20) mod 32 words put the eight rows an
+/// ldmatrix phase reads, and the eight rows of an epilogue store, in
+/// different banks.
+constexpr int64_t kPad = 4;
+constexpr int64_t kHalfPad = 8;
+/// Hopper's largest dynamic workgroup memory per block.
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+/// Consumes two neighbouring f32 result elements (row, even col, the values
+/// at col and col + 1): one wider store instead of two.
+using PairEpilogue =
+    std::function<void(OpBuilder &, Location, Value, Value, Value, Value)>;
+/// Gives the initial accumulator element (row, col).
+using Init = std::function<Value(OpBuilder &, Location, Value, Value)>;
+
+/// A bf16 tile in workgroup memory, [rows, cols] with padded rows.
+struct HalfTile {
+  Value halves;
+  /// For a tile of several slots ([slots, rows, cols]): the slot in use.
+  Value slot;
+
+  SmallVector<Value> at(Value row, Value col) const {
+    if (slot)
+      return {slot, row, col};
+    return {row, col};
+  }
+};
+
+/// One term A B^T of a product: A [M, depth] and B [N, depth], both stored
+/// with the depth (reduction) dimension contiguous.
+struct Term {
+  int64_t depth;
+  HalfTile a, b;
+  /// Whether A (or B) is stored depth-major, [depth, M] (or [depth, N]):
+  /// its fragments are then loaded transposed (ldmatrix .trans), so that a
+  /// producer can store rows instead of scattering a transpose.
+  bool aDepthMajor = false, bDepthMajor = false;
+};
+
+/// The geometry of the kernel, decided when the pattern matches.
+struct ScanShape {
+  int64_t chunk, keyDim, valueDim, valueTile, warps;
+
+  int64_t threads() const { return 32 * warps; }
+  static int64_t floatBytes(int64_t rows, int64_t cols) {
+    return rows * (cols + kPad) * 4;
+  }
+  static int64_t halfBytes(int64_t rows, int64_t cols) {
+    return rows * (cols + kHalfPad) * 2;
+  }
+  /// The WY kernel: bf16 K [C, K]; Q [C, K] and later, in the same place,
+  /// T diag(beta exp(G)) and T diag(beta) [C, C]; V [C, V]; f32 A, then T
+  /// [C, C]; six chunk vectors; f32 diagonal blocks of T [C, 17]. Under 75
+  /// KiB (K = V = 128) lets three blocks share a multiprocessor.
+  int64_t chunkKernelBytes() const {
+    return halfBytes(chunk, keyDim) +
+           std::max(halfBytes(chunk, keyDim), 2 * halfBytes(chunk, chunk)) +
+           halfBytes(chunk, valueDim) + floatBytes(chunk, chunk) +
+           6 * chunk * 4 + chunk * 17 * 4;
+  }
+  /// The state pass: bf16 exp(G) Q, -W [C, K]; two exp(G_C - G) K
+  /// [C, K]; P [C, C]; Vnew [C, Vt]; S [K, Vt]; f32 S [K, Vt], U (then
+  /// exp(G) Q S) [C, Vt].
+  int64_t stateKernelBytes() const {
+    return 4 * halfBytes(chunk, keyDim) + halfBytes(chunk, chunk) +
+           halfBytes(chunk, valueTile) + halfBytes(keyDim, valueTile) +
+           floatBytes(keyDim, valueTile) + floatBytes(chunk, valueTile);
+  }
+};
+
+/// The operands, results and global scratch of the two kernels.
+struct ScanBuffers {
+  Value q, k, v, g, beta, state; // state may be null (zeros)
+  Value o, finalState;
+  /// Per chunk row, from the WY kernel to the state pass: -W (bf16
+  /// [B, Hv, Tp, K]), U (bf16 [B, Hv, Tp, V]), P (bf16 [B, Hv, Tp, C]),
+  /// the cumulative log-decay G (f32 [B, Hv, Tp]), exp(G) Q (bf16
+  /// [B, Hv, Tp, K]) and exp(G_C - G) K (bf16 [B, Hv, Tp, K]);
+  /// Tp is T rounded up to whole chunks.
+  Value w, u, p, gates, qs, kst;
+  int64_t groupSize;
+  float scale;
+};
+
+/// Builds the body of one of the two kernels; `b` is inside the gpu.launch.
+class ScanKernel {
+public:
+  ScanKernel(OpBuilder &b, Location loc, const ScanShape &shape)
+      : b(b), loc(loc), s(shape) {}
+
+  /// Grid (chunks, Hv, B): the state-independent part of every chunk (A,
+  /// T, -W, U, P and G), all chunks at once.
+  void buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m);
+  /// Grid (Hv x V / Vt, B): the chunks of one sequence in order, with the
+  /// state tile in workgroup memory.
+  void buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
+                        int64_t valueTiles);
+
+private:
+  Value c(OpBuilder &nb, Location nl, int64_t v) {
+    return indexConstant(nb, nl, v);
+  }
+  Value f(OpBuilder &nb, Location nl, float v) {
+    return arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(v));
+  }
+  static Value add(OpBuilder &nb, Location nl, Value x, Value y) {
+    return arith::AddIOp::create(nb, nl, x, y);
+  }
+  static Value mul(OpBuilder &nb, Location nl, Value x, Value y) {
+    return arith::MulIOp::create(nb, nl, x, y);
+  }
+  static Value load(OpBuilder &nb, Location nl, Value m, ValueRange idx) {
+    return memref::LoadOp::create(nb, nl, m, idx);
+  }
+  static void store(OpBuilder &nb, Location nl, Value v, Value m,
+                    ValueRange idx) {
+    memref::StoreOp::create(nb, nl, v, m, idx);
+  }
+  /// Rounds an f32 value to bf16 and stores it into a half tile.
+  static void storeHalf(OpBuilder &nb, Location nl, Value v,
+                        const HalfTile &tile, Value row, Value col) {
+    store(nb, nl, arith::TruncFOp::create(nb, nl, nb.getBF16Type(), v),
+          tile.halves, {row, col});
+  }
+  void barrier(OpBuilder &nb, Location nl) { gpu::BarrierOp::create(nb, nl); }
+  /// Stores two f32 values, converted to the element type of `memory`, at
+  /// `indices` and the next column: one store instruction.
+  static void storePair(OpBuilder &nb, Location nl, Value first, Value second,
+                        Value memory, ValueRange indices) {
+    Type element = cast<MemRefType>(memory.getType()).getElementType();
+    auto pairType = VectorType::get({2}, nb.getF32Type());
+    Value pair = vector::FromElementsOp::create(nb, nl, pairType,
+                                                ValueRange{first, second});
+    if (!element.isF32())
+      pair = arith::TruncFOp::create(nb, nl, VectorType::get({2}, element),
+                                     pair);
+    vector::StoreOp::create(
+        nb, nl, pair, memory, indices, false,
+        llvm::Align(2 * element.getIntOrFloatBitWidth() / 8));
+  }
+
+  /// A view of workgroup memory at `offset` bytes (advanced past it).
+  Value carve(ArrayRef<int64_t> shape, Type element, int64_t &offset);
+  /// An f32 [rows, cols] tile with padded rows.
+  Value carveFloats(int64_t rows, int64_t cols, int64_t &offset) {
+    return carve({rows, cols + kPad}, b.getF32Type(), offset);
+  }
+  /// A bf16 [rows, cols] tile with padded rows, and its word view.
+  HalfTile carveHalves(int64_t rows, int64_t cols, int64_t &offset);
+  /// `slots` such tiles in a row ([slots, rows, cols]); set `slot` to use
+  /// one.
+  HalfTile carveHalfSlots(int64_t slots, int64_t rows, int64_t cols,
+                          int64_t &offset);
+
+  /// out[M, N] = init + sum of terms A B^T, on tensor cores: the 16 x 8
+  /// output tiles are dealt to the warps in turn; `epilogue` gets every
+  /// element.
+  void product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
+               PairEpilogue epilogue);
+  /// ldmatrix of `count` 8 x 8 bf16 matrices of `tile`, this lane giving
+  /// the address of (row, col): one 32-bit fragment register per matrix.
+  SmallVector<Value> loadMatrices(OpBuilder &nb, Location nl,
+                                  const HalfTile &tile, Value row, Value col,
+                                  int64_t count, bool transpose);
+  /// The A fragment (four registers) of output rows `m0`..+15 and the B
+  /// fragment (two) of output columns `n0`..+7, at k-step `step` of `term`.
+  SmallVector<Value> fragmentA(OpBuilder &nb, Location nl, const Term &term,
+                               Value m0, int64_t step);
+  SmallVector<Value> fragmentB(OpBuilder &nb, Location nl, const Term &term,
+                               Value n0, int64_t step);
+  /// acc (four f32) += A B on one mma.sync m16n8k16 (bf16 operands).
+  static void multiplyAccumulate(OpBuilder &nb, Location nl, ArrayRef<Value> a,
+                                 ArrayRef<Value> bFragment,
+                                 SmallVectorImpl<Value> &acc) {
+    Type f32 = nb.getF32Type();
+    auto accType = LLVM::LLVMStructType::getLiteral(nb.getContext(),
+                                                    {f32, f32, f32, f32});
+    Value result = NVVM::MmaOp::create(
+        nb, nl, accType, a, bFragment, acc, {16, 8, 16}, std::nullopt,
+        std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    for (int64_t e = 0; e < 4; ++e)
+      acc[e] = LLVM::ExtractValueOp::create(nb, nl, result, e);
+  }
+  /// The same with the tiles in a loop (tile counts that do not divide
+  /// evenly among the warps): no fragment is shared.
+  void productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
+                       PairEpilogue epilogue);
+
+  /// for (i = tid; i < count; i += threads) body(i)
+  void forEachThread(OpBuilder &nb, Location nl, int64_t count,
+                     function_ref<void(OpBuilder &, Location, Value)> body);
+
+
+  /// T = (I + A)^-1 for the unit lower-triangular chunk matrix A in ms
+  /// (f32, in place), then T's bf16 copies with scaled columns, tW and tU.
+  void solve();
+
+  /// Thread coordinates and the dynamic workgroup memory.
+  void setUp(gpu::LaunchOp launch);
+  /// Token `start + r` clamped into the sequence, and whether it is inside.
+  std::pair<Value, Value> token(OpBuilder &nb, Location nl, Value start,
+                                Value tokens, Value r);
+  /// Copies a [rows, width] block into workgroup memory in vectors of 8
+  /// elements (16 bytes of bf16: one load instruction each), all loads of a
+  /// thread issued before its stores: `loadVector(row, col)` reads the 8
+  /// elements from `col`, `storeVector(row, col, vector)` stores them in
+  /// every form a product needs. Consecutive threads take consecutive
+  /// vectors of a row: coalesced loads.
+  void stageVectors(int64_t rows, int64_t width,
+                    function_ref<Value(OpBuilder &, Location, Value, Value)>
+                        loadVector,
+                    function_ref<void(OpBuilder &, Location, Value, Value,
+                                      Value)>
+                        storeVector);
+  /// The two halves of stageVectors, for loads issued long before their
+  /// stores (the next chunk's operands, in flight during this chunk's
+  /// products).
+  struct LoadedVector {
+    Value valid, row, col, vector;
+  };
+  SmallVector<LoadedVector>
+  loadVectors(int64_t rows, int64_t width,
+              function_ref<Value(OpBuilder &, Location, Value, Value)>
+                  loadVector);
+  void storeVectors(ArrayRef<LoadedVector> loaded,
+                    function_ref<void(OpBuilder &, Location, Value, Value,
+                                      Value)>
+                        storeVector);
+  /// `copy(row, col)` for every vector of 8 elements of a [rows, width]
+  /// block, dealt to the threads as in stageVectors (for cp.async, which
+  /// needs no registers).
+  void forEachVector(int64_t rows, int64_t width,
+                     function_ref<void(OpBuilder &, Location, Value, Value)>
+                         copy);
+
+  OpBuilder &b;
+  Location loc;
+  ScanShape s;
+  Value tid, warp, group, quad, sharedBase;
+  /// The row (lane % 8) and column (8 x (lane / 8 % 2), 8 x (lane / 16))
+  /// offsets of the address this lane gives ldmatrix.
+  Value matrixRow, matrixColumn, matrixHalf;
+  // bf16 operand tiles.
+  // WY kernel: K, Q, V and T with its columns scaled for W and for U.
+  HalfTile kB, qB, vB, tW, tU;
+  // State kernel: exp(G) Q, -W, exp(G_C - G) K (two slots), P, Vnew, S.
+  HalfTile qsB, wB, kS, pB, vN, sB;
+  // f32 tiles and chunk vectors.
+  // WY kernel: A, overwritten by T in the solve, and T's diagonal blocks.
+  Value ms, ds;
+  Value ss, us;
+  Value gRaw, betas, gCum, decayQ, decayW, decayS;
+};
+
+} // namespace mlir::gdn::scan
+
+#endif // GDN_LIB_CONVERSION_GDNTOGPU_CHUNKEDSCAN_H

@@ -1,0 +1,346 @@
+//===- ScanKernel.cpp - products and staging of the chunked scan ----------===//
+//
+// Workgroup-memory tiles, tensor-core products (ldmatrix fragments,
+// mma.sync, pair epilogues) and the copies that stage operands, shared by
+// both kernels of the chunked scan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkedScan.h"
+#include "gdn/Utils/TensorBuilders.h"
+
+using namespace mlir;
+using namespace mlir::gdn;
+using namespace mlir::gdn::scan;
+
+Value ScanKernel::carve(ArrayRef<int64_t> shape, Type element,
+                        int64_t &offset) {
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  auto type =
+      MemRefType::get(shape, element, MemRefLayoutAttrInterface(), workgroup);
+  Value view = memref::ViewOp::create(b, loc, type, sharedBase,
+                                      c(b, loc, offset), ValueRange{});
+  offset += type.getNumElements() * element.getIntOrFloatBitWidth() / 8;
+  return view;
+}
+
+HalfTile ScanKernel::carveHalves(int64_t rows, int64_t cols,
+                                 int64_t &offset) {
+  Value halves = carve({rows, cols + kHalfPad}, b.getBF16Type(), offset);
+  return {halves, Value()};
+}
+
+HalfTile ScanKernel::carveHalfSlots(int64_t slots, int64_t rows,
+                                    int64_t cols, int64_t &offset) {
+  Value halves =
+      carve({slots, rows, cols + kHalfPad}, b.getBF16Type(), offset);
+  return {halves, Value()};
+}
+
+SmallVector<Value> ScanKernel::loadMatrices(OpBuilder &nb, Location nl,
+                                            const HalfTile &tile, Value row,
+                                            Value col, int64_t count,
+                                            bool transpose) {
+  Type half = nb.getBF16Type();
+  Value matrices = nvgpu::LdMatrixOp::create(
+      nb, nl, VectorType::get({count, 2}, half), tile.halves,
+      tile.at(row, col), transpose, count);
+  auto wordType = VectorType::get({1}, nb.getI32Type());
+  SmallVector<Value> registers;
+  for (int64_t i = 0; i < count; ++i) {
+    Value pair = vector::ExtractOp::create(nb, nl, matrices, i);
+    Value word = vector::BitCastOp::create(nb, nl, wordType, pair);
+    registers.push_back(vector::ExtractOp::create(nb, nl, word, 0));
+  }
+  return registers;
+}
+
+// The PTX ISA's fragment layouts of mma.m16n8k16: A registers are the 8 x 8
+// quarters (rows +0/+8, depth +0/+8) in the order (0,0), (8,0), (0,8),
+// (8,8); B registers the depth halves +0/+8. Lane l gives the address of row
+// l % 8 of matrix l / 8.
+SmallVector<Value> ScanKernel::fragmentA(OpBuilder &nb, Location nl,
+                                         const Term &term, Value m0,
+                                         int64_t step) {
+  Value k0 = c(nb, nl, step * 16);
+  if (term.aDepthMajor)
+    return loadMatrices(nb, nl, term.a,
+                        add(nb, nl, k0, add(nb, nl, matrixRow, matrixHalf)),
+                        add(nb, nl, m0, matrixColumn), 4, /*transpose=*/true);
+  return loadMatrices(nb, nl, term.a,
+                      add(nb, nl, m0, add(nb, nl, matrixRow, matrixColumn)),
+                      add(nb, nl, k0, matrixHalf), 4, /*transpose=*/false);
+}
+
+SmallVector<Value> ScanKernel::fragmentB(OpBuilder &nb, Location nl,
+                                         const Term &term, Value n0,
+                                         int64_t step) {
+  Value k0 = c(nb, nl, step * 16);
+  if (term.bDepthMajor)
+    return loadMatrices(nb, nl, term.b,
+                        add(nb, nl, k0, add(nb, nl, matrixRow, matrixColumn)),
+                        n0, 2, /*transpose=*/true);
+  return loadMatrices(nb, nl, term.b, add(nb, nl, n0, matrixRow),
+                      add(nb, nl, k0, matrixColumn), 2, /*transpose=*/false);
+}
+
+void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
+                         Init init, PairEpilogue epilogue) {
+  int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
+  int64_t perWarp = tiles / s.warps;
+  // A warp's tiles are one static group: a run of one tile row (the A
+  // fragments are shared) or whole tile rows (the B fragments are shared).
+  bool grouped = tiles % s.warps == 0 &&
+                 (tilesN % perWarp == 0 || perWarp % tilesN == 0);
+  if (!grouped) {
+    productTileLoop(m, n, terms, init, epilogue);
+    return;
+  }
+  // Tile i of this warp is (rowBase + rowOffset[i], colBase + colOffset[i]).
+  Value first = mul(b, loc, warp, c(b, loc, perWarp));
+  Value rowBase, colBase;
+  SmallVector<int64_t> rowOffset, colOffset;
+  if (tilesN % perWarp == 0) {
+    rowBase = arith::DivUIOp::create(b, loc, first, c(b, loc, tilesN));
+    colBase = arith::RemUIOp::create(b, loc, first, c(b, loc, tilesN));
+    for (int64_t i = 0; i < perWarp; ++i) {
+      rowOffset.push_back(0);
+      colOffset.push_back(i);
+    }
+  } else {
+    rowBase = mul(b, loc, warp, c(b, loc, perWarp / tilesN));
+    colBase = c(b, loc, 0);
+    for (int64_t i = 0; i < perWarp; ++i) {
+      rowOffset.push_back(i / tilesN);
+      colOffset.push_back(i % tilesN);
+    }
+  }
+  // Accumulator coordinates of this lane (PTX ISA, mma.m16n8k16): rows g
+  // and g + 8, columns 2t and 2t + 1.
+  auto aRow = [&](int64_t offset) {
+    return add(b, loc,
+               mul(b, loc, add(b, loc, rowBase, c(b, loc, offset)),
+                   c(b, loc, 16)),
+               group);
+  };
+  // The first of this lane's two output columns of tile column `offset`.
+  auto outputColumn = [&](int64_t offset) {
+    return add(b, loc,
+               mul(b, loc, add(b, loc, colBase, c(b, loc, offset)),
+                   c(b, loc, 8)),
+               mul(b, loc, quad, c(b, loc, 2)));
+  };
+  auto accumulateGroup = [&](ArrayRef<int64_t> groupRows,
+                             ArrayRef<int64_t> groupCols, int64_t chains) {
+    SmallVector<SmallVector<Value>> acc;
+    for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
+      Value row0 = aRow(groupRows[i]);
+      Value row1 = add(b, loc, row0, c(b, loc, 8));
+      Value col0 = outputColumn(groupCols[i]);
+      Value col1 = add(b, loc, col0, c(b, loc, 1));
+      for (int64_t chain = 0; chain < chains; ++chain) {
+        if (chain == 0) {
+          acc.push_back({init(b, loc, row0, col0), init(b, loc, row0, col1),
+                         init(b, loc, row1, col0), init(b, loc, row1, col1)});
+          continue;
+        }
+        Value zero = f(b, loc, 0.0f);
+        acc.push_back({zero, zero, zero, zero});
+      }
+    }
+    int64_t stepIndex = 0;
+    for (const Term &term : terms) {
+      for (int64_t step = 0; step < term.depth / 16; ++step, ++stepIndex) {
+        DenseMap<int64_t, SmallVector<Value>> aFragments, bFragments;
+        for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
+          SmallVector<Value> &a = aFragments[groupRows[i]];
+          if (a.empty())
+            a = fragmentA(b, loc, term,
+                          mul(b, loc,
+                              add(b, loc, rowBase, c(b, loc, groupRows[i])),
+                              c(b, loc, 16)),
+                          step);
+          SmallVector<Value> &bFrag = bFragments[groupCols[i]];
+          if (bFrag.empty())
+            bFrag = fragmentB(b, loc, term,
+                              mul(b, loc,
+                                  add(b, loc, colBase,
+                                      c(b, loc, groupCols[i])),
+                                  c(b, loc, 8)),
+                              step);
+          multiplyAccumulate(b, loc, a, bFrag,
+                             acc[i * chains + stepIndex % chains]);
+        }
+      }
+    }
+    for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
+      SmallVector<Value> sum = acc[i * chains];
+      for (int64_t chain = 1; chain < chains; ++chain)
+        for (int64_t e = 0; e < 4; ++e)
+          sum[e] = arith::AddFOp::create(b, loc, sum[e],
+                                         acc[i * chains + chain][e]);
+      Value row0 = aRow(groupRows[i]);
+      Value row1 = add(b, loc, row0, c(b, loc, 8));
+      Value col0 = outputColumn(groupCols[i]);
+      epilogue(b, loc, row0, col0, sum[0], sum[1]);
+      epilogue(b, loc, row1, col0, sum[2], sum[3]);
+    }
+  };
+  // At most kMaxGroup tiles are accumulated at once (more would hold too
+  // many registers for two blocks per multiprocessor); a single tile per warp
+  // would be one chain of dependent mma.sync: two accumulators (even and odd
+  // k-steps) halve its latency.
+  constexpr int64_t kMaxGroup = 4;
+  int64_t chains = perWarp == 1 ? 2 : 1;
+  for (int64_t groupStart = 0; groupStart < perWarp;
+       groupStart += kMaxGroup) {
+    int64_t groupSize = std::min(kMaxGroup, perWarp - groupStart);
+    ArrayRef<int64_t> groupRows =
+        ArrayRef<int64_t>(rowOffset).slice(groupStart, groupSize);
+    ArrayRef<int64_t> groupCols =
+        ArrayRef<int64_t>(colOffset).slice(groupStart, groupSize);
+    accumulateGroup(groupRows, groupCols, chains);
+  }
+}
+
+void ScanKernel::productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms,
+                                 Init init, PairEpilogue epilogue) {
+  int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
+  scf::ForOp::create(
+      b, loc, warp, c(b, loc, tiles), c(b, loc, s.warps), ValueRange{},
+      [&](OpBuilder &nb, Location nl, Value tile, ValueRange) {
+        Value tm = arith::DivUIOp::create(nb, nl, tile, c(nb, nl, tilesN));
+        Value tn = arith::RemUIOp::create(nb, nl, tile, c(nb, nl, tilesN));
+        // Accumulator coordinates of this lane (PTX ISA, mma.m16n8k16):
+        // rows g and g + 8, columns 2t and 2t + 1.
+        Value m0 = mul(nb, nl, tm, c(nb, nl, 16));
+        Value n0 = mul(nb, nl, tn, c(nb, nl, 8));
+        Value row0 = add(nb, nl, m0, group);
+        Value row1 = add(nb, nl, row0, c(nb, nl, 8));
+        Value col0 = add(nb, nl, n0, mul(nb, nl, quad, c(nb, nl, 2)));
+        Value col1 = add(nb, nl, col0, c(nb, nl, 1));
+        SmallVector<Value> acc = {init(nb, nl, row0, col0),
+                                  init(nb, nl, row0, col1),
+                                  init(nb, nl, row1, col0),
+                                  init(nb, nl, row1, col1)};
+        for (const Term &term : terms) {
+          for (int64_t step = 0; step < term.depth / 16; ++step) {
+            SmallVector<Value> a = fragmentA(nb, nl, term, m0, step);
+            SmallVector<Value> bFrag = fragmentB(nb, nl, term, n0, step);
+            multiplyAccumulate(nb, nl, a, bFrag, acc);
+          }
+        }
+        epilogue(nb, nl, row0, col0, acc[0], acc[1]);
+        epilogue(nb, nl, row1, col0, acc[2], acc[3]);
+        scf::YieldOp::create(nb, nl);
+      });
+}
+
+void ScanKernel::forEachThread(
+    OpBuilder &nb, Location nl, int64_t count,
+    function_ref<void(OpBuilder &, Location, Value)> body) {
+  scf::ForOp::create(nb, nl, tid, c(nb, nl, count), c(nb, nl, s.threads()),
+                     ValueRange{},
+                     [&](OpBuilder &lb, Location ll, Value i, ValueRange) {
+                       body(lb, ll, i);
+                       scf::YieldOp::create(lb, ll);
+                     });
+}
+
+void ScanKernel::setUp(gpu::LaunchOp launch) {
+  tid = launch.getThreadIds().x;
+  warp = arith::DivUIOp::create(b, loc, tid, c(b, loc, 32));
+  Value lane = arith::RemUIOp::create(b, loc, tid, c(b, loc, 32));
+  group = arith::DivUIOp::create(b, loc, lane, c(b, loc, 4));
+  quad = arith::RemUIOp::create(b, loc, lane, c(b, loc, 4));
+  matrixRow = arith::RemUIOp::create(b, loc, lane, c(b, loc, 8));
+  matrixColumn =
+      mul(b, loc,
+          arith::RemUIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, lane, c(b, loc, 8)),
+              c(b, loc, 2)),
+          c(b, loc, 8));
+  matrixHalf = mul(b, loc, arith::DivUIOp::create(b, loc, lane, c(b, loc, 16)),
+                   c(b, loc, 8));
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  sharedBase = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+}
+
+std::pair<Value, Value> ScanKernel::token(OpBuilder &nb, Location nl,
+                                          Value start, Value tokens, Value r) {
+  Value t = add(nb, nl, start, r);
+  Value inside =
+      arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, t, tokens);
+  Value safe = arith::SelectOp::create(nb, nl, inside, t, c(nb, nl, 0));
+  return {safe, inside};
+}
+
+void ScanKernel::stageVectors(
+    int64_t rows, int64_t width,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector,
+    function_ref<void(OpBuilder &, Location, Value, Value, Value)>
+        storeVector) {
+  storeVectors(loadVectors(rows, width, loadVector), storeVector);
+}
+
+SmallVector<ScanKernel::LoadedVector> ScanKernel::loadVectors(
+    int64_t rows, int64_t width,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector) {
+  assert(width % 8 == 0 && "rows are copied in vectors of 8");
+  int64_t perRow = width / 8, count = rows * perRow;
+  int64_t perThread = (count + s.threads() - 1) / s.threads();
+  bool ragged = count % s.threads() != 0;
+  auto position = [&](OpBuilder &nb, Location nl, Value i) {
+    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, perRow));
+    Value col =
+        mul(nb, nl, arith::RemUIOp::create(nb, nl, i, c(nb, nl, perRow)),
+            c(nb, nl, 8));
+    return std::make_pair(r, col);
+  };
+  SmallVector<LoadedVector> loaded;
+  for (int64_t it = 0; it < perThread; ++it) {
+    Value i = add(b, loc, tid, c(b, loc, it * s.threads()));
+    Value valid;
+    if (ragged) {
+      // Threads past the end read vector 0 and store nothing.
+      valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
+                                    c(b, loc, count));
+      i = arith::SelectOp::create(b, loc, valid, i, c(b, loc, 0));
+    }
+    auto [r, col] = position(b, loc, i);
+    loaded.push_back({valid, r, col, loadVector(b, loc, r, col)});
+  }
+  return loaded;
+}
+
+void ScanKernel::storeVectors(
+    ArrayRef<LoadedVector> loaded,
+    function_ref<void(OpBuilder &, Location, Value, Value, Value)>
+        storeVector) {
+  for (const LoadedVector &element : loaded) {
+    if (!element.valid) {
+      storeVector(b, loc, element.row, element.col, element.vector);
+      continue;
+    }
+    scf::IfOp::create(b, loc, element.valid, [&](OpBuilder &nb, Location nl) {
+      storeVector(nb, nl, element.row, element.col, element.vector);
+      scf::YieldOp::create(nb, nl);
+    });
+  }
+}
+
+void ScanKernel::forEachVector(
+    int64_t rows, int64_t width,
+    function_ref<void(OpBuilder &, Location, Value, Value)> copy) {
+  // The positions are those loadVectors deals; nothing is loaded.
+  SmallVector<LoadedVector> positions = loadVectors(
+      rows, width,
+      [&](OpBuilder &, Location, Value, Value) { return Value(); });
+  storeVectors(positions, [&](OpBuilder &nb, Location nl, Value r, Value col,
+                              Value) { copy(nb, nl, r, col); });
+}

@@ -1,0 +1,345 @@
+//===- ScanWYKernel.cpp - the WY kernel of the chunked scan ---------------===//
+//
+// One block per (chunk, value head, batch): A, P, the solve for T, -W and
+// U, and the scaled operands of the state pass, to global scratch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkedScan.h"
+#include "gdn/Utils/TensorBuilders.h"
+
+using namespace mlir;
+using namespace mlir::gdn;
+using namespace mlir::gdn::scan;
+
+void ScanKernel::solve() {
+  int64_t chunk = s.chunk, blocks = chunk / 16;
+  Value zero = f(b, loc, 0.0f), one = f(b, loc, 1.0f);
+  // The 16 x 16 diagonal blocks T_rr = (I + A_rr)^-1 into ds (other
+  // threads still read A_rr): one thread per column of one block, by
+  // forward substitution with the column in registers.
+  Value diagonalThread = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ult, tid, c(b, loc, blocks * 16));
+  scf::IfOp::create(b, loc, diagonalThread, [&](OpBuilder &nb, Location nl) {
+    Value block = arith::DivUIOp::create(nb, nl, tid, c(nb, nl, 16));
+    Value j = arith::RemUIOp::create(nb, nl, tid, c(nb, nl, 16));
+    Value base = mul(nb, nl, block, c(nb, nl, 16));
+    SmallVector<Value> x;
+    for (int64_t i = 0; i < 16; ++i) {
+      Value row = add(nb, nl, base, c(nb, nl, i));
+      Value sum = f(nb, nl, 0.0f);
+      for (int64_t m = 0; m < i; ++m)
+        sum = multiplyAdd(nb, nl,
+                          load(nb, nl, ms, {row, add(nb, nl, base,
+                                                     c(nb, nl, m))}),
+                          x[m], sum);
+      Value iv = c(nb, nl, i);
+      Value below = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
+                                          iv, j);
+      Value diagonal =
+          arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, iv, j);
+      Value negated = arith::NegFOp::create(nb, nl, sum);
+      Value value = arith::SelectOp::create(
+          nb, nl, below, zero,
+          arith::SelectOp::create(nb, nl, diagonal, one, negated));
+      x.push_back(value);
+      store(nb, nl, value, ds, {row, j});
+    }
+    scf::YieldOp::create(nb, nl);
+  });
+  barrier(b, loc);
+  // ms holds T from here on, block row by block row: first its diagonal
+  // blocks (A is zero above the diagonal blocks, and so is T).
+  forEachThread(b, loc, chunk * 16, [&](OpBuilder &nb, Location nl, Value i) {
+    Value row = arith::DivUIOp::create(nb, nl, i, c(nb, nl, 16));
+    Value j = arith::RemUIOp::create(nb, nl, i, c(nb, nl, 16));
+    Value base = mul(nb, nl, arith::DivUIOp::create(nb, nl, row, c(nb, nl, 16)),
+                     c(nb, nl, 16));
+    store(nb, nl, load(nb, nl, ds, {row, j}), ms, {row, add(nb, nl, base, j)});
+  });
+  barrier(b, loc);
+  // Block row r: X_rk = sum_{m = k}^{r-1} A_rm T_mk, then T_rk = -T_rr X_rk,
+  // each written over A_rk once every thread has read block row r of A.
+  for (int64_t r = 1; r < blocks; ++r) {
+    int64_t elements = r * 256;
+    assert(elements % s.threads() == 0 && "block rows split evenly");
+    auto coordinates = [&](OpBuilder &nb, Location nl, Value e) {
+      Value k = arith::DivUIOp::create(nb, nl, e, c(nb, nl, 256));
+      Value within = arith::RemUIOp::create(nb, nl, e, c(nb, nl, 256));
+      Value i = arith::DivUIOp::create(nb, nl, within, c(nb, nl, 16));
+      Value col = arith::RemUIOp::create(nb, nl, within, c(nb, nl, 16));
+      Value row = add(nb, nl, c(nb, nl, r * 16), i);
+      Value column = add(nb, nl, mul(nb, nl, k, c(nb, nl, 16)), col);
+      return std::make_pair(row, column);
+    };
+    auto storeAll = [&](ArrayRef<Value> values) {
+      for (int64_t it = 0; it < elements / s.threads(); ++it) {
+        Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
+        auto [row, column] = coordinates(b, loc, e);
+        store(b, loc, values[it], ms, {row, column});
+      }
+    };
+    SmallVector<Value> partial;
+    for (int64_t it = 0; it < elements / s.threads(); ++it) {
+      Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
+      auto [row, column] = coordinates(b, loc, e);
+      // m runs over the block rows k..r-1; T is zero above its diagonal
+      // blocks, so the rows before block k add nothing and the sum can run
+      // from 0 with independent, unrolled loads.
+      Value sum = f(b, loc, 0.0f);
+      for (int64_t m = 0; m < r * 16; ++m) {
+        Value mv = c(b, loc, m);
+        sum = multiplyAdd(b, loc, load(b, loc, ms, {row, mv}),
+                          load(b, loc, ms, {mv, column}), sum);
+      }
+      partial.push_back(sum);
+    }
+    barrier(b, loc);
+    storeAll(partial);
+    barrier(b, loc);
+    SmallVector<Value> solved;
+    for (int64_t it = 0; it < elements / s.threads(); ++it) {
+      Value e = add(b, loc, tid, c(b, loc, it * s.threads()));
+      auto [row, column] = coordinates(b, loc, e);
+      Value sum = f(b, loc, 0.0f);
+      for (int64_t q = 0; q < 16; ++q) {
+        Value qRow = c(b, loc, r * 16 + q);
+        sum = multiplyAdd(b, loc, load(b, loc, ms, {row, qRow}),
+                          load(b, loc, ms, {qRow, column}), sum);
+      }
+      solved.push_back(arith::NegFOp::create(b, loc, sum));
+    }
+    barrier(b, loc);
+    storeAll(solved);
+    barrier(b, loc);
+  }
+  // The A operands of W = (T diag(beta exp(G))) K and U = (T diag(beta))
+  // V, in bf16: K and V then serve unscaled, as staged.
+  forEachThread(b, loc, chunk * chunk, [&](OpBuilder &nb, Location nl,
+                                            Value i) {
+    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
+    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
+    Value t = load(nb, nl, ms, {r, col});
+    storeHalf(nb, nl,
+              arith::MulFOp::create(nb, nl, t, load(nb, nl, decayW, {col})),
+              tW, r, col);
+    storeHalf(nb, nl,
+              arith::MulFOp::create(nb, nl, t, load(nb, nl, betas, {col})),
+              tU, r, col);
+  });
+  barrier(b, loc);
+}
+
+void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
+                                  const ScanBuffers &m) {
+  Type f32 = b.getF32Type();
+  int64_t chunk = s.chunk, keyDim = s.keyDim, valueDim = s.valueDim;
+  setUp(launch);
+  Value chunkIndex = launch.getBlockIds().x;
+  Value head = launch.getBlockIds().y;
+  Value batch = launch.getBlockIds().z;
+  Value keyHead = arith::DivUIOp::create(b, loc, head, c(b, loc, m.groupSize));
+  Value tokens = memref::DimOp::create(b, loc, m.v, 1);
+  Value start = mul(b, loc, chunkIndex, c(b, loc, chunk));
+
+  int64_t offset = 0;
+  kB = carveHalves(chunk, keyDim, offset);
+  // T's bf16 copies are written after the last read of Q (the P product),
+  // so they take Q's place.
+  int64_t qOffset = offset, tOffset = offset;
+  qB = carveHalves(chunk, keyDim, qOffset);
+  tW = carveHalves(chunk, chunk, tOffset);
+  tU = carveHalves(chunk, chunk, tOffset);
+  offset = std::max(qOffset, tOffset);
+  vB = carveHalves(chunk, valueDim, offset);
+  ms = carveFloats(chunk, chunk, offset);
+  gRaw = carve({chunk}, f32, offset);
+  betas = carve({chunk}, f32, offset);
+  gCum = carve({chunk}, f32, offset);
+  decayW = carve({chunk}, f32, offset);
+  decayQ = carve({chunk}, f32, offset);
+  decayS = carve({chunk}, f32, offset);
+  // Rows of 17 floats: the 16 threads of two diagonal blocks store to
+  // different banks.
+  ds = carve({chunk, 17}, f32, offset);
+  assert(offset == s.chunkKernelBytes() && "layout and size disagree");
+
+  Value zero = f(b, loc, 0.0f);
+  auto widen = [&](OpBuilder &nb, Location nl, Value x) {
+    return convertFloat(nb, nl, x, f32);
+  };
+  Value rowThread = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          tid, c(b, loc, chunk));
+  scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
+    auto [t, inside] = token(nb, nl, start, tokens, tid);
+    Value g = widen(nb, nl, load(nb, nl, m.g, {batch, t, head}));
+    Value beta = widen(nb, nl, load(nb, nl, m.beta, {batch, t, head}));
+    store(nb, nl, arith::SelectOp::create(nb, nl, inside, g, zero), gRaw,
+          {tid});
+    store(nb, nl, arith::SelectOp::create(nb, nl, inside, beta, zero), betas,
+          {tid});
+    scf::YieldOp::create(nb, nl);
+  });
+  barrier(b, loc);
+  // Inclusive cumulative log-decay G (all loads at once, masked to
+  // j <= tid) and its total G_C, kept for the state pass; the row decays.
+  scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
+    Value sum = f(nb, nl, 0.0f), total = f(nb, nl, 0.0f);
+    for (int64_t j = 0; j < chunk; ++j) {
+      Value jv = c(nb, nl, j);
+      Value gj = load(nb, nl, gRaw, {jv});
+      Value upTo =
+          arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule, jv, tid);
+      sum = arith::AddFOp::create(
+          nb, nl, sum,
+          arith::SelectOp::create(nb, nl, upTo, gj, f(nb, nl, 0.0f)));
+      total = arith::AddFOp::create(nb, nl, total, gj);
+    }
+    store(nb, nl, sum, gCum, {tid});
+    store(nb, nl, sum, m.gates, {batch, head, add(nb, nl, start, tid)});
+    Value decay = exponential(nb, nl, sum);
+    store(nb, nl, decay, decayQ, {tid});
+    store(nb, nl,
+          arith::MulFOp::create(nb, nl, decay, load(nb, nl, betas, {tid})),
+          decayW, {tid});
+    store(nb, nl,
+          exponential(nb, nl, arith::SubFOp::create(nb, nl, total, sum)),
+          decayS, {tid});
+    scf::YieldOp::create(nb, nl);
+  });
+  barrier(b, loc);
+
+  // 8 elements of a token-indexed operand (zeros past the end of the
+  // sequence), widened to f32, then `storeForms(row, col, vector)`.
+  auto floats = VectorType::get({8}, f32);
+  Type half = b.getBF16Type();
+  auto halves = VectorType::get({8}, half);
+  using StoreForms =
+      function_ref<void(OpBuilder &, Location, Value, Value, Value)>;
+  auto stage = [&](Value source, Value sourceHead, int64_t width,
+                   StoreForms storeForms) {
+    Type element = cast<MemRefType>(source.getType()).getElementType();
+    auto vectorType = VectorType::get({8}, element);
+    stageVectors(
+        chunk, width,
+        [&](OpBuilder &nb, Location nl, Value r, Value col) {
+          auto [t, inside] = token(nb, nl, start, tokens, r);
+          Value x = vector::LoadOp::create(nb, nl, vectorType, source,
+                                           ValueRange{batch, t, sourceHead,
+                                                      col},
+                                           false, llvm::Align(16));
+          Value zeros = arith::ConstantOp::create(
+              nb, nl, DenseElementsAttr::get(vectorType,
+                                             nb.getZeroAttr(element)));
+          return arith::SelectOp::create(nb, nl, inside, x, zeros)
+              .getResult();
+        },
+        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+          storeForms(nb, nl, r, col, arith::ExtFOp::create(nb, nl, floats, x));
+        });
+  };
+  auto toHalves = [&](OpBuilder &nb, Location nl, Value x) {
+    return arith::TruncFOp::create(nb, nl, halves, x).getResult();
+  };
+  // x diag(factors[r]) for the vector x of row r.
+  auto scaled = [&](OpBuilder &nb, Location nl, Value x, Value factors,
+                    Value r) {
+    Value factor = vector::BroadcastOp::create(nb, nl, floats,
+                                               load(nb, nl, factors, {r}));
+    return arith::MulFOp::create(nb, nl, x, factor).getResult();
+  };
+  auto storeVector = [&](OpBuilder &nb, Location nl, Value x, Value memory,
+                         ValueRange indices) {
+    vector::StoreOp::create(nb, nl, x, memory, indices, false,
+                            llvm::Align(16));
+  };
+  stage(m.q, keyHead, keyDim,
+        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+          storeVector(nb, nl, toHalves(nb, nl, x), qB.halves, {r, col});
+          // exp(G) Q for the state pass, straight to global memory.
+          storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, x, decayQ, r)),
+                      m.qs, {batch, head, add(nb, nl, start, r), col});
+        });
+  stage(m.k, keyHead, keyDim,
+        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+          storeVector(nb, nl, toHalves(nb, nl, x), kB.halves, {r, col});
+          // exp(G_C - G) K for the state pass, straight to global memory.
+          storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, x, decayS, r)),
+                      m.kst, {batch, head, add(nb, nl, start, r), col});
+        });
+  stage(m.v, head, valueDim,
+        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+          storeVector(nb, nl, toHalves(nb, nl, x), vB.halves, {r, col});
+        });
+  barrier(b, loc);
+
+  auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
+    return f(nb, nl, 0.0f);
+  };
+  // dot x exp(G_r - G_c) (x beta_r with `rowScale`) where `keep(c, r)`,
+  // else 0: the exponent is non-positive where kept.
+  auto maskedDecay = [&](OpBuilder &nb, Location nl, Value r, Value col,
+                         Value dot, arith::CmpIPredicate keep,
+                         Value rowScale) {
+    Value inside = arith::CmpIOp::create(nb, nl, keep, col, r);
+    if (rowScale)
+      dot = arith::MulFOp::create(nb, nl, dot, load(nb, nl, rowScale, {r}));
+    Value decay = exponential(
+        nb, nl,
+        arith::SubFOp::create(nb, nl, load(nb, nl, gCum, {r}),
+                              load(nb, nl, gCum, {col})));
+    Value decayed = arith::MulFOp::create(nb, nl, dot, decay);
+    return arith::SelectOp::create(nb, nl, inside, decayed, zero).getResult();
+  };
+  auto rowOf = [&](OpBuilder &nb, Location nl, Value r) {
+    return add(nb, nl, start, r);
+  };
+  // A = strict_lower(beta_r exp(G_r - G_c) k_r.k_c), f32 for the solve.
+  auto masked = [&](arith::CmpIPredicate keep, Value rowScale,
+                    function_ref<void(OpBuilder &, Location, Value, Value,
+                                      Value, Value)>
+                        storeTo) -> PairEpilogue {
+    return [&, keep, rowScale, storeTo](OpBuilder &nb, Location nl, Value r,
+                                        Value col, Value first,
+                                        Value second) {
+      Value next = add(nb, nl, col, c(nb, nl, 1));
+      storeTo(nb, nl, r, col,
+              maskedDecay(nb, nl, r, col, first, keep, rowScale),
+              maskedDecay(nb, nl, r, next, second, keep, rowScale));
+    };
+  };
+  product(chunk, chunk, {Term{keyDim, kB, kB}}, zeroInit,
+          masked(arith::CmpIPredicate::ult, betas,
+                 [&](OpBuilder &nb, Location nl, Value r, Value col,
+                     Value first, Value second) {
+                   storePair(nb, nl, first, second, ms, {r, col});
+                 }));
+  // P = lower(exp(G_r - G_c) q_r.k_c), to global memory; the last read of
+  // Q, whose place T takes in the solve.
+  product(chunk, chunk, {Term{keyDim, qB, kB}}, zeroInit,
+          masked(arith::CmpIPredicate::ule, Value(),
+                 [&](OpBuilder &nb, Location nl, Value r, Value col,
+                     Value first, Value second) {
+                   storePair(nb, nl, first, second, m.p,
+                             {batch, head, rowOf(nb, nl, r), col});
+                 }));
+  barrier(b, loc);
+  solve();
+  // -W = -T diag(beta exp(G)) K and U = T diag(beta) V, to global memory.
+  product(chunk, keyDim, {Term{chunk, tW, kB, false, /*bDepthMajor=*/true}},
+          zeroInit,
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
+              Value second) {
+            storePair(nb, nl, arith::NegFOp::create(nb, nl, first),
+                      arith::NegFOp::create(nb, nl, second), m.w,
+                      {batch, head, rowOf(nb, nl, r), col});
+          });
+  product(chunk, valueDim,
+          {Term{chunk, tU, vB, false, /*bDepthMajor=*/true}}, zeroInit,
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
+              Value second) {
+            storePair(nb, nl, first, second, m.u,
+                      {batch, head, rowOf(nb, nl, r), col});
+          });
+  gpu::TerminatorOp::create(b, loc);
+}
