@@ -275,6 +275,18 @@ def time_calls(kernel, call, repeat):
     return walls[len(walls) // 2], total_us / repeat / 1e3
 
 
+def timing_inputs(kernel, b, t):
+    """The timed prefill's device inputs, the f32 values the kernel sees
+    and a zero initial state (the same for every timed kernel)."""
+    cfg = kernel.config
+    data = inputs.delta_rule_inputs(7, b, t, cfg["heads"], cfg["value_heads"],
+                                    cfg["key_dim"], cfg["value_dim"], "design")
+    dev, seen = device_inputs(data, cfg["element_type"])
+    h0 = torch.zeros((b, cfg["value_heads"], cfg["key_dim"],
+                      cfg["value_dim"]), device="cuda")
+    return dev, seen, h0
+
+
 def profile(kernels, spec, repeat):
     """Calls one prefill `repeat` times and nothing else, so that a
     profiler sees only its launches."""
@@ -283,12 +295,7 @@ def profile(kernels, spec, repeat):
         sys.exit(f"--profile: no kernel {name!r} (have: "
                  f"{', '.join(sorted(kernels))})")
     kernel, b, t = kernels[name], int(b), int(t)
-    cfg = kernel.config
-    data = inputs.delta_rule_inputs(7, b, t, cfg["heads"], cfg["value_heads"],
-                                    cfg["key_dim"], cfg["value_dim"], "design")
-    dev, _ = device_inputs(data, cfg["element_type"])
-    h0 = torch.zeros((b, cfg["value_heads"], cfg["key_dim"],
-                      cfg["value_dim"]), device="cuda")
+    dev, _, h0 = timing_inputs(kernel, b, t)
     for _ in range(repeat):
         kernel.delta_rule(dev["q"], dev["k"], dev["v"], dev["g"], dev["beta"],
                           h0)
@@ -340,12 +347,7 @@ def main():
         for name, b, t in timed:
             kernel = kernels[name]
             cfg = kernel.config
-            data = inputs.delta_rule_inputs(7, b, t, cfg["heads"],
-                                            cfg["value_heads"], cfg["key_dim"],
-                                            cfg["value_dim"], "design")
-            dev, seen = device_inputs(data, cfg["element_type"])
-            h0 = torch.zeros((b, cfg["value_heads"], cfg["key_dim"],
-                              cfg["value_dim"]), device="cuda")
+            dev, seen, h0 = timing_inputs(kernel, b, t)
             result = {}
 
             def call():

@@ -54,8 +54,8 @@ struct HalfTile {
   }
 };
 
-/// One term A B^T of a product: A [M, depth] and B [N, depth], both stored
-/// with the depth (reduction) dimension contiguous.
+/// One term A B^T of a product: A [M, depth] and B [N, depth], stored with
+/// the depth (reduction) dimension contiguous unless marked depth-major.
 struct Term {
   int64_t depth;
   HalfTile a, b;
@@ -173,16 +173,16 @@ private:
   Value carveFloats(int64_t rows, int64_t cols, int64_t &offset) {
     return carve({rows, cols + kPad}, b.getF32Type(), offset);
   }
-  /// A bf16 [rows, cols] tile with padded rows, and its word view.
+  /// A bf16 [rows, cols] tile with padded rows.
   HalfTile carveHalves(int64_t rows, int64_t cols, int64_t &offset);
   /// `slots` such tiles in a row ([slots, rows, cols]); set `slot` to use
   /// one.
   HalfTile carveHalfSlots(int64_t slots, int64_t rows, int64_t cols,
                           int64_t &offset);
 
-  /// out[M, N] = init + sum of terms A B^T, on tensor cores: the 16 x 8
-  /// output tiles are dealt to the warps in turn; `epilogue` gets every
-  /// element.
+  /// out[M, N] = init + sum of terms A B^T, on tensor cores: each warp
+  /// takes a fixed group of the 16 x 8 output tiles; `epilogue` gets every
+  /// pair of neighbouring elements.
   void product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
                PairEpilogue epilogue);
   /// ldmatrix of `count` 8 x 8 bf16 matrices of `tile`, this lane giving
@@ -221,7 +221,6 @@ private:
   /// for (i = tid; i < count; i += threads) body(i)
   void forEachThread(OpBuilder &nb, Location nl, int64_t count,
                      function_ref<void(OpBuilder &, Location, Value)> body);
-
 
   /// T = (I + A)^-1 for the unit lower-triangular chunk matrix A in ms
   /// (f32, in place), then T's bf16 copies with scaled columns, tW and tU.
@@ -272,16 +271,16 @@ private:
   /// The row (lane % 8) and column (8 x (lane / 8 % 2), 8 x (lane / 16))
   /// offsets of the address this lane gives ldmatrix.
   Value matrixRow, matrixColumn, matrixHalf;
-  // bf16 operand tiles.
-  // WY kernel: K, Q, V and T with its columns scaled for W and for U.
+  // WY kernel: bf16 K, Q, V and T with its columns scaled for W and for U;
+  // f32 A, overwritten by T in the solve, and T's diagonal blocks; the
+  // chunk vectors.
   HalfTile kB, qB, vB, tW, tU;
-  // State kernel: exp(G) Q, -W, exp(G_C - G) K (two slots), P, Vnew, S.
-  HalfTile qsB, wB, kS, pB, vN, sB;
-  // f32 tiles and chunk vectors.
-  // WY kernel: A, overwritten by T in the solve, and T's diagonal blocks.
   Value ms, ds;
-  Value ss, us;
   Value gRaw, betas, gCum, decayQ, decayW, decayS;
+  // State kernel: bf16 exp(G) Q, -W, exp(G_C - G) K (two slots), P, Vnew,
+  // S; f32 S and U (then exp(G) Q S).
+  HalfTile qsB, wB, kS, pB, vN, sB;
+  Value ss, us;
 };
 
 } // namespace mlir::gdn::scan

@@ -150,34 +150,38 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
           lb.getNamedAttr("mma", lb.getStringAttr("m16n8k16.bf16")),
       });
     };
+    // A launch over (x, y, z) blocks of `mapped.threads()` threads with
+    // `bytes` of workgroup memory, its mapping visible in the IR, and a
+    // kernel builder at the start of its body.
+    auto launchKernel = [&](OpBuilder &lb, Location ll, Value x, Value y,
+                            Value z, const ScanShape &mapped, StringRef role,
+                            int64_t bytes) {
+      Value one = indexConstant(lb, ll, 1);
+      Value sharedBytes =
+          arith::ConstantOp::create(lb, ll, lb.getI32IntegerAttr(bytes));
+      auto launch = gpu::LaunchOp::create(
+          lb, ll, x, y, z, indexConstant(lb, ll, mapped.threads()), one, one,
+          sharedBytes);
+      launch->setAttr("gdn.chunked_scan", mapping(lb, mapped, role));
+      OpBuilder kb(lb.getContext());
+      kb.setInsertionPointToStart(&launch.getBody().front());
+      return std::make_pair(launch, kb);
+    };
     {
       // The state-independent part of every chunk, all chunks at once.
-      Value one = indexConstant(b, loc, 1);
-      Value sharedBytes = arith::ConstantOp::create(
-          b, loc, b.getI32IntegerAttr(shape.chunkKernelBytes()));
-      auto launch = gpu::LaunchOp::create(
-          b, loc, chunkCount, indexConstant(b, loc, valueHeads), batch,
-          indexConstant(b, loc, shape.threads()), one, one, sharedBytes);
       ScanShape whole = shape;
       whole.valueTile = shape.valueDim;
-      launch->setAttr("gdn.chunked_scan", mapping(b, whole, "wy"));
-      OpBuilder kb(b.getContext());
-      kb.setInsertionPointToStart(&launch.getBody().front());
+      auto [launch, kb] = launchKernel(
+          b, loc, chunkCount, indexConstant(b, loc, valueHeads), batch, whole,
+          "wy", shape.chunkKernelBytes());
       ScanKernel(kb, loc, shape).buildChunkKernel(launch, buffers);
     }
     auto buildLaunch = [&](OpBuilder &lb, Location ll,
                            const ScanShape &tiled) {
       int64_t valueTiles = tiled.valueDim / tiled.valueTile;
-      Value one = indexConstant(lb, ll, 1);
-      Value sharedBytes = arith::ConstantOp::create(
-          lb, ll, lb.getI32IntegerAttr(tiled.stateKernelBytes()));
-      auto launch = gpu::LaunchOp::create(
-          lb, ll, indexConstant(lb, ll, valueHeads * valueTiles), batch, one,
-          indexConstant(lb, ll, tiled.threads()), one, one, sharedBytes);
-      // The mapping, visible in the IR.
-      launch->setAttr("gdn.chunked_scan", mapping(lb, tiled, "state"));
-      OpBuilder kb(lb.getContext());
-      kb.setInsertionPointToStart(&launch.getBody().front());
+      auto [launch, kb] = launchKernel(
+          lb, ll, indexConstant(lb, ll, valueHeads * valueTiles), batch,
+          indexConstant(lb, ll, 1), tiled, "state", tiled.stateKernelBytes());
       ScanKernel(kb, ll, tiled).buildStateKernel(launch, buffers, valueTiles);
     };
     // Narrower value tiles for grids that would leave multiprocessors

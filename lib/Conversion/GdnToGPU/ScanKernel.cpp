@@ -116,20 +116,21 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
       colOffset.push_back(i % tilesN);
     }
   }
+  // The first output row and column of tile (rowOffset, colOffset).
+  auto firstRow = [&](int64_t offset) {
+    return mul(b, loc, add(b, loc, rowBase, c(b, loc, offset)),
+               c(b, loc, 16));
+  };
+  auto firstColumn = [&](int64_t offset) {
+    return mul(b, loc, add(b, loc, colBase, c(b, loc, offset)), c(b, loc, 8));
+  };
   // Accumulator coordinates of this lane (PTX ISA, mma.m16n8k16): rows g
   // and g + 8, columns 2t and 2t + 1.
   auto aRow = [&](int64_t offset) {
-    return add(b, loc,
-               mul(b, loc, add(b, loc, rowBase, c(b, loc, offset)),
-                   c(b, loc, 16)),
-               group);
+    return add(b, loc, firstRow(offset), group);
   };
-  // The first of this lane's two output columns of tile column `offset`.
   auto outputColumn = [&](int64_t offset) {
-    return add(b, loc,
-               mul(b, loc, add(b, loc, colBase, c(b, loc, offset)),
-                   c(b, loc, 8)),
-               mul(b, loc, quad, c(b, loc, 2)));
+    return add(b, loc, firstColumn(offset), mul(b, loc, quad, c(b, loc, 2)));
   };
   auto accumulateGroup = [&](ArrayRef<int64_t> groupRows,
                              ArrayRef<int64_t> groupCols, int64_t chains) {
@@ -139,12 +140,9 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
       Value row1 = add(b, loc, row0, c(b, loc, 8));
       Value col0 = outputColumn(groupCols[i]);
       Value col1 = add(b, loc, col0, c(b, loc, 1));
-      for (int64_t chain = 0; chain < chains; ++chain) {
-        if (chain == 0) {
-          acc.push_back({init(b, loc, row0, col0), init(b, loc, row0, col1),
-                         init(b, loc, row1, col0), init(b, loc, row1, col1)});
-          continue;
-        }
+      acc.push_back({init(b, loc, row0, col0), init(b, loc, row0, col1),
+                     init(b, loc, row1, col0), init(b, loc, row1, col1)});
+      for (int64_t chain = 1; chain < chains; ++chain) {
         Value zero = f(b, loc, 0.0f);
         acc.push_back({zero, zero, zero, zero});
       }
@@ -156,19 +154,10 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
         for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
           SmallVector<Value> &a = aFragments[groupRows[i]];
           if (a.empty())
-            a = fragmentA(b, loc, term,
-                          mul(b, loc,
-                              add(b, loc, rowBase, c(b, loc, groupRows[i])),
-                              c(b, loc, 16)),
-                          step);
+            a = fragmentA(b, loc, term, firstRow(groupRows[i]), step);
           SmallVector<Value> &bFrag = bFragments[groupCols[i]];
           if (bFrag.empty())
-            bFrag = fragmentB(b, loc, term,
-                              mul(b, loc,
-                                  add(b, loc, colBase,
-                                      c(b, loc, groupCols[i])),
-                                  c(b, loc, 8)),
-                              step);
+            bFrag = fragmentB(b, loc, term, firstColumn(groupCols[i]), step);
           multiplyAccumulate(b, loc, a, bFrag,
                              acc[i * chains + stepIndex % chains]);
         }

@@ -122,13 +122,6 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         exponential(b, loc, load(b, loc, m.gates, {batch, head, lastRow}));
     return rest;
   };
-  auto storeVectorTo = [&](Value memory) {
-    return [&, memory](OpBuilder &nb, Location nl, Value r, Value col,
-                       Value x) {
-      vector::StoreOp::create(nb, nl, x, memory, ValueRange{r, col}, false,
-                              llvm::Align(16));
-    };
-  };
   auto storeChunkRest = [&](const ChunkRest &rest) {
     storeVectors(rest.u, [&](OpBuilder &nb, Location nl, Value r, Value col,
                              Value x) {
@@ -136,7 +129,11 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                               arith::ExtFOp::create(nb, nl, f32Vector, x), us,
                               ValueRange{r, col}, false, llvm::Align(16));
     });
-    storeVectors(rest.p, storeVectorTo(pB.halves));
+    storeVectors(rest.p, [&](OpBuilder &nb, Location nl, Value r, Value col,
+                             Value x) {
+      vector::StoreOp::create(nb, nl, x, pB.halves, ValueRange{r, col}, false,
+                              llvm::Align(16));
+    });
   };
   auto waitForCopies = [&](Value group) {
     nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
@@ -189,7 +186,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                   storePair(nb, nl, first, second, us, {r, col});
                 });
         barrier(b, loc);
-        // -W, exp(G) Q and the other slot of K^T are free now.
+        // -W, exp(G) Q and the other slot of K are free now.
         Value group = copyChunkAsync(next, nextSlot);
         ChunkRest rest = loadChunkRest(next);
 
@@ -220,15 +217,15 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                   std::pair<Value, Value> position =
                       token(nb, nl, start, tokens, r);
                   Value t = position.first;
-                  scf::IfOp::create(nb, nl, position.second, [&](OpBuilder &ib,
-                                                        Location il) {
+                  auto storeRow = [&](OpBuilder &ib, Location il) {
                     storePair(ib, il,
                               arith::MulFOp::create(ib, il, first, scaleValue),
                               arith::MulFOp::create(ib, il, second, scaleValue),
                               m.o,
                               {batch, t, head, add(ib, il, firstColumn, col)});
                     scf::YieldOp::create(ib, il);
-                  });
+                  };
+                  scf::IfOp::create(nb, nl, position.second, storeRow);
                 });
         barrier(b, loc);
         storeChunkRest(rest);

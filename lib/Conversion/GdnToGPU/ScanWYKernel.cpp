@@ -294,7 +294,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   auto rowOf = [&](OpBuilder &nb, Location nl, Value r) {
     return add(nb, nl, start, r);
   };
-  // A = strict_lower(beta_r exp(G_r - G_c) k_r.k_c), f32 for the solve.
+  // The pair epilogue that applies maskedDecay to both elements.
   auto masked = [&](arith::CmpIPredicate keep, Value rowScale,
                     function_ref<void(OpBuilder &, Location, Value, Value,
                                       Value, Value)>
@@ -308,6 +308,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
               maskedDecay(nb, nl, r, next, second, keep, rowScale));
     };
   };
+  // A = strict_lower(beta_r exp(G_r - G_c) k_r.k_c), f32 for the solve.
   product(chunk, chunk, {Term{keyDim, kB, kB}}, zeroInit,
           masked(arith::CmpIPredicate::ult, betas,
                  [&](OpBuilder &nb, Location nl, Value r, Value col,
