@@ -86,11 +86,14 @@ struct ScanShape {
            halfBytes(chunk, valueDim) + floatBytes(chunk, chunk) +
            6 * chunk * 4 + chunk * 17 * 4;
   }
-  /// The state pass: bf16 exp(G) Q, -W [C, K]; two exp(G_C - G) K
-  /// [C, K]; P [C, C]; Vnew [C, Vt]; S [K, Vt]; f32 S [K, Vt], U (then
-  /// exp(G) Q S) [C, Vt].
+  /// The state pass, every operand of a chunk in two slots (the next
+  /// chunk's arrive by cp.async during this chunk's products): bf16 exp(G)
+  /// Q, -W and exp(G_C - G) K [C, K], P [C, C] and U [C, Vt]; the chunk's
+  /// log-decay total (f32, padded to 16 bytes); then bf16 Vnew [C, Vt], S
+  /// [K, Vt]; f32 S [K, Vt] and exp(G) Q S [C, Vt].
   int64_t stateKernelBytes() const {
-    return 4 * halfBytes(chunk, keyDim) + halfBytes(chunk, chunk) +
+    return 2 * (3 * halfBytes(chunk, keyDim) + halfBytes(chunk, chunk) +
+                halfBytes(chunk, valueTile) + 16) +
            halfBytes(chunk, valueTile) + halfBytes(keyDim, valueTile) +
            floatBytes(keyDim, valueTile) + floatBytes(chunk, valueTile);
   }
@@ -277,10 +280,10 @@ private:
   HalfTile kB, qB, vB, tW, tU;
   Value ms, ds;
   Value gRaw, betas, gCum, decayQ, decayW, decayS;
-  // State kernel: bf16 exp(G) Q, -W, exp(G_C - G) K (two slots), P, Vnew,
-  // S; f32 S and U (then exp(G) Q S).
-  HalfTile qsB, wB, kS, pB, vN, sB;
-  Value ss, us;
+  // State kernel: two slots of bf16 exp(G) Q, -W, exp(G_C - G) K, P, U
+  // and of the f32 chunk log-decay; bf16 Vnew, S; f32 S and exp(G) Q S.
+  HalfTile qsB, wB, kS, pB, uB, vN, sB;
+  Value decays, ss, ys;
 };
 
 } // namespace mlir::gdn::scan

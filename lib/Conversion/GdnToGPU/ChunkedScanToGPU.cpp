@@ -72,6 +72,10 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
         shape.valueTile % 8 != 0)
       return rewriter.notifyMatchFailure(
           op, "K must be a multiple of 16 and V of the value tile (of 8)");
+    // Wide keys leave less workgroup memory for the state tile.
+    while (shape.stateKernelBytes() > kMaxSharedBytes &&
+           shape.valueTile % 16 == 0)
+      shape.valueTile /= 2;
     if (std::max(shape.chunkKernelBytes(), shape.stateKernelBytes()) >
         kMaxSharedBytes)
       return rewriter.notifyMatchFailure(op, "the tiles exceed workgroup "

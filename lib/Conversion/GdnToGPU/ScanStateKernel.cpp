@@ -27,14 +27,16 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   Value tokens = memref::DimOp::create(b, loc, m.v, 1);
 
   int64_t offset = 0;
-  qsB = carveHalves(chunk, keyDim, offset);
-  wB = carveHalves(chunk, keyDim, offset);
+  qsB = carveHalfSlots(2, chunk, keyDim, offset);
+  wB = carveHalfSlots(2, chunk, keyDim, offset);
   kS = carveHalfSlots(2, chunk, keyDim, offset);
-  pB = carveHalves(chunk, chunk, offset);
+  pB = carveHalfSlots(2, chunk, chunk, offset);
+  uB = carveHalfSlots(2, chunk, tile, offset);
+  decays = carve({2, 4}, f32, offset);
   vN = carveHalves(chunk, tile, offset);
   sB = carveHalves(keyDim, tile, offset);
   ss = carveFloats(keyDim, tile, offset);
-  us = carveFloats(chunk, tile, offset);
+  ys = carveFloats(chunk, tile, offset);
   assert(offset == s.stateKernelBytes() && "layout and size disagree");
 
   Value zero = f(b, loc, 0.0f);
@@ -55,122 +57,85 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     storeHalf(nb, nl, value, sB, r, col);
   });
 
-  // The operands of chunk `index`, prepared by the WY kernel, arrive in two
-  // ways: -W, exp(G) Q and exp(G_C - G) K (into slot `slot` of its two)
-  // by cp.async straight into workgroup memory; U, P and the chunk's total
-  // decay through registers (loadChunkRest), stored once the chunk before
-  // has used the tiles (storeChunkRest).
-  auto bf16Vector = VectorType::get({8}, b.getBF16Type());
-  auto f32Vector = VectorType::get({8}, f32);
+  // Every operand of chunk `index`, prepared by the WY kernel, goes by
+  // cp.async straight into slot `slot` of its tile: no registers hold it,
+  // so no product waits on a scoreboard that a global load shares.
   Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  auto inSlot = [](HalfTile tile, Value slot) {
+    tile.slot = slot;
+    return tile;
+  };
   auto copyChunkAsync = [&](Value index, Value slot) {
     Value start = mul(b, loc, index, c(b, loc, chunk));
-    auto copy = [&](int64_t rows, int64_t width, HalfTile tileTo,
-                    function_ref<SmallVector<Value>(OpBuilder &, Location,
-                                                    Value, Value)>
-                        sourceIndex,
-                    Value source) {
+    auto copy = [&](int64_t rows, int64_t width, const HalfTile &tileTo,
+                    Value source, Value sourceColumn) {
       forEachVector(rows, width,
                     [&](OpBuilder &nb, Location nl, Value r, Value col) {
+                      Value from = col;
+                      if (sourceColumn)
+                        from = add(nb, nl, sourceColumn, col);
                       nvgpu::DeviceAsyncCopyOp::create(
                           nb, nl, tokenType, tileTo.halves,
                           tileTo.at(r, col), source,
-                          sourceIndex(nb, nl, r, col), nb.getIndexAttr(8),
-                          Value(), nb.getUnitAttr());
+                          ValueRange{batch, head, add(nb, nl, start, r), from},
+                          nb.getIndexAttr(8), Value(), nb.getUnitAttr());
                     });
     };
-    auto chunkRow = [&](OpBuilder &nb, Location nl, Value r, Value col) {
-      return SmallVector<Value>{batch, head, add(nb, nl, start, r), col};
-    };
-    copy(chunk, keyDim, wB, chunkRow, m.w);
-    copy(chunk, keyDim, qsB, chunkRow, m.qs);
-    HalfTile slotTile = kS;
-    slotTile.slot = slot;
-    copy(chunk, keyDim, slotTile, chunkRow, m.kst);
+    copy(chunk, keyDim, inSlot(wB, slot), m.w, Value());
+    copy(chunk, keyDim, inSlot(qsB, slot), m.qs, Value());
+    copy(chunk, keyDim, inSlot(kS, slot), m.kst, Value());
+    copy(chunk, chunk, inSlot(pB, slot), m.p, Value());
+    copy(chunk, tile, inSlot(uB, slot), m.u, firstColumn);
+    // The chunk's total log-decay: one 4-byte copy.
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                        c(b, loc, 0));
+    scf::IfOp::create(b, loc, first, [&](OpBuilder &nb, Location nl) {
+      Value lastRow = add(nb, nl, start, c(nb, nl, chunk - 1));
+      nvgpu::DeviceAsyncCopyOp::create(
+          nb, nl, tokenType, decays, ValueRange{slot, c(nb, nl, 0)}, m.gates,
+          ValueRange{batch, head, lastRow}, nb.getIndexAttr(1), Value(),
+          UnitAttr());
+      scf::YieldOp::create(nb, nl);
+    });
     // The group's token only orders the IR: cp.async.wait_group counts the
     // thread's groups.
     return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
                                                    ValueRange{})
         .getResult();
   };
-  struct ChunkRest {
-    SmallVector<LoadedVector> u, p;
-    Value decay;
-  };
-  auto loadChunkRest = [&](Value index) {
-    Value start = mul(b, loc, index, c(b, loc, chunk));
-    ChunkRest rest;
-    rest.u = loadVectors(chunk, tile, [&](OpBuilder &nb, Location nl, Value r,
-                                          Value col) {
-      return vector::LoadOp::create(
-                 nb, nl, bf16Vector, m.u,
-                 ValueRange{batch, head, add(nb, nl, start, r),
-                            add(nb, nl, firstColumn, col)},
-                 false, llvm::Align(16))
-          .getResult();
-    });
-    rest.p = loadVectors(chunk, chunk, [&](OpBuilder &nb, Location nl,
-                                           Value r, Value col) {
-      return vector::LoadOp::create(nb, nl, bf16Vector, m.p,
-                                    ValueRange{batch, head,
-                                               add(nb, nl, start, r), col},
-                                    false, llvm::Align(16))
-          .getResult();
-    });
-    Value lastRow = add(b, loc, start, c(b, loc, chunk - 1));
-    rest.decay =
-        exponential(b, loc, load(b, loc, m.gates, {batch, head, lastRow}));
-    return rest;
-  };
-  auto storeChunkRest = [&](const ChunkRest &rest) {
-    storeVectors(rest.u, [&](OpBuilder &nb, Location nl, Value r, Value col,
-                             Value x) {
-      vector::StoreOp::create(nb, nl,
-                              arith::ExtFOp::create(nb, nl, f32Vector, x), us,
-                              ValueRange{r, col}, false, llvm::Align(16));
-    });
-    storeVectors(rest.p, [&](OpBuilder &nb, Location nl, Value r, Value col,
-                             Value x) {
-      vector::StoreOp::create(nb, nl, x, pB.halves, ValueRange{r, col}, false,
-                              llvm::Align(16));
-    });
-  };
   auto waitForCopies = [&](Value group) {
     nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
   };
 
-  // Chunk 0 before the loop; each iteration then starts the next chunk's
-  // transfers as soon as its tiles are free, so that they overlap this
-  // chunk's products.
+  // Chunk 0 before the loop; each iteration starts the next chunk's copies
+  // into the other slots as soon as every thread is past the chunk before
+  // (the barrier), so that they have this chunk's products to land.
   Value chunks = arith::CeilDivUIOp::create(b, loc, tokens, c(b, loc, chunk));
   Value lastChunk = arith::SubIOp::create(b, loc, chunks, c(b, loc, 1));
   Value firstGroup = copyChunkAsync(c(b, loc, 0), c(b, loc, 0));
-  ChunkRest first = loadChunkRest(c(b, loc, 0));
-  storeChunkRest(first);
   auto loop = scf::ForOp::create(
-      b, loc, c(b, loc, 0), chunks, c(b, loc, 1),
-      ValueRange{first.decay, firstGroup},
+      b, loc, c(b, loc, 0), chunks, c(b, loc, 1), ValueRange{firstGroup},
       [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange carried) {
         OpBuilder::InsertionGuard guard(b);
-        Value chunkDecay = carried[0];
         Value start = mul(lb, ll, chunkIndex, c(lb, ll, chunk));
         Value slot = arith::RemUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
         Value nextSlot = arith::SubIOp::create(lb, ll, c(lb, ll, 1), slot);
-        // The last iteration fetches its own chunk again (into tiles nobody
+        // The last iteration fetches its own chunk again (into slots nobody
         // reads afterwards) rather than branch.
         Value next = arith::MinUIOp::create(
             lb, ll, add(lb, ll, chunkIndex, c(lb, ll, 1)), lastChunk);
         auto yield = scf::YieldOp::create(lb, ll, carried);
         b.setInsertionPoint(yield);
-        waitForCopies(carried[1]);
+        waitForCopies(carried[0]);
         barrier(b, loc);
+        Value group = copyChunkAsync(next, nextSlot);
 
-        // Vnew = U - W S, kept in bf16, and Y = exp(G) Q S in place
-        // of U (the same lane owns the same element in both products).
+        // Vnew = U - W S, kept in bf16, and Y = exp(G) Q S.
         product(chunk, tile,
-                {Term{keyDim, wB, sB, false, /*bDepthMajor=*/true}},
+                {Term{keyDim, inSlot(wB, slot), sB, false,
+                      /*bDepthMajor=*/true}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                  return load(nb, nl, us, {r, col});
+                  return widen(nb, nl, load(nb, nl, uB.halves, {slot, r, col}));
                 },
                 [&](OpBuilder &nb, Location nl, Value r, Value col,
                     Value first, Value second) {
@@ -180,21 +145,20 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           return f(nb, nl, 0.0f);
         };
         product(chunk, tile,
-                {Term{keyDim, qsB, sB, false, /*bDepthMajor=*/true}}, zeroInit,
+                {Term{keyDim, inSlot(qsB, slot), sB, false,
+                      /*bDepthMajor=*/true}},
+                zeroInit,
                 [&](OpBuilder &nb, Location nl, Value r, Value col,
                     Value first, Value second) {
-                  storePair(nb, nl, first, second, us, {r, col});
+                  storePair(nb, nl, first, second, ys, {r, col});
                 });
         barrier(b, loc);
-        // -W, exp(G) Q and the other slot of K are free now.
-        Value group = copyChunkAsync(next, nextSlot);
-        ChunkRest rest = loadChunkRest(next);
 
         // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place (each
         // element is read, then written, by the same lane), and in bf16.
-        HalfTile kTile = kS;
-        kTile.slot = slot;
-        product(keyDim, tile, {Term{chunk, kTile, vN, true, true}},
+        Value chunkDecay =
+            exponential(b, loc, load(b, loc, decays, {slot, c(b, loc, 0)}));
+        product(keyDim, tile, {Term{chunk, inSlot(kS, slot), vN, true, true}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
                   return arith::MulFOp::create(nb, nl,
                                                load(nb, nl, ss, {r, col}),
@@ -208,9 +172,11 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                 });
         // O = scale (Y + P Vnew), for the rows inside the sequence.
         Value scaleValue = f(b, loc, m.scale);
-        product(chunk, tile, {Term{chunk, pB, vN, false, /*bDepthMajor=*/true}},
+        product(chunk, tile,
+                {Term{chunk, inSlot(pB, slot), vN, false,
+                      /*bDepthMajor=*/true}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                  return load(nb, nl, us, {r, col});
+                  return load(nb, nl, ys, {r, col});
                 },
                 [&](OpBuilder &nb, Location nl, Value r, Value col,
                     Value first, Value second) {
@@ -227,11 +193,12 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                   };
                   scf::IfOp::create(nb, nl, position.second, storeRow);
                 });
-        barrier(b, loc);
-        storeChunkRest(rest);
-        yield->setOperands(ValueRange{rest.decay, group});
+        yield->setOperands(ValueRange{group});
       });
-  waitForCopies(loop.getResult(1));
+  waitForCopies(loop.getResult(0));
+  // The final state is stored with another thread mapping than the
+  // products wrote it in.
+  barrier(b, loc);
 
   forEachThread(b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl,
                                             Value i) {

@@ -61,41 +61,51 @@
 // CHECK: %[[B64:.+]] = arith.muli %dim, %c8
 // CHECK: %[[BUSY64:.+]] = arith.cmpi uge, %[[B64]], %c115
 // CHECK: scf.if %[[BUSY64]]
-// bf16 exp(G) Q, -W, two exp(G_C - G) K [64, 136]; P, Vnew [64, 72];
-// S [128, 72]; f32 S [128, 68], U [64, 68]: 158720 bytes.
+// Two slots each of bf16 exp(G) Q, -W, exp(G_C - G) K [64, 136], P and U
+// [64, 72] and of the chunk's log-decay (16 bytes); Vnew [64, 72], S
+// [128, 72]; f32 S [128, 68], exp(G) Q S [64, 68]: 221216 bytes.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c158720_i32
-// The chunk's operands: -W, exp(G) Q and exp(G_C - G) K (two slots) by
-// cp.async into workgroup memory, U and P through registers; the next
-// chunk's are issued after the first products, during the rest.
+// CHECK-SAME: dynamic_shared_memory_size %c221216_i32
+// Every operand of a chunk goes by cp.async into its slot, the next
+// chunk's issued right after the barrier that frees the slots.
+// CHECK: %[[QSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[WSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[KSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy %[[W]][{{.+}}], %{{.+}}[{{.+}}], 8 {bypassL1} : memref<?x4x?x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy %[[QS]]
-// CHECK: nvgpu.device_async_copy %[[KST]][{{.+}}], %[[KSLOTS]][%c0
+// CHECK: %[[PSLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[USLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[DSLOTS:.+]] = memref.view {{.+}} to memref<2x4xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %[[W]][{{.+}}], %[[WSLOTS]][%c0{{[_0-9]*}}, {{.+}}], 8 {bypassL1} : memref<?x4x?x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %[[QS]][{{.+}}], %[[QSLOTS]]
+// CHECK: nvgpu.device_async_copy %[[KST]][{{.+}}], %[[KSLOTS]]
+// CHECK: nvgpu.device_async_copy %[[P]][{{.+}}], %[[PSLOTS]]
+// CHECK: nvgpu.device_async_copy %[[U]][{{.+}}], %[[USLOTS]]
+// CHECK: nvgpu.device_async_copy %[[G]][{{.+}}], %[[DSLOTS]][{{.+}}], 1 : memref<?x4x?xf32> to memref<2x4xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
-// CHECK: vector.load %[[U]]{{.+}} vector<8xbf16>
-// CHECK: vector.load %[[P]]{{.+}} vector<8xbf16>
-// CHECK: scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %[[CARRIED:.+]] = %[[GROUP]])
+// CHECK: scf.for {{.+}} iter_args(%[[CARRIED:.+]] = %[[GROUP]])
 // CHECK: nvgpu.device_async_wait %[[CARRIED]] {numGroups = 0 : i32}
 // CHECK-NEXT: gpu.barrier
-// CHECK: nvvm.mma.sync
-// CHECK: gpu.barrier
+// CHECK-NOT: vector.load
 // CHECK: nvgpu.device_async_copy %[[W]]
 // CHECK: nvgpu.device_async_create_group
-// CHECK: vector.load %[[U]]
+// CHECK-NOT: gpu.barrier
 // CHECK: nvvm.mma.sync
 // CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: gpu.barrier
 // CHECK: scf.yield
+// CHECK: nvgpu.device_async_wait
+// CHECK-NEXT: gpu.barrier
 // CHECK: gpu.terminator
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 4 : i64}}
 // CHECK: } else {
 // CHECK: arith.cmpi uge, %{{.+}}, %c115
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c16{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c121856_i32
+// CHECK-SAME: dynamic_shared_memory_size %c176160_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
 // CHECK: } else {
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c103424_i32
+// CHECK-SAME: dynamic_shared_memory_size %c153632_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 4 : i64}}
 // CHECK: %[[D0:.+]] = gpu.wait async
 // CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[W]]
@@ -114,8 +124,8 @@
 // RECURRENT-NOT: gdn.chunked_scan
 // RECURRENT-NOT: nvvm.mma.sync
 // PTX-LABEL: llvm.func @prefill(
-// Three blocks of the WY kernel and two of the state kernel with value tile
-// 16 fit a multiprocessor by workgroup memory; registers are kept to match
+// Three blocks of the WY kernel and one of the state kernel fit a
+// multiprocessor by workgroup memory; registers are kept to match
 // (.minnctapersm). The state kernel stages by cp.async.
 // PTX: gpu.binary @prefill_kernel {{.+}}.target sm_90a
 // PTX-SAME: .minnctapersm 3
@@ -126,7 +136,7 @@
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-SAME: cp.async.wait_group {{.+}}0;
-// PTX: gpu.binary @prefill_kernel_2 {{.+}}.minnctapersm 2
+// PTX: gpu.binary @prefill_kernel_2 {{.+}}.minnctapersm 1
 func.func @prefill(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %h: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta initial_state(%h) {scale = 0.088 : f32} : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
   return %o, %s : tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>
