@@ -184,8 +184,8 @@ private:
                           int64_t &offset);
 
   /// out[M, N] = init + sum of terms A B^T, on tensor cores: each warp
-  /// takes a fixed group of the 16 x 8 output tiles; `epilogue` gets every
-  /// pair of neighbouring elements.
+  /// takes a fixed rectangle of the 16 x 8 output tiles; `epilogue` gets
+  /// every pair of neighbouring elements.
   void product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
                PairEpilogue epilogue);
   /// ldmatrix of `count` 8 x 8 bf16 matrices of `tile`, this lane giving
@@ -270,6 +270,9 @@ private:
   OpBuilder &b;
   Location loc;
   ScanShape s;
+  /// The most output tiles a warp accumulates at once (four accumulator
+  /// registers each).
+  int64_t maxGroup = 4;
   Value tid, warp, group, quad, sharedBase;
   /// The row (lane % 8) and column (8 x (lane / 8 % 2), 8 x (lane / 16))
   /// offsets of the address this lane gives ldmatrix.

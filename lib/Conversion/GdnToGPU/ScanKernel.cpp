@@ -87,35 +87,44 @@ SmallVector<Value> ScanKernel::fragmentB(OpBuilder &nb, Location nl,
 
 void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
                          Init init, PairEpilogue epilogue) {
-  int64_t tilesN = n / 8, tiles = (m / 16) * tilesN;
-  int64_t perWarp = tiles / s.warps;
-  // A warp's tiles are one static group: a run of one tile row (the A
-  // fragments are shared) or whole tile rows (the B fragments are shared).
-  bool grouped = tiles % s.warps == 0 &&
-                 (tilesN % perWarp == 0 || perWarp % tilesN == 0);
-  if (!grouped) {
+  int64_t tilesM = m / 16, tilesN = n / 8, tiles = tilesM * tilesN;
+  // Each warp owns a rectangle of regionRows x regionCols output tiles,
+  // accumulated in groups of groupRows x groupCols: per k-step a group
+  // loads one A fragment (512 bytes of workgroup memory) per tile row and
+  // one B fragment (256 bytes) per tile column. Workgroup-memory bandwidth
+  // bounds the products, so the plan with the fewest fragment bytes wins;
+  // maxGroup caps the accumulators a warp holds at once.
+  struct Plan {
+    int64_t regionRows, regionCols, groupRows, groupCols, cost;
+  };
+  std::optional<Plan> plan;
+  int64_t perWarp = tiles % s.warps == 0 ? tiles / s.warps : 0;
+  for (int64_t rr = 1; perWarp && rr <= std::min(tilesM, perWarp); ++rr) {
+    if (tilesM % rr != 0 || perWarp % rr != 0 || tilesN % (perWarp / rr))
+      continue;
+    int64_t rc = perWarp / rr;
+    for (int64_t gr = 1; gr <= rr; ++gr) {
+      for (int64_t gc = 1; gc <= rc; ++gc) {
+        if (rr % gr != 0 || rc % gc != 0 || gr * gc > maxGroup)
+          continue;
+        int64_t cost = (rr / gr) * (rc / gc) * (2 * gr + gc);
+        if (!plan || cost < plan->cost)
+          plan = Plan{rr, rc, gr, gc, cost};
+      }
+    }
+  }
+  if (!plan) {
     productTileLoop(m, n, terms, init, epilogue);
     return;
   }
-  // Tile i of this warp is (rowBase + rowOffset[i], colBase + colOffset[i]).
-  Value first = mul(b, loc, warp, c(b, loc, perWarp));
-  Value rowBase, colBase;
-  SmallVector<int64_t> rowOffset, colOffset;
-  if (tilesN % perWarp == 0) {
-    rowBase = arith::DivUIOp::create(b, loc, first, c(b, loc, tilesN));
-    colBase = arith::RemUIOp::create(b, loc, first, c(b, loc, tilesN));
-    for (int64_t i = 0; i < perWarp; ++i) {
-      rowOffset.push_back(0);
-      colOffset.push_back(i);
-    }
-  } else {
-    rowBase = mul(b, loc, warp, c(b, loc, perWarp / tilesN));
-    colBase = c(b, loc, 0);
-    for (int64_t i = 0; i < perWarp; ++i) {
-      rowOffset.push_back(i / tilesN);
-      colOffset.push_back(i % tilesN);
-    }
-  }
+  // Tile i of a group is (rowBase + groupRows[i], colBase + groupCols[i]).
+  Value regionsAcross = c(b, loc, tilesN / plan->regionCols);
+  Value rowBase =
+      mul(b, loc, arith::DivUIOp::create(b, loc, warp, regionsAcross),
+          c(b, loc, plan->regionRows));
+  Value colBase =
+      mul(b, loc, arith::RemUIOp::create(b, loc, warp, regionsAcross),
+          c(b, loc, plan->regionCols));
   // The first output row and column of tile (rowOffset, colOffset).
   auto firstRow = [&](int64_t offset) {
     return mul(b, loc, add(b, loc, rowBase, c(b, loc, offset)),
@@ -176,20 +185,20 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
       epilogue(b, loc, row1, col0, sum[2], sum[3]);
     }
   };
-  // At most kMaxGroup tiles are accumulated at once (more would hold too
-  // many registers for two blocks per multiprocessor); a single tile per warp
-  // would be one chain of dependent mma.sync: two accumulators (even and odd
-  // k-steps) halve its latency.
-  constexpr int64_t kMaxGroup = 4;
-  int64_t chains = perWarp == 1 ? 2 : 1;
-  for (int64_t groupStart = 0; groupStart < perWarp;
-       groupStart += kMaxGroup) {
-    int64_t groupSize = std::min(kMaxGroup, perWarp - groupStart);
-    ArrayRef<int64_t> groupRows =
-        ArrayRef<int64_t>(rowOffset).slice(groupStart, groupSize);
-    ArrayRef<int64_t> groupCols =
-        ArrayRef<int64_t>(colOffset).slice(groupStart, groupSize);
-    accumulateGroup(groupRows, groupCols, chains);
+  // A group of a single tile would be one chain of dependent mma.sync: two
+  // accumulators (even and odd k-steps) halve its latency.
+  int64_t chains = plan->groupRows * plan->groupCols == 1 ? 2 : 1;
+  for (int64_t gi = 0; gi < plan->regionRows; gi += plan->groupRows) {
+    for (int64_t gj = 0; gj < plan->regionCols; gj += plan->groupCols) {
+      SmallVector<int64_t> groupRows, groupCols;
+      for (int64_t i = 0; i < plan->groupRows; ++i) {
+        for (int64_t j = 0; j < plan->groupCols; ++j) {
+          groupRows.push_back(gi + i);
+          groupCols.push_back(gj + j);
+        }
+      }
+      accumulateGroup(groupRows, groupCols, chains);
+    }
   }
 }
 

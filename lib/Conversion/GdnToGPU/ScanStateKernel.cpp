@@ -18,6 +18,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   Type f32 = b.getF32Type();
   int64_t chunk = s.chunk, keyDim = s.keyDim, tile = s.valueTile;
   setUp(launch);
+  // One block per multiprocessor: registers to spare for larger groups.
+  maxGroup = 16;
   Value blockX = launch.getBlockIds().x;
   Value batch = launch.getBlockIds().y;
   Value head = arith::DivUIOp::create(b, loc, blockX, c(b, loc, valueTiles));
