@@ -246,26 +246,22 @@ private:
                     function_ref<void(OpBuilder &, Location, Value, Value,
                                       Value)>
                         storeVector);
-  /// The two halves of stageVectors, for loads issued long before their
-  /// stores (the next chunk's operands, in flight during this chunk's
-  /// products).
-  struct LoadedVector {
-    Value valid, row, col, vector;
-  };
-  SmallVector<LoadedVector>
-  loadVectors(int64_t rows, int64_t width,
-              function_ref<Value(OpBuilder &, Location, Value, Value)>
-                  loadVector);
-  void storeVectors(ArrayRef<LoadedVector> loaded,
-                    function_ref<void(OpBuilder &, Location, Value, Value,
-                                      Value)>
-                        storeVector);
   /// `copy(row, col)` for every vector of 8 elements of a [rows, width]
   /// block, dealt to the threads as in stageVectors (for cp.async, which
   /// needs no registers).
   void forEachVector(int64_t rows, int64_t width,
                      function_ref<void(OpBuilder &, Location, Value, Value)>
                          copy);
+  /// The vectors of 8 elements of a [rows, width] block that this thread
+  /// takes (consecutive threads, consecutive vectors of a row); `valid` is
+  /// null where every thread's vector is inside the block.
+  struct VectorPosition {
+    Value valid, row, col;
+  };
+  SmallVector<VectorPosition> vectorPositions(int64_t rows, int64_t width);
+  /// `body` where `position` is inside its block.
+  void ifValid(const VectorPosition &position,
+               function_ref<void(OpBuilder &, Location)> body);
 
   OpBuilder &b;
   Location loc;

@@ -125,7 +125,8 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
   Value colBase =
       mul(b, loc, arith::RemUIOp::create(b, loc, warp, regionsAcross),
           c(b, loc, plan->regionCols));
-  // The first output row and column of tile (rowOffset, colOffset).
+  // The first output row and column of the tile at `offset` from the
+  // warp's rectangle.
   auto firstRow = [&](int64_t offset) {
     return mul(b, loc, add(b, loc, rowBase, c(b, loc, offset)),
                c(b, loc, 16));
@@ -278,67 +279,62 @@ std::pair<Value, Value> ScanKernel::token(OpBuilder &nb, Location nl,
   return {safe, inside};
 }
 
+SmallVector<ScanKernel::VectorPosition>
+ScanKernel::vectorPositions(int64_t rows, int64_t width) {
+  assert(width % 8 == 0 && "rows are copied in vectors of 8");
+  int64_t perRow = width / 8, count = rows * perRow;
+  int64_t perThread = (count + s.threads() - 1) / s.threads();
+  bool ragged = count % s.threads() != 0;
+  SmallVector<VectorPosition> positions;
+  for (int64_t it = 0; it < perThread; ++it) {
+    Value i = add(b, loc, tid, c(b, loc, it * s.threads()));
+    Value valid;
+    if (ragged) {
+      // Threads past the end take vector 0 and store nothing.
+      valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
+                                    c(b, loc, count));
+      i = arith::SelectOp::create(b, loc, valid, i, c(b, loc, 0));
+    }
+    Value r = arith::DivUIOp::create(b, loc, i, c(b, loc, perRow));
+    Value col = mul(b, loc, arith::RemUIOp::create(b, loc, i, c(b, loc, perRow)),
+                    c(b, loc, 8));
+    positions.push_back({valid, r, col});
+  }
+  return positions;
+}
+
+void ScanKernel::ifValid(const VectorPosition &position,
+                         function_ref<void(OpBuilder &, Location)> body) {
+  if (!position.valid) {
+    body(b, loc);
+    return;
+  }
+  scf::IfOp::create(b, loc, position.valid, [&](OpBuilder &nb, Location nl) {
+    body(nb, nl);
+    scf::YieldOp::create(nb, nl);
+  });
+}
+
 void ScanKernel::stageVectors(
     int64_t rows, int64_t width,
     function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector,
     function_ref<void(OpBuilder &, Location, Value, Value, Value)>
         storeVector) {
-  storeVectors(loadVectors(rows, width, loadVector), storeVector);
-}
-
-SmallVector<ScanKernel::LoadedVector> ScanKernel::loadVectors(
-    int64_t rows, int64_t width,
-    function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector) {
-  assert(width % 8 == 0 && "rows are copied in vectors of 8");
-  int64_t perRow = width / 8, count = rows * perRow;
-  int64_t perThread = (count + s.threads() - 1) / s.threads();
-  bool ragged = count % s.threads() != 0;
-  auto position = [&](OpBuilder &nb, Location nl, Value i) {
-    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, perRow));
-    Value col =
-        mul(nb, nl, arith::RemUIOp::create(nb, nl, i, c(nb, nl, perRow)),
-            c(nb, nl, 8));
-    return std::make_pair(r, col);
-  };
-  SmallVector<LoadedVector> loaded;
-  for (int64_t it = 0; it < perThread; ++it) {
-    Value i = add(b, loc, tid, c(b, loc, it * s.threads()));
-    Value valid;
-    if (ragged) {
-      // Threads past the end read vector 0 and store nothing.
-      valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
-                                    c(b, loc, count));
-      i = arith::SelectOp::create(b, loc, valid, i, c(b, loc, 0));
-    }
-    auto [r, col] = position(b, loc, i);
-    loaded.push_back({valid, r, col, loadVector(b, loc, r, col)});
-  }
-  return loaded;
-}
-
-void ScanKernel::storeVectors(
-    ArrayRef<LoadedVector> loaded,
-    function_ref<void(OpBuilder &, Location, Value, Value, Value)>
-        storeVector) {
-  for (const LoadedVector &element : loaded) {
-    if (!element.valid) {
-      storeVector(b, loc, element.row, element.col, element.vector);
-      continue;
-    }
-    scf::IfOp::create(b, loc, element.valid, [&](OpBuilder &nb, Location nl) {
-      storeVector(nb, nl, element.row, element.col, element.vector);
-      scf::YieldOp::create(nb, nl);
+  SmallVector<VectorPosition> positions = vectorPositions(rows, width);
+  SmallVector<Value> loaded;
+  for (const VectorPosition &position : positions)
+    loaded.push_back(loadVector(b, loc, position.row, position.col));
+  for (size_t i = 0; i < positions.size(); ++i)
+    ifValid(positions[i], [&](OpBuilder &nb, Location nl) {
+      storeVector(nb, nl, positions[i].row, positions[i].col, loaded[i]);
     });
-  }
 }
 
 void ScanKernel::forEachVector(
     int64_t rows, int64_t width,
     function_ref<void(OpBuilder &, Location, Value, Value)> copy) {
-  // The positions are those loadVectors deals; nothing is loaded.
-  SmallVector<LoadedVector> positions = loadVectors(
-      rows, width,
-      [&](OpBuilder &, Location, Value, Value) { return Value(); });
-  storeVectors(positions, [&](OpBuilder &nb, Location nl, Value r, Value col,
-                              Value) { copy(nb, nl, r, col); });
+  for (const VectorPosition &position : vectorPositions(rows, width))
+    ifValid(position, [&](OpBuilder &nb, Location nl) {
+      copy(nb, nl, position.row, position.col);
+    });
 }

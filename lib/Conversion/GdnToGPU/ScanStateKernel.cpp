@@ -67,6 +67,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     tile.slot = slot;
     return tile;
   };
+  Value firstThread = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            tid, c(b, loc, 0));
   auto copyChunkAsync = [&](Value index, Value slot) {
     Value start = mul(b, loc, index, c(b, loc, chunk));
     auto copy = [&](int64_t rows, int64_t width, const HalfTile &tileTo,
@@ -89,9 +91,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     copy(chunk, chunk, inSlot(pB, slot), m.p, Value());
     copy(chunk, tile, inSlot(uB, slot), m.u, firstColumn);
     // The chunk's total log-decay: one 4-byte copy.
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                        c(b, loc, 0));
-    scf::IfOp::create(b, loc, first, [&](OpBuilder &nb, Location nl) {
+    scf::IfOp::create(b, loc, firstThread, [&](OpBuilder &nb, Location nl) {
       Value lastRow = add(nb, nl, start, c(nb, nl, chunk - 1));
       nvgpu::DeviceAsyncCopyOp::create(
           nb, nl, tokenType, decays, ValueRange{slot, c(nb, nl, 0)}, m.gates,
