@@ -13,7 +13,10 @@ line "N passed, M failed"; exits non-zero on any failure.
 """
 
 import argparse
+import json
 import os
+import re
+import subprocess
 import sys
 import time
 
@@ -234,6 +237,98 @@ def torch_chunked(q, k, v, g, beta, scale, chunk=64):
     return (out * scale).bfloat16(), state
 
 
+def check_graph(kernels, name, b, t, seed):
+    """A prefill captured in a CUDA graph, replayed on new inputs copied
+    into the captured tensors, against the reference on those inputs."""
+    kernel = kernels[name]
+    cfg = kernel.config
+    et = cfg["element_type"]
+
+    def make(s):
+        data = inputs.delta_rule_inputs(s, b, t, cfg["heads"],
+                                        cfg["value_heads"], cfg["key_dim"],
+                                        cfg["value_dim"], "design",
+                                        initial_state=True)
+        dev, seen = device_inputs(data, et)
+        dev["h0"] = torch.from_numpy(data["initial_state"]).cuda()
+        return dev, seen, data["initial_state"]
+    static, _, _ = make(seed)
+    result = {}
+
+    def call():
+        result["o"], result["s"] = kernel.delta_rule(
+            static["q"], static["k"], static["v"], static["g"],
+            static["beta"], static["h0"])
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()      # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    fresh, seen, state0 = make(seed + 1)
+    for n in static:
+        static[n].copy_(fresh[n])
+    graph.replay()
+    torch.cuda.synchronize()
+    ref_o, ref_s = reference.delta_rule(seen["q"], seen["k"], seen["v"],
+                                        seen["g"], seen["beta"], state0,
+                                        cfg["scale"])
+    worst = max(*relative(result["o"].float().cpu().numpy(), ref_o),
+                *relative(result["s"].cpu().numpy(), ref_s))
+    ok = worst <= TOLERANCE[et]
+    print(f"{'PASS' if ok else 'FAIL'} graph   {name} B={b} T={t} captured, "
+          f"replayed on new inputs: worst={worst:.2e} tol={TOLERANCE[et]:.0e}")
+    return ok
+
+
+def parse_memrefs(text):
+    """The arrays printed by printMemref*, in order."""
+    arrays = []
+    for part in text.split("Unranked Memref")[1:]:
+        sizes = [int(x) for x in re.search(r"sizes = \[([^\]]*)\]",
+                                           part).group(1).split(",") if x]
+        data = part.split("data =", 1)[1]
+        values = re.findall(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)",
+                            data)
+        arrays.append(np.array([float(x) for x in values]).reshape(sizes))
+    return arrays
+
+
+def check_executables(folder):
+    """Runs each executable of executables.json and checks what it prints
+    (o, then the final state) against the reference on its inputs."""
+    path = os.path.join(folder, "executables.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        executables = json.load(f)
+    results = []
+    for name, entry in executables.items():
+        data = np.load(os.path.join(folder, entry["inputs"]))
+        run = subprocess.run([os.path.join(folder, entry["executable"])],
+                             capture_output=True, text=True, timeout=300)
+        if run.returncode != 0:
+            print(f"FAIL exe     {name}: exit {run.returncode}\n"
+                  f"{run.stderr[-2000:]}")
+            results.append(False)
+            continue
+        o, s = parse_memrefs(run.stdout)
+        ref_o, ref_s = reference.delta_rule(
+            data["q"], data["k"], data["v"], data["g"], data["beta"],
+            data["initial_state"], float(data["scale"]))
+        tol = TOLERANCE[entry["element_type"]]
+        # Printed with 6 significant digits.
+        tol = max(tol, 2e-5)
+        worst = max(*relative(o, ref_o), *relative(s, ref_s))
+        ok = o.shape == ref_o.shape and worst <= tol
+        print(f"{'PASS' if ok else 'FAIL'} exe     {name} o {list(o.shape)} "
+              f"state {list(s.shape)}: worst={worst:.2e} tol={tol:.0e}")
+        results.append(ok)
+    return results
+
+
 def time_graph(call, repeat):
     """Milliseconds per call by CUDA-graph replay (after a warm-up)."""
     stream = torch.cuda.Stream()
@@ -327,14 +422,24 @@ def main():
     for seed, case in enumerate(cases):
         for ok in check_case(kernels, *case, seed=seed):
             passed, failed = passed + ok, failed + (not ok)
+    if not args.time_only:
+        checks = [check_graph(kernels, "h2_hv4_k64_v128_bf16", 2, 130, 50),
+                  check_graph(kernels, "h16_hv32_k128_v128_bf16", 1, 300, 51),
+                  check_graph(kernels, "h4_hv4_k64_v64_f32", 1, 70, 52),
+                  *check_executables(HERE)]
+        passed += sum(checks)
+        failed += len(checks) - sum(checks)
 
     if not args.quick and not args.no_timing:
         bandwidth = copy_bandwidth()
         tflops = matmul_rate()
         print(f"\ncopy bandwidth (read + write): {bandwidth:.0f} GB/s; "
               f"bf16 matmul: {tflops:.0f} TFLOP/s")
+        print("wall: median per call with host overhead; kernel: CUDA events "
+              "around each launch; graph: CUDA-graph replay (the other "
+              "columns follow it)")
         print(f"{'kernel':<34} {'shape':<24} {'wall ms':>9} {'kernel ms':>10}"
-              f" {'tokens/s':>10} {'GB/s':>7} {'check':>10} {'TFLOP/s':>8}"
+              f" {'graph ms':>9} {'tokens/s':>10} {'GB/s':>7} {'check':>10} {'TFLOP/s':>8}"
               f" {'floor ms':>9}")
         timed = []
         for name, b, t in PREFILL_TIMING:
@@ -354,6 +459,7 @@ def main():
                 result["o"], result["s"] = kernel.delta_rule(
                     dev["q"], dev["k"], dev["v"], dev["g"], dev["beta"], h0)
             wall, kern = time_calls(kernel, call, args.repeat)
+            graph = time_graph(call, args.repeat)
             ref_o, _ = reference.delta_rule(
                 seen["q"][:, :PREFIX], seen["k"][:, :PREFIX],
                 seen["v"][:, :PREFIX], seen["g"][:, :PREFIX],
@@ -368,9 +474,9 @@ def main():
                                   cfg["key_dim"], cfg["value_dim"])
             floor = max(moved / (bandwidth * 1e9), flops / (tflops * 1e12))
             print(f"{'prefill ' + name:<34} {f'B={b} T={t}':<24} {wall:>9.3f}"
-                  f" {kern:>10.3f} {b * t / (kern * 1e-3):>10.3g}"
-                  f" {moved / (kern * 1e-3) / 1e9:>7.0f} {err:>10.1e}"
-                  f" {flops / (kern * 1e-3) / 1e12:>8.1f}"
+                  f" {kern:>10.3f} {graph:>9.3f} {b * t / (graph * 1e-3):>10.3g}"
+                  f" {moved / (graph * 1e-3) / 1e9:>7.0f} {err:>10.1e}"
+                  f" {flops / (graph * 1e-3) / 1e12:>8.1f}"
                   f" {floor * 1e3:>9.3f}")
             if (name in dict((n, 0) for n, _, _ in PREFILL_TIMING)
                     and not args.time_only):
@@ -400,7 +506,7 @@ def main():
                 berr = max(relative(
                     base["o"][:, :PREFIX].float().cpu().numpy(), ref_o))
                 print(f"{'  torch chunked (' + how + ')':<34} {f'B={b} T={t}':<24}"
-                      f" {'':>9} {ms:>10.3f} {b * t / (ms * 1e-3):>10.3g}"
+                      f" {'':>9} {'':>10} {ms:>9.3f} {b * t / (ms * 1e-3):>10.3g}"
                       f" {moved / (ms * 1e-3) / 1e9:>7.0f} {berr:>10.1e}"
                       f" {flops / (ms * 1e-3) / 1e12:>8.1f}"
                       f" {floor * 1e3:>9.3f}")
@@ -435,10 +541,12 @@ def main():
                                        one["g"], one["beta"], state,
                                        inplace=True)
             wall, kern = time_calls(kernel, step, 20)
+            graph = time_graph(step, 20)
             state_bytes = 2 * state.numel() * 4
-            rate = state_bytes / (kern * 1e-3) / 1e9
+            rate = state_bytes / (graph * 1e-3) / 1e9
             print(f"{'decode ' + name:<34} {f'B={b} in place':<24}"
-                  f" {wall:>9.3f} {kern:>10.3f} {b / (kern * 1e-3):>10.3g}"
+                  f" {wall:>9.3f} {kern:>10.3f} {graph:>9.3f}"
+                  f" {b / (graph * 1e-3):>10.3g}"
                   f" {rate:>7.0f} {err:>10.1e}   {rate / bandwidth:.0%} of copy")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 namespace {
@@ -45,6 +46,33 @@ void ensureContext() {
   GDN_CUDA_CHECK(cuCtxSetCurrent(context));
 }
 
+/// The caller's stream (gdnCudaUseStream) on this thread: the generated host
+/// code's streams and its default stream stand for it, and nothing is
+/// synchronized or destroyed, so a call is stream-ordered with the caller's
+/// work and can be captured into a CUDA graph.
+struct BorrowedStream {
+  bool active = false;
+  CUstream stream = nullptr;
+};
+thread_local BorrowedStream borrowed;
+
+/// `stream` from the host code, or the caller's stream for the default one.
+CUstream orBorrowed(void *stream) {
+  if (!stream && borrowed.active)
+    return borrowed.stream;
+  return static_cast<CUstream>(stream);
+}
+
+bool isBorrowed(void *stream) {
+  return borrowed.active && static_cast<CUstream>(stream) == borrowed.stream;
+}
+
+/// The managed (host_shared) allocations: they are freed with cuMemFree and
+/// the rest in stream order. The driver cannot be asked instead, since a
+/// stream-ordered allocation has no attributes until its stream reaches it.
+std::mutex managedMutex;
+std::unordered_set<CUdeviceptr> managedAllocations;
+
 struct TimedLaunch {
   CUstream stream;
   CUevent start, stop;
@@ -55,23 +83,18 @@ std::vector<TimedLaunch> pendingLaunches;
 double kernelMicroseconds = 0;
 int64_t timedLaunches = 0;
 
-/// Adds the elapsed time of the finished launches on `stream`.
-void collectTimings(CUstream stream) {
-  std::lock_guard<std::mutex> lock(timingMutex);
-  for (size_t i = 0; i < pendingLaunches.size();) {
-    TimedLaunch &launch = pendingLaunches[i];
-    if (launch.stream != stream) {
-      ++i;
-      continue;
-    }
+/// Adds the elapsed time of every pending launch, waiting for each to end.
+void collectTimings() {
+  for (TimedLaunch &launch : pendingLaunches) {
+    GDN_CUDA_CHECK(cuEventSynchronize(launch.stop));
     float milliseconds = 0;
     GDN_CUDA_CHECK(cuEventElapsedTime(&milliseconds, launch.start, launch.stop));
     kernelMicroseconds += milliseconds * 1000.0;
     ++timedLaunches;
     cuEventDestroy(launch.start);
     cuEventDestroy(launch.stop);
-    pendingLaunches.erase(pendingLaunches.begin() + i);
   }
+  pendingLaunches.clear();
 }
 } // namespace
 
@@ -115,7 +138,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       void **params, void **extra, size_t /*paramsCount*/) {
   ensureContext();
   auto cuFunction = static_cast<CUfunction>(function);
-  auto cuStream = static_cast<CUstream>(stream);
+  CUstream cuStream = orBorrowed(stream);
   // Above the 48 KiB default, dynamic shared memory needs an opt-in.
   if (sharedMemoryBytes > 48 * 1024)
     GDN_CUDA_CHECK(cuFuncSetAttribute(
@@ -144,6 +167,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 
 void *mgpuStreamCreate() {
   ensureContext();
+  if (borrowed.active)
+    return borrowed.stream;
   CUstream stream;
   // A blocking stream: it waits for work queued on the legacy default
   // stream, where callers (PyTorch by default) produce the inputs.
@@ -153,16 +178,18 @@ void *mgpuStreamCreate() {
 
 void mgpuStreamDestroy(void *stream) {
   ensureContext();
-  // Timings still pending on the stream are collected (which waits for
-  // them) rather than leaked with their events.
-  collectTimings(static_cast<CUstream>(stream));
+  if (isBorrowed(stream))
+    return;
+  // Pending timings keep their events: a destroyed stream's work still
+  // completes.
   GDN_CUDA_CHECK(cuStreamDestroy(static_cast<CUstream>(stream)));
 }
 
 void mgpuStreamSynchronize(void *stream) {
   ensureContext();
+  if (isBorrowed(stream))
+    return;
   GDN_CUDA_CHECK(cuStreamSynchronize(static_cast<CUstream>(stream)));
-  collectTimings(static_cast<CUstream>(stream));
 }
 
 // Device memory comes from the device's default memory pool, in stream
@@ -176,6 +203,8 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
     return nullptr;
   if (isHostShared) {
     GDN_CUDA_CHECK(cuMemAllocManaged(&pointer, bytes, CU_MEM_ATTACH_GLOBAL));
+    std::lock_guard<std::mutex> lock(managedMutex);
+    managedAllocations.insert(pointer);
     return reinterpret_cast<void *>(pointer);
   }
   static std::once_flag poolConfigured;
@@ -189,7 +218,7 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
         pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keepEverything));
   });
   GDN_CUDA_CHECK(
-      cuMemAllocAsync(&pointer, bytes, static_cast<CUstream>(stream)));
+      cuMemAllocAsync(&pointer, bytes, orBorrowed(stream)));
   return reinterpret_cast<void *>(pointer);
 }
 
@@ -198,28 +227,29 @@ void mgpuMemFree(void *pointer, void *stream) {
   if (!pointer)
     return;
   auto address = reinterpret_cast<CUdeviceptr>(pointer);
-  unsigned int managed = 0;
-  GDN_CUDA_CHECK(
-      cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, address));
+  bool managed;
+  {
+    std::lock_guard<std::mutex> lock(managedMutex);
+    managed = managedAllocations.erase(address) != 0;
+  }
   if (managed)
     GDN_CUDA_CHECK(cuMemFree(address));
   else
-    GDN_CUDA_CHECK(cuMemFreeAsync(address, static_cast<CUstream>(stream)));
+    GDN_CUDA_CHECK(cuMemFreeAsync(address, orBorrowed(stream)));
 }
 
 void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
   ensureContext();
   GDN_CUDA_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(destination),
                                reinterpret_cast<CUdeviceptr>(source), bytes,
-                               static_cast<CUstream>(stream)));
+                               orBorrowed(stream)));
 }
 
 void mgpuMemset32(void *destination, unsigned int value, size_t count,
                   void *stream) {
   ensureContext();
   GDN_CUDA_CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(destination),
-                                  value, count,
-                                  static_cast<CUstream>(stream)));
+                                  value, count, orBorrowed(stream)));
 }
 
 // Takes effect if called before the first kernel module is loaded; the
@@ -227,7 +257,9 @@ void mgpuMemset32(void *destination, unsigned int value, size_t count,
 void mgpuSetDefaultDevice(int32_t device) { defaultDevice = device; }
 
 double gdnCudaTakeKernelMicroseconds(int64_t *launches) {
+  ensureContext();
   std::lock_guard<std::mutex> lock(timingMutex);
+  collectTimings();
   double total = kernelMicroseconds;
   if (launches)
     *launches = timedLaunches;
@@ -235,6 +267,13 @@ double gdnCudaTakeKernelMicroseconds(int64_t *launches) {
   timedLaunches = 0;
   return total;
 }
+
+void gdnCudaUseStream(void *stream) {
+  borrowed.active = true;
+  borrowed.stream = static_cast<CUstream>(stream);
+}
+
+void gdnCudaOwnStreams() { borrowed = BorrowedStream(); }
 
 void gdnCudaSetKernelTiming(int enabled) {
   std::lock_guard<std::mutex> lock(timingMutex);

@@ -54,6 +54,8 @@ class CudaKernels:
         self.library.gdnCudaTakeKernelMicroseconds.argtypes = [
             ctypes.POINTER(ctypes.c_int64)]
         self.library.gdnCudaSetKernelTiming.argtypes = [ctypes.c_int]
+        self.library.gdnCudaUseStream.argtypes = [ctypes.c_void_p]
+        self.library.gdnCudaOwnStreams.argtypes = []
 
     def _check(self, tensors):
         for name, t in tensors.items():
@@ -63,12 +65,17 @@ class CudaKernels:
     def _call(self, symbol, tensors):
         if any(n == 0 for n in tensors[0].shape[:1]):
             return  # nothing to run: a grid of zero blocks cannot launch
-        # The kernels run on their own stream; inputs produced on another
-        # (non-default) torch stream must be complete first.
-        _torch().cuda.current_stream().synchronize()
+        # On torch's current stream, in order with the work that made the
+        # inputs and without waiting, so that calls can be captured in a
+        # CUDA graph.
         descriptors = [tensor_descriptor(t) for t in tensors]
-        getattr(self.library, symbol)(
-            *[ctypes.addressof(d) for d in descriptors])
+        stream = _torch().cuda.current_stream().cuda_stream
+        self.library.gdnCudaUseStream(ctypes.c_void_p(stream))
+        try:
+            getattr(self.library, symbol)(
+                *[ctypes.addressof(d) for d in descriptors])
+        finally:
+            self.library.gdnCudaOwnStreams()
 
     def delta_rule(self, q, k, v, g, beta, initial_state):
         """Prefill: returns (o, final_state) as new CUDA tensors."""

@@ -116,6 +116,12 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::desc("Streaming multiprocessors of the target GPU (132: "
                      "H100/H200 SXM), for the chunked scan's tiling"),
       llvm::cl::init(132)};
+  Option<bool> managedHostBuffers{
+      *this, "managed-host-buffers",
+      llvm::cl::desc("Host buffers in managed memory, reachable by kernels "
+                     "(for executables whose @main makes and prints "
+                     "tensors)"),
+      llvm::cl::init(false)};
 };
 
 /// Lowers a module of func.func ops containing gdn ops on tensors to GPU

@@ -6,7 +6,7 @@
 // aborts, since the generated host code has no way to report an error.
 //
 // Beyond that ABI, the library exposes a few functions for the tools that
-// drive compiled kernels (timing of kernel launches).
+// drive compiled kernels: the stream to run on, and timing of launches.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,9 +36,18 @@ void mgpuMemset32(void *destination, unsigned int value, size_t count,
                   void *stream);
 void mgpuSetDefaultDevice(int32_t device);
 
+// By default every launch and allocation of the generated host code gets its
+// own stream, synchronized before the exported function returns. After
+// gdnCudaUseStream(s), calls from this thread run on `s` instead (the legacy
+// default stream if s is null) and return without waiting: the caller
+// orders its work on `s`, and may capture the calls into a CUDA graph.
+// gdnCudaOwnStreams() restores the default.
+void gdnCudaUseStream(void *stream);
+void gdnCudaOwnStreams();
+
 // For drivers and benchmarks: total microseconds of kernel execution
 // (CUDA events around every launch) and the number of launches since the
-// last call; both counters are reset.
+// last call, waiting for pending launches; both counters are reset.
 double gdnCudaTakeKernelMicroseconds(int64_t *launches);
 // Turns the event bracketing of launches on or off (off by default).
 void gdnCudaSetKernelTiming(int enabled);

@@ -201,6 +201,28 @@ def GdnReadOnlyArgumentsPass : Pass<"gdn-read-only-arguments",
   ];
 }
 
+def GdnManagedHostBuffersPass : Pass<"gdn-managed-host-buffers",
+                                     "func::FuncOp"> {
+  let summary = "Give host buffers managed memory that kernels can reach";
+  let description = [{
+    For CUDA executables, whose `@main` makes tensors on the host, passes
+    them to kernels and prints the results there. After bufferization, on
+    host functions:
+
+    - `memref.alloc` becomes `gpu.alloc host_shared` (managed memory, from
+      `cuMemAllocManaged`), and `memref.dealloc` of such a buffer becomes
+      `gpu.dealloc`;
+    - `memref.get_global` (a constant) is copied once into a managed buffer,
+      which replaces it.
+
+    Shared libraries do not need it: their callers pass device buffers.
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 def GdnParallelizeDeltaRuleStepPass
     : Pass<"gdn-parallelize-delta-rule-step", "func::FuncOp"> {
   let summary = "Rewrite gdn.delta_rule_step into one task per head";
