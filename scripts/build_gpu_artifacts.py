@@ -8,6 +8,9 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
+from gdn import inputs
 from gdn.compiled import module_source
 
 # (H, Hv, K, V) of the CPU test matrix plus the large K = V = 128 models.
@@ -24,6 +27,109 @@ SCAN_VARIANTS = [("vt64", ["--cuda-multiprocessors=1"]),
                  ("w8", ["--cuda-scan-warps=8"])]
 RECURRENT_VARIANTS = [(16, 16, 128, 128), (32, 32, 128, 128),
                       (16, 32, 128, 128)]
+# Executables (--emit=exe) whose @main prefills constant inputs and prints
+# o and the final state: (name, B, T, H, Hv, K, V, element type). T = 100
+# ends inside the second chunk; K != V and two value heads per key head.
+EXECUTABLES = [("exe_bf16", 2, 100, 2, 4, 64, 128, "bf16"),
+               ("exe_f32", 1, 37, 1, 2, 16, 32, "f32")]
+EXECUTABLE_MANIFEST = "executables.json"
+
+
+def round_to_bf16(x):
+    """float32 values rounded to the nearest bf16 (ties to even)."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(
+        np.uint64)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def dense(array):
+    """An MLIR dense literal with every float32 value written exactly."""
+    flat = [repr(x) for x in array.astype(np.float64).ravel().tolist()]
+
+    def nest(start, dims):
+        if not dims:
+            return flat[start]
+        step = int(np.prod(dims[1:], dtype=np.int64))
+        return "[" + ", ".join(nest(start + i * step, dims[1:])
+                               for i in range(dims[0])) + "]"
+    return nest(0, list(array.shape))
+
+
+def executable_source(data, et, scale):
+    """A module whose @main calls @prefill on `data` and prints o, then
+    the final state."""
+    def ttype(array, element):
+        return "tensor<" + "x".join(map(str, array.shape)) + f"x{element}>"
+    types = {n: ttype(data[n], et if n in "qkv" else "f32")
+             for n in ("q", "k", "v", "g", "beta", "initial_state")}
+    o_type = types["v"]
+    s_type = types["initial_state"]
+    args = ", ".join(f"%{n}: {types[n]}" for n in types)
+    operands = ", ".join(f"%{n}" for n in types)
+    in_types = ", ".join(types.values())
+    o_memref = o_type.replace("tensor", "memref")
+    s_memref = s_type.replace("tensor", "memref")
+    print_o = "BF16" if et == "bf16" else "F32"
+    lines = [
+        f"func.func private @printMemref{print_o}(memref<*x{et}>) "
+        "attributes {llvm.emit_c_interface}",
+    ]
+    if print_o != "F32":
+        lines.append("func.func private @printMemrefF32(memref<*xf32>) "
+                     "attributes {llvm.emit_c_interface}")
+    lines += [
+        f"func.func @prefill({args}) -> ({o_type}, {s_type}) {{",
+        f"  %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta "
+        f"initial_state(%initial_state) {{scale = {scale!r} : f32}} : "
+        f"({in_types}) -> ({o_type}, {s_type})",
+        f"  return %o, %s : {o_type}, {s_type}",
+        "}",
+        "func.func @main() {",
+    ]
+    for n in types:
+        lines.append(f"  %{n} = arith.constant dense<{dense(data[n])}> : "
+                     f"{types[n]}")
+    lines += [
+        f"  %o, %s = func.call @prefill({operands}) : ({in_types}) -> "
+        f"({o_type}, {s_type})",
+        f"  %om = bufferization.to_buffer %o read_only : {o_type} to "
+        f"{o_memref}",
+        f"  %ou = memref.cast %om : {o_memref} to memref<*x{et}>",
+        f"  func.call @printMemref{print_o}(%ou) : (memref<*x{et}>) -> ()",
+        f"  %sm = bufferization.to_buffer %s read_only : {s_type} to "
+        f"{s_memref}",
+        f"  %su = memref.cast %sm : {s_memref} to memref<*xf32>",
+        "  func.call @printMemrefF32(%su) : (memref<*xf32>) -> ()",
+        "  return",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def build_executable(compiler, out, name, b, t, h, hv, k, v, et):
+    """Compiles a CUDA executable over seeded inputs; writes the inputs it
+    holds (as float32) beside it for the check."""
+    data = inputs.delta_rule_inputs(11, b, t, h, hv, k, v, "design",
+                                    initial_state=True)
+    if et == "bf16":
+        for n in ("q", "k", "v"):
+            data[n] = round_to_bf16(data[n])
+    scale = float(np.float32(k ** -0.5))
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        f.write(executable_source(data, et, scale))
+    try:
+        command = [compiler, f.name, "--target=cuda", "--emit=exe", "-o",
+                   os.path.join(out, name)]
+        result = subprocess.run(command, capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    if result.returncode != 0:
+        sys.exit(f"compiling {name} failed:\n{result.stderr}")
+    np.savez(os.path.join(out, f"{name}.npz"), scale=scale, **data)
+    print(f"built {name}")
+    return {"executable": name, "inputs": f"{name}.npz",
+            "element_type": et}
 
 
 def config_name(h, hv, k, v, et):
@@ -86,6 +192,10 @@ def main():
                 options)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+    executables = {spec[0]: build_executable(args.compiler, args.out, *spec)
+                   for spec in EXECUTABLES}
+    with open(os.path.join(args.out, EXECUTABLE_MANIFEST), "w") as f:
+        json.dump(executables, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 # lit configuration of the gdn regression and execution tests.
 
 import os
+import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -39,3 +41,20 @@ if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")) and \
         os.path.exists(os.path.join(config.gdn_obj_root, "lib",
                                     "libgdn_cuda_runtime.a")):
     config.available_features.add("cuda-toolkit")
+
+# A GPU to run CUDA executables on: tests that run them carry
+# `%if cuda-gpu` and are only built where there is none (CI).
+def _has_cuda_gpu():
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        return subprocess.run([smi, "-L"], capture_output=True,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+if "cuda-toolkit" in config.available_features and _has_cuda_gpu():
+    config.available_features.add("cuda-gpu")
+

@@ -4,6 +4,7 @@
 
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -276,14 +277,42 @@ static LogicalResult emitFromLLVMDialect(ModuleOp module,
   return link(module, options, objectPath, options.outputPath);
 }
 
+/// An executable runs func.func @main(), which must take and return
+/// nothing. It is renamed and called from a C main that returns exit
+/// status 0.
+static LogicalResult prepareMain(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main || main.isExternal() || main.getNumArguments() != 0 ||
+      main.getNumResults() != 0)
+    return module.emitError()
+           << "--emit=exe needs a function 'func.func @main()' without "
+              "arguments or results to run";
+  SymbolTable symbols(module);
+  if (failed(symbols.rename(main, "__gdn_main")))
+    return module.emitError() << "cannot rename @main";
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = main.getLoc();
+  auto entry = func::FuncOp::create(
+      b, loc, "main", b.getFunctionType({}, {b.getI32Type()}));
+  b.setInsertionPointToStart(entry.addEntryBlock());
+  func::CallOp::create(b, loc, main, ValueRange());
+  func::ReturnOp::create(b, loc,
+                         ValueRange{arith::ConstantIntOp::create(b, loc, 0,
+                                                                 32)});
+  return success();
+}
+
 static LogicalResult compileForCUDA(ModuleOp module,
                                     const CompileOptions &options) {
   auto printModule = [&](llvm::raw_ostream &os) { module.print(os); };
-  if (options.emit == EmitAction::Executable)
+  if (options.model)
     return module.emitError()
-           << "--target=cuda writes shared libraries (--emit=shared); "
-              "executables are not supported for CUDA yet";
-  if (options.emit == EmitAction::SharedLibrary &&
+           << "--target=cuda compiles .mlir files; model descriptions "
+              "compile for --target=cpu";
+  bool executable = options.emit == EmitAction::Executable;
+  if (executable && failed(prepareMain(module)))
+    return failure();
+  if ((options.emit == EmitAction::SharedLibrary || executable) &&
       !llvm::sys::fs::exists(options.cudaRuntimeLibrary))
     return module.emitError() << "the CUDA runtime library '"
                               << options.cudaRuntimeLibrary
@@ -301,6 +330,9 @@ static LogicalResult compileForCUDA(ModuleOp module,
   pipeline.valueTile = options.cudaValueTile;
   pipeline.scanWarps = options.cudaScanWarps;
   pipeline.multiprocessors = options.cudaMultiprocessors;
+  // @main makes and prints its tensors on the host, where kernels must
+  // reach them.
+  pipeline.managedHostBuffers = executable;
   if (failed(runPipeline(module, "gdn-to-gpu", [&](OpPassManager &pm) {
         buildGdnToGPUPipeline(pm, pipeline);
       })))
@@ -360,13 +392,9 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
                << "the model runtime file '" << archive
                << "' does not exist (is gdn-compile in a complete build or "
                   "install tree?)";
-  } else if (options.emit == EmitAction::Executable) {
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main || main.isExternal() || main.getNumArguments() != 0 ||
-        main.getNumResults() != 0)
-      return module.emitError()
-             << "--emit=exe needs a function 'func.func @main()' without "
-                "arguments or results to run";
+  } else if (options.emit == EmitAction::Executable &&
+             failed(prepareMain(module))) {
+    return failure();
   }
   if (failed(runPipeline(module, "linalg-to-llvm", [&](OpPassManager &pm) {
         buildGdnLinalgToLLVMCPUPipeline(pm, pipeline);

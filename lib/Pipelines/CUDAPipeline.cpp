@@ -54,6 +54,8 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   outParamOptions.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParamOptions));
   pm.addPass(createCanonicalizerPass());
+  if (options.managedHostBuffers)
+    pm.addNestedPass<func::FuncOp>(createGdnManagedHostBuffersPass());
 
   // Kernel outlining, NVVM, the cubin by ptxas, and host code calling the
   // mgpu* runtime (lib/Runtime).

@@ -28,7 +28,7 @@
 // THREADS: gdn-compile: error: --num-threads must be 0 (runtime default) or positive, but got -1{{$}}
 // STDOUT: gdn-compile: error: -o - (standard output) is only for the text stages
 // FORM: gdn-compile: for the --delta-rule-form option: Cannot find option named 'bogus'!
-// CUDA: error: --target=cuda writes shared libraries (--emit=shared); executables are not supported for CUDA yet
+// CUDA: error: --emit=exe needs a function 'func.func @main()' without arguments or results to run
 // NO-OUTPUT: gdn-compile: for the -o option: must be specified at least once!
 
 func.func @prefill(%q: tensor<?x?x1x8xf32>, %k: tensor<?x?x1x8xf32>, %v: tensor<?x?x2x16xf32>, %g: tensor<?x?x2xf32>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x16xf32>, tensor<?x2x8x16xf32>) {
