@@ -66,18 +66,19 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     - the state kernel, grid (Hv x V / value tile, B), walks the chunks in
       order with its state tile S in f32 workgroup memory:
       Vnew = U - W S, O = scale (diag(exp G) Q S + P Vnew),
-      S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew. The next chunk's
-      operands arrive during this chunk's products (cp.async into a second
-      slot, and registers).
+      S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew. Two copy warps
+      beside the compute warps bring the next chunk's operands by cp.async
+      into a second slot during this chunk's products, and hand them over
+      at a named barrier.
 
     Every product runs on tensor cores (`nvvm.mma.sync` m16n8k16, bf16
     operands, f32 accumulation) with fragments loaded by ldmatrix from bf16
     tiles stored as they are produced: row-major, or depth-major and loaded
     transposed. Each launch carries its mapping as a `gdn.chunked_scan`
-    attribute (kernel, chunk, value_tile, warps, mma). State launches with
-    the value tile, half and a quarter of it (at least 16) are emitted and
-    chosen at run time (scf.if on the batch size): the widest whose grid
-    has a block for at least 7/8 of the `multiprocessors`, else the
+    attribute (kernel, chunk, value_tile, warps, copy_warps, mma). State
+    launches with the value tile and half of it (at least 32) are emitted
+    and chosen at run time (scf.if on the batch size): the widest whose
+    grid has a block for at least 7/8 of the `multiprocessors`, else the
     narrowest.
   }];
   let options = [
@@ -97,7 +98,7 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     Option<"multiprocessors", "multiprocessors", "int64_t",
            /*default=*/"132",
            "Streaming multiprocessors of the target (132: H100/H200 SXM); "
-           "the chunked scan narrows its value tile (down to a quarter) "
+           "the chunked scan narrows its value tile (to half, at least 32) "
            "while its grid still fits them in one wave">,
   ];
   let dependentDialects = [

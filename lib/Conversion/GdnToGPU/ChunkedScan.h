@@ -69,7 +69,13 @@ struct Term {
 struct ScanShape {
   int64_t chunk, keyDim, valueDim, valueTile, warps;
 
+  /// The threads that compute (products, epilogues).
   int64_t threads() const { return 32 * warps; }
+  /// The state kernel adds copy warps: they alone issue the cp.async of
+  /// the next chunk's operands, so that the compute warps never wait for
+  /// room in the memory pipeline.
+  int64_t copyWarps = 2;
+  int64_t stateThreads() const { return threads() + 32 * copyWarps; }
   static int64_t floatBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kPad) * 4;
   }
@@ -154,6 +160,16 @@ private:
           tile.halves, {row, col});
   }
   void barrier(OpBuilder &nb, Location nl) { gpu::BarrierOp::create(nb, nl); }
+  /// bar.sync `id` for `threads` threads: a barrier that only some warps
+  /// take part in (the others run elsewhere and never reach it).
+  void namedBarrier(OpBuilder &nb, Location nl, int64_t id, int64_t threads) {
+    Type i32 = nb.getI32Type();
+    NVVM::BarrierOp::create(
+        nb, nl, Type(),
+        arith::ConstantOp::create(nb, nl, nb.getIntegerAttr(i32, id)),
+        arith::ConstantOp::create(nb, nl, nb.getIntegerAttr(i32, threads)),
+        nullptr, Value());
+  }
   /// Stores two f32 values, converted to the element type of `memory`, at
   /// `indices` and the next column: one store instruction.
   static void storePair(OpBuilder &nb, Location nl, Value first, Value second,
@@ -259,6 +275,10 @@ private:
     Value valid, row, col;
   };
   SmallVector<VectorPosition> vectorPositions(int64_t rows, int64_t width);
+  /// The threads that vectorPositions deals to: `dealThreads` of them,
+  /// this one numbered `dealThread` (all compute threads unless set).
+  Value dealThread;
+  int64_t dealThreads = 0;
   /// `body` where `position` is inside its block.
   void ifValid(const VectorPosition &position,
                function_ref<void(OpBuilder &, Location)> body);

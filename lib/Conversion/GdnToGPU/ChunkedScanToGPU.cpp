@@ -151,20 +151,24 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
           lb.getNamedAttr("chunk", lb.getI64IntegerAttr(tiled.chunk)),
           lb.getNamedAttr("value_tile", lb.getI64IntegerAttr(tiled.valueTile)),
           lb.getNamedAttr("warps", lb.getI64IntegerAttr(tiled.warps)),
+          lb.getNamedAttr("copy_warps",
+                          lb.getI64IntegerAttr(role == "state"
+                                                   ? tiled.copyWarps
+                                                   : 0)),
           lb.getNamedAttr("mma", lb.getStringAttr("m16n8k16.bf16")),
       });
     };
-    // A launch over (x, y, z) blocks of `mapped.threads()` threads with
-    // `bytes` of workgroup memory, its mapping visible in the IR, and a
-    // kernel builder at the start of its body.
+    // A launch over (x, y, z) blocks of `threads` threads with `bytes` of
+    // workgroup memory, its mapping visible in the IR, and a kernel builder
+    // at the start of its body.
     auto launchKernel = [&](OpBuilder &lb, Location ll, Value x, Value y,
                             Value z, const ScanShape &mapped, StringRef role,
-                            int64_t bytes) {
+                            int64_t threads, int64_t bytes) {
       Value one = indexConstant(lb, ll, 1);
       Value sharedBytes =
           arith::ConstantOp::create(lb, ll, lb.getI32IntegerAttr(bytes));
       auto launch = gpu::LaunchOp::create(
-          lb, ll, x, y, z, indexConstant(lb, ll, mapped.threads()), one, one,
+          lb, ll, x, y, z, indexConstant(lb, ll, threads), one, one,
           sharedBytes);
       launch->setAttr("gdn.chunked_scan", mapping(lb, mapped, role));
       OpBuilder kb(lb.getContext());
@@ -177,7 +181,7 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       whole.valueTile = shape.valueDim;
       auto [launch, kb] = launchKernel(
           b, loc, chunkCount, indexConstant(b, loc, valueHeads), batch, whole,
-          "wy", shape.chunkKernelBytes());
+          "wy", whole.threads(), shape.chunkKernelBytes());
       ScanKernel(kb, loc, shape).buildChunkKernel(launch, buffers);
     }
     auto buildLaunch = [&](OpBuilder &lb, Location ll,
@@ -185,19 +189,21 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       int64_t valueTiles = tiled.valueDim / tiled.valueTile;
       auto [launch, kb] = launchKernel(
           lb, ll, indexConstant(lb, ll, valueHeads * valueTiles), batch,
-          indexConstant(lb, ll, 1), tiled, "state", tiled.stateKernelBytes());
+          indexConstant(lb, ll, 1), tiled, "state", tiled.stateThreads(),
+          tiled.stateKernelBytes());
       ScanKernel(kb, ll, tiled).buildStateKernel(launch, buffers, valueTiles);
     };
     // Narrower value tiles for grids that would leave multiprocessors
-    // idle: the widest of value-tile, /2, /4 whose grid has a block for
-    // (nearly) every multiprocessor, chosen at run time from B; the
-    // narrowest when none has. A wider tile reads each chunk's W, Q and K
-    // once for more value columns: once the multiprocessors are busy, a
-    // narrower tile only adds traffic (measured on the H200: at B = 1,
-    // Hv = 32, tile 32 with 128 blocks beats tile 16 with 256 by 12%).
+    // idle: the widest of value-tile, /2 (not below 32 columns) whose grid
+    // has a block for (nearly) every multiprocessor, chosen at run time
+    // from B; the narrowest when none has. A wider tile reads each chunk's
+    // W, Q and K once for more value columns, so a narrower one adds
+    // traffic. Measured on the H200 (K = V = 128): at B = 1, Hv = 32, tile
+    // 32 with 128 blocks beats tile 64 with 64 blocks by 17%; at B = 1,
+    // Hv = 16, tile 32 with 64 blocks beats tile 16 with 128 by 7%.
     SmallVector<ScanShape> tilings = {shape};
     for (int64_t narrower = shape.valueTile / 2;
-         narrower >= 16 && tilings.size() < 3; narrower /= 2) {
+         narrower >= 32 && tilings.size() < 2; narrower /= 2) {
       if (shape.valueDim % narrower != 0)
         break;
       ScanShape tiled = shape;

@@ -283,11 +283,36 @@ SmallVector<ScanKernel::VectorPosition>
 ScanKernel::vectorPositions(int64_t rows, int64_t width) {
   assert(width % 8 == 0 && "rows are copied in vectors of 8");
   int64_t perRow = width / 8, count = rows * perRow;
-  int64_t perThread = (count + s.threads() - 1) / s.threads();
-  bool ragged = count % s.threads() != 0;
+  Value thread = dealThread ? dealThread : tid;
+  int64_t threads = dealThreads ? dealThreads : s.threads();
+  int64_t perThread = (count + threads - 1) / threads;
+  bool ragged = count % threads != 0;
   SmallVector<VectorPosition> positions;
+  // Where the threads cover whole rows per round (or a row takes whole
+  // rounds), a thread's row and column move by constants from round to
+  // round: one address register per operand instead of one per vector,
+  // which the compiler would otherwise hoist out of the chunk loop.
+  if (!ragged && (threads % perRow == 0 || perRow % threads == 0)) {
+    Value firstRow, firstCol;
+    if (threads % perRow == 0) {
+      firstRow = arith::DivUIOp::create(b, loc, thread, c(b, loc, perRow));
+      firstCol = mul(b, loc,
+                     arith::RemUIOp::create(b, loc, thread, c(b, loc, perRow)),
+                     c(b, loc, 8));
+    } else {
+      firstRow = c(b, loc, 0);
+      firstCol = mul(b, loc, thread, c(b, loc, 8));
+    }
+    for (int64_t it = 0; it < perThread; ++it) {
+      int64_t vector = it * threads;
+      positions.push_back(
+          {Value(), add(b, loc, firstRow, c(b, loc, vector / perRow)),
+           add(b, loc, firstCol, c(b, loc, vector % perRow * 8))});
+    }
+    return positions;
+  }
   for (int64_t it = 0; it < perThread; ++it) {
-    Value i = add(b, loc, tid, c(b, loc, it * s.threads()));
+    Value i = add(b, loc, thread, c(b, loc, it * threads));
     Value valid;
     if (ragged) {
       // Threads past the end take vector 0 and store nothing.

@@ -1,8 +1,8 @@
 //===- ScanStateKernel.cpp - the state kernel of the chunked scan ---------===//
 //
 // One block per (value head x value tile, batch): the chunks of a
-// sequence in order, the next chunk's operands in flight during this
-// chunk's products.
+// sequence in order. Copy warps keep the next chunk's operands in flight
+// while the compute warps run this chunk's products.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +45,99 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   auto widen = [&](OpBuilder &nb, Location nl, Value x) {
     return convertFloat(nb, nl, x, f32);
   };
+  Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  auto inSlot = [](HalfTile tile, Value slot) {
+    tile.slot = slot;
+    return tile;
+  };
+  Value chunks = arith::CeilDivUIOp::create(b, loc, tokens, c(b, loc, chunk));
+  Value lastChunk = arith::SubIOp::create(b, loc, chunks, c(b, loc, 1));
+  // The hand-over of chunk i: the copy warps have seen its operands land,
+  // and the compute warps are done with chunk i - 1, whose slots the copy
+  // warps fill next.
+  auto handOver = [&](OpBuilder &nb, Location nl) {
+    namedBarrier(nb, nl, /*id=*/1, s.stateThreads());
+  };
+  Value computes = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         tid, c(b, loc, s.threads()));
+  auto roles = scf::IfOp::create(b, loc, TypeRange(), computes,
+                                 /*withElseRegion=*/true);
+
+  // The copy warps: every operand of chunk `index`, prepared by the WY
+  // kernel, goes by cp.async straight into slot `slot` of its tile, a
+  // whole chunk ahead of its use.
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(roles.elseBlock()->getTerminator());
+    dealThread = arith::SubIOp::create(b, loc, tid, c(b, loc, s.threads()));
+    dealThreads = 32 * s.copyWarps;
+    Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            dealThread, c(b, loc, 0));
+    auto copyChunkAsync = [&](Value index, Value slot) {
+      Value start = mul(b, loc, index, c(b, loc, chunk));
+      auto copy = [&](int64_t rows, int64_t width, const HalfTile &tileTo,
+                      Value source, Value sourceColumn) {
+        forEachVector(rows, width,
+                      [&](OpBuilder &nb, Location nl, Value r, Value col) {
+                        Value from = col;
+                        if (sourceColumn)
+                          from = add(nb, nl, sourceColumn, col);
+                        nvgpu::DeviceAsyncCopyOp::create(
+                            nb, nl, tokenType, tileTo.halves,
+                            tileTo.at(r, col), source,
+                            ValueRange{batch, head, add(nb, nl, start, r),
+                                       from},
+                            nb.getIndexAttr(8), Value(), nb.getUnitAttr());
+                      });
+      };
+      copy(chunk, keyDim, inSlot(wB, slot), m.w, Value());
+      copy(chunk, keyDim, inSlot(qsB, slot), m.qs, Value());
+      copy(chunk, keyDim, inSlot(kS, slot), m.kst, Value());
+      copy(chunk, chunk, inSlot(pB, slot), m.p, Value());
+      copy(chunk, tile, inSlot(uB, slot), m.u, firstColumn);
+      // The chunk's total log-decay: one 4-byte copy.
+      scf::IfOp::create(b, loc, firstLane, [&](OpBuilder &nb, Location nl) {
+        Value lastRow = add(nb, nl, start, c(nb, nl, chunk - 1));
+        nvgpu::DeviceAsyncCopyOp::create(
+            nb, nl, tokenType, decays, ValueRange{slot, c(nb, nl, 0)},
+            m.gates, ValueRange{batch, head, lastRow}, nb.getIndexAttr(1),
+            Value(), UnitAttr());
+        scf::YieldOp::create(nb, nl);
+      });
+      // The group's token only orders the IR: cp.async.wait_group counts
+      // the thread's groups.
+      return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                     ValueRange{})
+          .getResult();
+    };
+    auto waitForCopies = [&](Value group) {
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+    };
+    Value firstGroup = copyChunkAsync(c(b, loc, 0), c(b, loc, 0));
+    auto loop = scf::ForOp::create(
+        b, loc, c(b, loc, 0), chunks, c(b, loc, 1), ValueRange{firstGroup},
+        [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange carried) {
+          OpBuilder::InsertionGuard loopGuard(b);
+          Value slot = arith::RemUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
+          Value nextSlot = arith::SubIOp::create(lb, ll, c(lb, ll, 1), slot);
+          // The last iteration fetches its own chunk again (into slots
+          // nobody reads afterwards) rather than branch.
+          Value next = arith::MinUIOp::create(
+              lb, ll, add(lb, ll, chunkIndex, c(lb, ll, 1)), lastChunk);
+          auto yield = scf::YieldOp::create(lb, ll, carried);
+          b.setInsertionPoint(yield);
+          waitForCopies(carried[0]);
+          handOver(b, loc);
+          yield->setOperands(ValueRange{copyChunkAsync(next, nextSlot)});
+        });
+    waitForCopies(loop.getResult(0));
+    dealThread = Value();
+    dealThreads = 0;
+  }
+
+  // The compute warps.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(roles.thenBlock()->getTerminator());
   // The state tile, in f32 and in bf16.
   forEachThread(b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl,
                                             Value i) {
@@ -58,79 +151,18 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     store(nb, nl, value, ss, {r, col});
     storeHalf(nb, nl, value, sB, r, col);
   });
-
-  // Every operand of chunk `index`, prepared by the WY kernel, goes by
-  // cp.async straight into slot `slot` of its tile: no registers hold it,
-  // so no product waits on a scoreboard that a global load shares.
-  Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
-  auto inSlot = [](HalfTile tile, Value slot) {
-    tile.slot = slot;
-    return tile;
+  auto computeBarrier = [&](OpBuilder &nb, Location nl) {
+    namedBarrier(nb, nl, /*id=*/2, s.threads());
   };
-  Value firstThread = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                            tid, c(b, loc, 0));
-  auto copyChunkAsync = [&](Value index, Value slot) {
-    Value start = mul(b, loc, index, c(b, loc, chunk));
-    auto copy = [&](int64_t rows, int64_t width, const HalfTile &tileTo,
-                    Value source, Value sourceColumn) {
-      forEachVector(rows, width,
-                    [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                      Value from = col;
-                      if (sourceColumn)
-                        from = add(nb, nl, sourceColumn, col);
-                      nvgpu::DeviceAsyncCopyOp::create(
-                          nb, nl, tokenType, tileTo.halves,
-                          tileTo.at(r, col), source,
-                          ValueRange{batch, head, add(nb, nl, start, r), from},
-                          nb.getIndexAttr(8), Value(), nb.getUnitAttr());
-                    });
-    };
-    copy(chunk, keyDim, inSlot(wB, slot), m.w, Value());
-    copy(chunk, keyDim, inSlot(qsB, slot), m.qs, Value());
-    copy(chunk, keyDim, inSlot(kS, slot), m.kst, Value());
-    copy(chunk, chunk, inSlot(pB, slot), m.p, Value());
-    copy(chunk, tile, inSlot(uB, slot), m.u, firstColumn);
-    // The chunk's total log-decay: one 4-byte copy.
-    scf::IfOp::create(b, loc, firstThread, [&](OpBuilder &nb, Location nl) {
-      Value lastRow = add(nb, nl, start, c(nb, nl, chunk - 1));
-      nvgpu::DeviceAsyncCopyOp::create(
-          nb, nl, tokenType, decays, ValueRange{slot, c(nb, nl, 0)}, m.gates,
-          ValueRange{batch, head, lastRow}, nb.getIndexAttr(1), Value(),
-          UnitAttr());
-      scf::YieldOp::create(nb, nl);
-    });
-    // The group's token only orders the IR: cp.async.wait_group counts the
-    // thread's groups.
-    return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
-                                                   ValueRange{})
-        .getResult();
-  };
-  auto waitForCopies = [&](Value group) {
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
-  };
-
-  // Chunk 0 before the loop; each iteration starts the next chunk's copies
-  // into the other slots as soon as every thread is past the chunk before
-  // (the barrier), so that they have this chunk's products to land.
-  Value chunks = arith::CeilDivUIOp::create(b, loc, tokens, c(b, loc, chunk));
-  Value lastChunk = arith::SubIOp::create(b, loc, chunks, c(b, loc, 1));
-  Value firstGroup = copyChunkAsync(c(b, loc, 0), c(b, loc, 0));
-  auto loop = scf::ForOp::create(
-      b, loc, c(b, loc, 0), chunks, c(b, loc, 1), ValueRange{firstGroup},
-      [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange carried) {
-        OpBuilder::InsertionGuard guard(b);
+  scf::ForOp::create(
+      b, loc, c(b, loc, 0), chunks, c(b, loc, 1), ValueRange{},
+      [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange) {
+        OpBuilder::InsertionGuard loopGuard(b);
         Value start = mul(lb, ll, chunkIndex, c(lb, ll, chunk));
         Value slot = arith::RemUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
-        Value nextSlot = arith::SubIOp::create(lb, ll, c(lb, ll, 1), slot);
-        // The last iteration fetches its own chunk again (into slots nobody
-        // reads afterwards) rather than branch.
-        Value next = arith::MinUIOp::create(
-            lb, ll, add(lb, ll, chunkIndex, c(lb, ll, 1)), lastChunk);
-        auto yield = scf::YieldOp::create(lb, ll, carried);
+        auto yield = scf::YieldOp::create(lb, ll);
         b.setInsertionPoint(yield);
-        waitForCopies(carried[0]);
-        barrier(b, loc);
-        Value group = copyChunkAsync(next, nextSlot);
+        handOver(b, loc);
 
         // Vnew = U - W S, kept in bf16, and Y = exp(G) Q S.
         product(chunk, tile,
@@ -154,7 +186,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                     Value first, Value second) {
                   storePair(nb, nl, first, second, ys, {r, col});
                 });
-        barrier(b, loc);
+        computeBarrier(b, loc);
 
         // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place (each
         // element is read, then written, by the same lane), and in bf16.
@@ -195,13 +227,10 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                   };
                   scf::IfOp::create(nb, nl, position.second, storeRow);
                 });
-        yield->setOperands(ValueRange{group});
       });
-  waitForCopies(loop.getResult(0));
   // The final state is stored with another thread mapping than the
   // products wrote it in.
-  barrier(b, loc);
-
+  computeBarrier(b, loc);
   forEachThread(b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl,
                                             Value i) {
     Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
@@ -209,5 +238,6 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     store(nb, nl, load(nb, nl, ss, {r, col}), m.finalState,
           {batch, head, r, add(nb, nl, firstColumn, col)});
   });
+  b.setInsertionPointAfter(roles);
   gpu::TerminatorOp::create(b, loc);
 }

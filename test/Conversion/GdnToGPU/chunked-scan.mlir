@@ -54,26 +54,48 @@
 // CHECK: vector.store %{{.+}}, %[[W]]
 // CHECK: vector.store %{{.+}}, %[[U]]
 // CHECK: gpu.terminator
-// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 4 : i64}}
-// The widest value tile whose grid has a block for 7/8 of the 132
-// multiprocessors: 4 heads x 2 tiles of 64 x B >= 115: tile 64; else
-// 4 x 4 x B >= 115: tile 32; else tile 16.
+// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 0 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 4 : i64}}
+// The widest value tile (not below 32) whose grid has a block for 7/8 of
+// the 132 multiprocessors: 4 heads x 2 tiles of 64 x B >= 115: tile 64;
+// else tile 32.
 // CHECK: %[[B64:.+]] = arith.muli %dim, %c8
 // CHECK: %[[BUSY64:.+]] = arith.cmpi uge, %[[B64]], %c115
 // CHECK: scf.if %[[BUSY64]]
 // Two slots each of bf16 exp(G) Q, -W, exp(G_C - G) K [64, 136], P and U
 // [64, 72] and of the chunk's log-decay (16 bytes); Vnew [64, 72], S
-// [128, 72]; f32 S [128, 68], exp(G) Q S [64, 68]: 221216 bytes.
+// [128, 72]; f32 S [128, 68], exp(G) Q S [64, 68]: 221216 bytes. Four
+// compute warps and two copy warps.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
+// CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c192,
 // CHECK-SAME: dynamic_shared_memory_size %c221216_i32
-// Every operand of a chunk goes by cp.async into its slot, the next
-// chunk's issued right after the barrier that frees the slots.
 // CHECK: %[[QSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[WSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[KSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[PSLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[USLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[DSLOTS:.+]] = memref.view {{.+}} to memref<2x4xf32, #gpu.address_space<workgroup>>
+// The compute warps (threads 0-127) walk the chunks: each starts at the
+// hand-over barrier of all 192 threads; one barrier of the 128 between
+// the products that make Vnew and those that use it; no global load.
+// CHECK: %[[COMPUTES:.+]] = arith.cmpi ult, %{{.+}}, %c128
+// CHECK: scf.if %[[COMPUTES]] {
+// CHECK: scf.for
+// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c192_i32
+// CHECK-NOT: nvvm.barrier
+// CHECK-NOT: vector.load
+// CHECK: nvvm.mma.sync
+// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
+// CHECK-NOT: nvvm.barrier
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: nvvm.barrier
+// The final state leaves after a barrier of the compute warps.
+// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c8192
+// The copy warps put every operand of a chunk into its slot by cp.async:
+// chunk 0 first, then in each iteration the wait for the chunk's copies,
+// the hand-over, and the next chunk's copies into the other slots.
+// CHECK: } else {
+// CHECK-NOT: nvvm.mma.sync
 // CHECK: nvgpu.device_async_copy %[[W]][{{.+}}], %[[WSLOTS]][%c0{{[_0-9]*}}, {{.+}}], 8 {bypassL1} : memref<?x4x?x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %[[QS]][{{.+}}], %[[QSLOTS]]
 // CHECK: nvgpu.device_async_copy %[[KST]][{{.+}}], %[[KSLOTS]]
@@ -83,30 +105,18 @@
 // CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
 // CHECK: scf.for {{.+}} iter_args(%[[CARRIED:.+]] = %[[GROUP]])
 // CHECK: nvgpu.device_async_wait %[[CARRIED]] {numGroups = 0 : i32}
-// CHECK-NEXT: gpu.barrier
-// CHECK-NOT: vector.load
+// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c192_i32
 // CHECK: nvgpu.device_async_copy %[[W]]
 // CHECK: nvgpu.device_async_create_group
-// CHECK-NOT: gpu.barrier
-// CHECK: nvvm.mma.sync
-// CHECK: gpu.barrier
-// CHECK-NOT: gpu.barrier
-// CHECK: nvvm.mma.sync
-// CHECK-NOT: gpu.barrier
 // CHECK: scf.yield
 // CHECK: nvgpu.device_async_wait
-// CHECK-NEXT: gpu.barrier
 // CHECK: gpu.terminator
-// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 4 : i64}}
+// CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 2 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 4 : i64}}
 // CHECK: } else {
-// CHECK: arith.cmpi uge, %{{.+}}, %c115
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c16{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
 // CHECK-SAME: dynamic_shared_memory_size %c176160_i32
-// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
-// CHECK: } else {
-// CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c32{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c153632_i32
-// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 4 : i64}}
+// CHECK: {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 2 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
+// CHECK-NOT: value_tile = 16
 // CHECK: %[[D0:.+]] = gpu.wait async
 // CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[W]]
 // CHECK: gpu.dealloc async
@@ -116,10 +126,11 @@
 // CHECK: %[[D6:.+]] = gpu.dealloc async [%{{.+}}] %[[KST]]
 // CHECK: gpu.wait [%[[D6]]]
 // TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
-// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 8 : i64}}
-// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
-// TILE: {gdn.chunked_scan = {chunk = 64 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 16 : i64, warps = 8 : i64}}
+// TILE: {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 0 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 8 : i64}}
+// TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c320,
+// TILE: {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 2 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 8 : i64}}
 // TILE-NOT: value_tile = 64
+// TILE-NOT: value_tile = 16
 // RECURRENT-LABEL: func.func @prefill
 // RECURRENT-NOT: gdn.chunked_scan
 // RECURRENT-NOT: nvvm.mma.sync
@@ -132,11 +143,15 @@
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX: gpu.binary @prefill_kernel_0 {{.+}}.minnctapersm 1
-// PTX-SAME: cp.async.cg.shared.global [%rd{{[0-9+]+}}], [%rd{{[0-9]+}}], 16;
-// PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX-SAME: bar.sync {{[^;]+}}, 192;
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-SAME: bar.sync {{[^;]+}}, 128;
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX-SAME: cp.async.cg.shared.global [%rd{{[0-9+]+}}], [%rd{{[0-9]+}}], 16;
 // PTX-SAME: cp.async.wait_group {{.+}}0;
-// PTX: gpu.binary @prefill_kernel_2 {{.+}}.minnctapersm 1
+// PTX: gpu.binary @prefill_kernel_1 {{.+}}.minnctapersm 1
+// PTX-NOT: gpu.binary @prefill_kernel_2
 func.func @prefill(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %h: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta initial_state(%h) {scale = 0.088 : f32} : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
   return %o, %s : tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>
