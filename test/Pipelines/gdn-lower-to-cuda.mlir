@@ -12,12 +12,15 @@
 // CHECK-NOT: llvm.call @malloc
 // CHECK: llvm.return
 // CHECK: gpu.binary @prefill_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// bf16 q, k, v are staged by cp.async while the gates are summed.
 // CHECK-SAME: .target sm_90a
+// CHECK-SAME: cp.async.cg.shared.global
 // CHECK-SAME: bar.sync
 // CHECK-SAME: ex2.approx
-// CHECK-SAME: fma.rn.f32
+// CHECK-SAME: cp.async.wait_group
+// CHECK-SAME: cvt.rn.bf16
 // CHECK-NOT: __nv_
-// CHECK-SAME: cvt.rn.bf16.f32
+// CHECK-SAME: fma.rn.f32
 
 func.func @prefill(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %g: tensor<?x?x4xf32>, %b: tensor<?x?x4xf32>, %h: tensor<?x4x64x64xf32>) -> (tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %b initial_state(%h) : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) -> (tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>)

@@ -114,19 +114,31 @@ void ScanKernel::solve() {
     barrier(b, loc);
   }
   // The A operands of W = (T diag(beta exp(G))) K and U = (T diag(beta))
-  // V, in bf16: K and V then serve unscaled, as staged.
-  forEachThread(b, loc, chunk * chunk, [&](OpBuilder &nb, Location nl,
-                                            Value i) {
-    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, chunk));
-    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, chunk));
-    Value t = load(nb, nl, ms, {r, col});
-    storeHalf(nb, nl,
-              arith::MulFOp::create(nb, nl, t, load(nb, nl, decayW, {col})),
-              tW, r, col);
-    storeHalf(nb, nl,
-              arith::MulFOp::create(nb, nl, t, load(nb, nl, betas, {col})),
-              tU, r, col);
-  });
+  // V, in bf16: K and V then serve unscaled, as staged. Eight columns per
+  // step: 16-byte loads of T's row and of the column factors, one 16-byte
+  // store per copy.
+  Type f32 = b.getF32Type();
+  auto floats = VectorType::get({8}, f32);
+  auto halves = VectorType::get({8}, b.getBF16Type());
+  for (const VectorPosition &position : vectorPositions(chunk, chunk))
+    ifValid(position, [&](OpBuilder &nb, Location nl) {
+      auto loadFloats = [&](Value memory, ValueRange indices) {
+        return vector::LoadOp::create(nb, nl, floats, memory, indices, false,
+                                      llvm::Align(16))
+            .getResult();
+      };
+      Value t = loadFloats(ms, {position.row, position.col});
+      auto storeScaled = [&](Value factors, const HalfTile &to) {
+        Value scaled =
+            arith::MulFOp::create(nb, nl, t, loadFloats(factors, position.col));
+        vector::StoreOp::create(
+            nb, nl, arith::TruncFOp::create(nb, nl, halves, scaled),
+            to.halves, ValueRange{position.row, position.col}, false,
+            llvm::Align(16));
+      };
+      storeScaled(decayW, tW);
+      storeScaled(betas, tU);
+    });
   barrier(b, loc);
 }
 
@@ -168,6 +180,33 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   auto widen = [&](OpBuilder &nb, Location nl, Value x) {
     return convertFloat(nb, nl, x, f32);
   };
+  // bf16 q, k and v go by cp.async straight into their tiles (zeros past
+  // the end of the sequence), all three in flight while the gates are
+  // loaded and summed; other types go through registers to be rounded.
+  bool copyInputs =
+      cast<MemRefType>(m.q.getType()).getElementType().isBF16();
+  Value inputCopies;
+  if (copyInputs) {
+    Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+    auto copyRows = [&](Value source, Value sourceHead, int64_t width,
+                        const HalfTile &to) {
+      forEachVector(chunk, width, [&](OpBuilder &nb, Location nl, Value r,
+                                      Value col) {
+        auto [t, inside] = token(nb, nl, start, tokens, r);
+        Value elements = arith::SelectOp::create(nb, nl, inside, c(nb, nl, 8),
+                                                 c(nb, nl, 0));
+        nvgpu::DeviceAsyncCopyOp::create(
+            nb, nl, tokenType, to.halves, ValueRange{r, col}, source,
+            ValueRange{batch, t, sourceHead, col}, nb.getIndexAttr(8),
+            elements, nb.getUnitAttr());
+      });
+    };
+    copyRows(m.q, keyHead, keyDim, qB);
+    copyRows(m.k, keyHead, keyDim, kB);
+    copyRows(m.v, head, valueDim, vB);
+    inputCopies = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                          ValueRange{});
+  }
   Value rowThread = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                           tid, c(b, loc, chunk));
   scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
@@ -207,6 +246,9 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
           decayS, {tid});
     scf::YieldOp::create(nb, nl);
   });
+  if (inputCopies)
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, inputCopies,
+                                     b.getI32IntegerAttr(0));
   barrier(b, loc);
 
   // 8 elements of a token-indexed operand (zeros past the end of the
@@ -253,25 +295,46 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     vector::StoreOp::create(nb, nl, x, memory, indices, false,
                             llvm::Align(16));
   };
-  stage(m.q, keyHead, keyDim,
-        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-          storeVector(nb, nl, toHalves(nb, nl, x), qB.halves, {r, col});
-          // exp(G) Q for the state pass, straight to global memory.
-          storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, x, decayQ, r)),
-                      m.qs, {batch, head, add(nb, nl, start, r), col});
+  if (copyInputs) {
+    // exp(G) Q and exp(G_C - G) K for the state pass, from the staged
+    // tiles straight to global memory; nothing waits for these stores.
+    auto storeScaled = [&](const HalfTile &from, Value factors, Value to) {
+      for (const VectorPosition &position : vectorPositions(chunk, keyDim))
+        ifValid(position, [&](OpBuilder &nb, Location nl) {
+          Value r = position.row;
+          Value x = vector::LoadOp::create(nb, nl, halves, from.halves,
+                                           ValueRange{r, position.col}, false,
+                                           llvm::Align(16));
+          Value wide = arith::ExtFOp::create(nb, nl, floats, x);
+          storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, wide, factors, r)),
+                      to, {batch, head, add(nb, nl, start, r), position.col});
         });
-  stage(m.k, keyHead, keyDim,
-        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-          storeVector(nb, nl, toHalves(nb, nl, x), kB.halves, {r, col});
-          // exp(G_C - G) K for the state pass, straight to global memory.
-          storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, x, decayS, r)),
-                      m.kst, {batch, head, add(nb, nl, start, r), col});
-        });
-  stage(m.v, head, valueDim,
-        [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-          storeVector(nb, nl, toHalves(nb, nl, x), vB.halves, {r, col});
-        });
-  barrier(b, loc);
+    };
+    storeScaled(qB, decayQ, m.qs);
+    storeScaled(kB, decayS, m.kst);
+  } else {
+    stage(m.q, keyHead, keyDim,
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+            storeVector(nb, nl, toHalves(nb, nl, x), qB.halves, {r, col});
+            // exp(G) Q for the state pass, straight to global memory.
+            storeVector(nb, nl,
+                        toHalves(nb, nl, scaled(nb, nl, x, decayQ, r)), m.qs,
+                        {batch, head, add(nb, nl, start, r), col});
+          });
+    stage(m.k, keyHead, keyDim,
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+            storeVector(nb, nl, toHalves(nb, nl, x), kB.halves, {r, col});
+            // exp(G_C - G) K for the state pass, straight to global memory.
+            storeVector(nb, nl,
+                        toHalves(nb, nl, scaled(nb, nl, x, decayS, r)), m.kst,
+                        {batch, head, add(nb, nl, start, r), col});
+          });
+    stage(m.v, head, valueDim,
+          [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
+            storeVector(nb, nl, toHalves(nb, nl, x), vB.halves, {r, col});
+          });
+    barrier(b, loc);
+  }
 
   auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
     return f(nb, nl, 0.0f);

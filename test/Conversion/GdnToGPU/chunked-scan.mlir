@@ -36,12 +36,19 @@
 // CHECK-SAME: dynamic_shared_memory_size %c76544_i32
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// Every token operand is staged in 16-byte vectors, row-major; exp(G) Q and
-// exp(G_C - G) K go straight to global memory the same way.
-// CHECK: vector.store {{.+}} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// bf16 q, k, v go by cp.async into row-major tiles, 16 bytes per copy,
+// zero-filled past the end of the sequence, in flight while the gates are
+// loaded and summed; exp(G) Q and exp(G_C - G) K then go from the tiles
+// to global memory in 16-byte vectors.
+// CHECK: %[[INSIDE:.+]] = arith.cmpi ult, %{{.+}}, %dim
+// CHECK: %[[ELEMENTS:.+]] = arith.select %[[INSIDE]], %c8{{[_0-9]*}}, %c0
+// CHECK: nvgpu.device_async_copy %{{.+}}, %{{.+}}, 8, %[[ELEMENTS]] {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy {{.+}} : memref<?x?x4x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[INPUTS:.+]] = nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_wait %[[INPUTS]] {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier
 // CHECK: vector.store {{.+}}, %[[QS]]
 // CHECK: vector.store {{.+}}, %[[KST]]
-// CHECK: gpu.barrier
 // Fragments by ldmatrix: four 8 x 8 matrices of A, two of B^T.
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 2 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
