@@ -298,6 +298,8 @@ private:
   // chunk vectors.
   HalfTile kB, qB, vB, tW, tU;
   Value ms, ds;
+  /// Where A starts: -W and U pass through a bf16 tile there.
+  int64_t stagedResultsOffset = 0;
   Value gRaw, betas, gCum, decayQ, decayW, decayS;
   // State kernel: two slots of bf16 exp(G) Q, -W, exp(G_C - G) K, P, U
   // and of the f32 chunk log-decay; bf16 Vnew, S; f32 S and exp(G) Q S.

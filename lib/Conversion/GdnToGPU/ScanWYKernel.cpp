@@ -164,6 +164,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   tU = carveHalves(chunk, chunk, tOffset);
   offset = std::max(qOffset, tOffset);
   vB = carveHalves(chunk, valueDim, offset);
+  stagedResultsOffset = offset;
   ms = carveFloats(chunk, chunk, offset);
   gRaw = carve({chunk}, f32, offset);
   betas = carve({chunk}, f32, offset);
@@ -389,21 +390,50 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
                  }));
   barrier(b, loc);
   solve();
-  // -W = -T diag(beta exp(G)) K and U = T diag(beta) V, to global memory.
-  product(chunk, keyDim, {Term{chunk, tW, kB, false, /*bDepthMajor=*/true}},
-          zeroInit,
-          [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
-              Value second) {
-            storePair(nb, nl, arith::NegFOp::create(nb, nl, first),
-                      arith::NegFOp::create(nb, nl, second), m.w,
-                      {batch, head, rowOf(nb, nl, r), col});
-          });
-  product(chunk, valueDim,
-          {Term{chunk, tU, vB, false, /*bDepthMajor=*/true}}, zeroInit,
-          [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
-              Value second) {
-            storePair(nb, nl, first, second, m.u,
-                      {batch, head, rowOf(nb, nl, r), col});
-          });
+  // -W = -T diag(beta exp(G)) K and U = T diag(beta) V, to global memory:
+  // through a bf16 tile in the place of A (free after the solve), then
+  // rows of 16-byte stores, a quarter of the global store instructions of
+  // the products' pairs; directly where the tile does not fit.
+  int64_t stagingOffset = stagedResultsOffset;
+  HalfTile staged =
+      carveHalves(chunk, std::max(keyDim, valueDim), stagingOffset);
+  bool stageResults = stagingOffset <= s.chunkKernelBytes();
+  auto writeResult = [&](const Term &term, int64_t width, bool negate,
+                         Value to) {
+    PairEpilogue epilogue = [&](OpBuilder &nb, Location nl, Value r,
+                                Value col, Value first, Value second) {
+      if (negate) {
+        first = arith::NegFOp::create(nb, nl, first);
+        second = arith::NegFOp::create(nb, nl, second);
+      }
+      if (stageResults)
+        storePair(nb, nl, first, second, staged.halves, {r, col});
+      else
+        storePair(nb, nl, first, second, to,
+                  {batch, head, rowOf(nb, nl, r), col});
+    };
+    product(chunk, width, {term}, zeroInit, epilogue);
+    if (!stageResults)
+      return;
+    barrier(b, loc);
+    for (const VectorPosition &position : vectorPositions(chunk, width))
+      ifValid(position, [&](OpBuilder &nb, Location nl) {
+        Value x = vector::LoadOp::create(nb, nl, halves, staged.halves,
+                                         ValueRange{position.row,
+                                                    position.col},
+                                         false, llvm::Align(16));
+        vector::StoreOp::create(
+            nb, nl, x, to,
+            ValueRange{batch, head, rowOf(nb, nl, position.row), position.col},
+            false, llvm::Align(16));
+      });
+  };
+  writeResult(Term{chunk, tW, kB, false, /*bDepthMajor=*/true}, keyDim,
+              /*negate=*/true, m.w);
+  // The tile is reused once every thread has copied its rows out.
+  if (stageResults)
+    barrier(b, loc);
+  writeResult(Term{chunk, tU, vB, false, /*bDepthMajor=*/true}, valueDim,
+              /*negate=*/false, m.u);
   gpu::TerminatorOp::create(b, loc);
 }

@@ -56,10 +56,18 @@
 // The products' results leave in pairs of neighbours (one 4-byte store).
 // CHECK: vector.store %{{.+}}, %[[P]][{{.+}}] {alignment = 4 : i64} : memref<?x4x?x64xbf16>, vector<2xbf16>
 // W = (T diag(beta exp(G))) K takes K as staged (row-major, depth first):
-// its fragments load transposed.
+// its fragments load transposed. -W and then U pass through a bf16 tile in
+// A's place (free after the solve): pairs into the tile, a barrier, rows
+// of 16-byte stores to global memory.
+// CHECK: %[[STAGED:.+]] = memref.view %{{.+}}[%c53248{{[_0-9]*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
-// CHECK: vector.store %{{.+}}, %[[W]]
-// CHECK: vector.store %{{.+}}, %[[U]]
+// CHECK: vector.store %{{.+}}, %[[STAGED]][{{.+}}] {alignment = 4 : i64} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: gpu.barrier
+// CHECK: vector.store %{{.+}}, %[[W]][{{.+}}] {alignment = 16 : i64} : memref<?x4x?x128xbf16>, vector<8xbf16>
+// CHECK: gpu.barrier
+// CHECK: vector.store %{{.+}}, %[[STAGED]]
+// CHECK: gpu.barrier
+// CHECK: vector.store %{{.+}}, %[[U]][{{.+}}] {alignment = 16 : i64} : memref<?x4x?x128xbf16>, vector<8xbf16>
 // CHECK: gpu.terminator
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 0 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 4 : i64}}
 // The widest value tile (not below 32) whose grid has a block for 7/8 of
