@@ -17,6 +17,8 @@ from gdn.compiled import module_source
 HEADS = [(1, 1, 16, 16), (4, 4, 64, 64), (2, 4, 64, 128), (4, 4, 128, 128),
          (16, 16, 128, 128), (32, 32, 128, 128), (16, 32, 128, 128)]
 ELEMENT_TYPES = ["f32", "bf16"]
+# f16 q, k, v (rounded to bf16 on the way into the chunked scan's tiles).
+F16_HEADS = [(2, 4, 64, 128), (16, 32, 128, 128)]
 # Variants of the decode timing configuration: threads per state column.
 KEY_SPLIT_VARIANTS = [1, 4]
 # The bf16 prefill timing configurations again with the token recurrence
@@ -171,6 +173,12 @@ def main():
                           scale=k ** -0.5)
             manifest[name] = compile_config(args.compiler, args.out, name,
                                             config)
+    for (h, hv, k, v) in F16_HEADS:
+        name = config_name(h, hv, k, v, "f16")
+        config = dict(heads=h, value_heads=hv, key_dim=k, value_dim=v,
+                      element_type="f16", beta_element_type="f32",
+                      scale=k ** -0.5)
+        manifest[name] = compile_config(args.compiler, args.out, name, config)
     base = config_name(16, 32, 128, 128, "bf16")
     for splits in KEY_SPLIT_VARIANTS:
         name = f"{base}_ks{splits}"

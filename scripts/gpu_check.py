@@ -28,8 +28,9 @@ import torch  # noqa: E402
 
 from gdn import cuda, inputs, reference  # noqa: E402
 
-TOLERANCE = {"f32": 1e-5, "bf16": 1e-2}
-TORCH_TYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+TOLERANCE = {"f32": 1e-5, "bf16": 1e-2, "f16": 1e-2}
+TORCH_TYPES = {"f32": torch.float32, "bf16": torch.bfloat16,
+               "f16": torch.float16}
 
 # (config name, B, T, initial state, gate regime)
 CASES = [
@@ -57,6 +58,9 @@ CASES = [
     ("h4_hv4_k128_v128_bf16", 1, 1000, True, "design"),
     ("h16_hv32_k128_v128_bf16", 2, 200, True, "design"),
     ("h16_hv32_k128_v128_bf16_recurrent", 2, 200, True, "design"),
+    # f16 q, k, v: staged through registers and rounded to bf16 tiles.
+    ("h2_hv4_k64_v128_f16", 3, 127, True, "design"),
+    ("h16_hv32_k128_v128_f16", 1, 200, True, "strong"),
 ]
 QUICK = [0, 3, 6, 11]
 
@@ -283,6 +287,67 @@ def check_graph(kernels, name, b, t, seed):
     return ok
 
 
+def check_numpy(kernels, name, b, t, seed):
+    """A prefill and a decode step called with numpy arrays (float32, rounded
+    to the configuration's types on the way in) against the reference."""
+    kernel = kernels[name]
+    cfg = kernel.config
+    et = cfg["element_type"]
+    data = inputs.delta_rule_inputs(seed, b, t, cfg["heads"],
+                                    cfg["value_heads"], cfg["key_dim"],
+                                    cfg["value_dim"], "design",
+                                    initial_state=True)
+    o, s = kernel.delta_rule(data["q"], data["k"], data["v"], data["g"],
+                             data["beta"], data["initial_state"])
+    _, seen = device_inputs(data, et)
+    ref_o, ref_s = reference.delta_rule(seen["q"], seen["k"], seen["v"],
+                                        seen["g"], seen["beta"],
+                                        data["initial_state"], cfg["scale"])
+    worst = max(*relative(o, ref_o), *relative(s, ref_s))
+    step = {n: data[n][:, 0] for n in ("q", "k", "v", "g", "beta")}
+    o1, s1 = kernel.delta_rule_step(step["q"], step["k"], step["v"],
+                                    step["g"], step["beta"], s)
+    ref_o1, ref_s1 = reference.delta_rule_step(
+        seen["q"][:, 0], seen["k"][:, 0], seen["v"][:, 0], seen["g"][:, 0],
+        seen["beta"][:, 0], s, cfg["scale"])
+    worst = max(worst, *relative(o1, ref_o1), *relative(s1, ref_s1))
+    ok = (isinstance(o, np.ndarray) and isinstance(s1, np.ndarray)
+          and worst <= TOLERANCE[et])
+    print(f"{'PASS' if ok else 'FAIL'} numpy   {name} B={b} T={t} prefill "
+          f"and step on numpy arrays: worst={worst:.2e} "
+          f"tol={TOLERANCE[et]:.0e}")
+    return ok
+
+
+def check_bad_operands(kernels, name):
+    """Operands of the wrong type or shape are refused with their name and
+    the expected and actual values, before anything runs."""
+    kernel = kernels[name]
+    cfg = kernel.config
+    data = inputs.delta_rule_inputs(3, 1, 5, cfg["heads"], cfg["value_heads"],
+                                    cfg["key_dim"], cfg["value_dim"])
+    dev, _ = device_inputs(data, cfg["element_type"])
+    h0 = torch.zeros((1, cfg["value_heads"], cfg["key_dim"],
+                      cfg["value_dim"]), device="cuda")
+    wrong_type = dict(dev, q=dev["q"].float())
+    wrong_shape = dict(dev, v=dev["v"][..., :8].contiguous())
+    on_host = dict(dev, g=dev["g"].cpu())
+    results = []
+    for what, operands, message in (
+            ("dtype", wrong_type, "q: expected dtype"),
+            ("shape", wrong_shape, "v: expected shape"),
+            ("device", on_host, "g must be a CUDA tensor")):
+        try:
+            kernel.delta_rule(operands["q"], operands["k"], operands["v"],
+                              operands["g"], operands["beta"], h0)
+            ok, got = False, "no error"
+        except ValueError as error:
+            ok, got = message in str(error), str(error)
+        print(f"{'PASS' if ok else 'FAIL'} refuse  {name} wrong {what}: {got}")
+        results.append(ok)
+    return results
+
+
 def parse_memrefs(text):
     """The arrays printed by printMemref*, in order."""
     arrays = []
@@ -426,6 +491,9 @@ def main():
         checks = [check_graph(kernels, "h2_hv4_k64_v128_bf16", 2, 130, 50),
                   check_graph(kernels, "h16_hv32_k128_v128_bf16", 1, 300, 51),
                   check_graph(kernels, "h4_hv4_k64_v64_f32", 1, 70, 52),
+                  check_numpy(kernels, "h2_hv4_k64_v128_bf16", 2, 100, 53),
+                  check_numpy(kernels, "h4_hv4_k64_v64_f32", 1, 30, 54),
+                  *check_bad_operands(kernels, "h2_hv4_k64_v128_bf16"),
                   *check_executables(HERE)]
         passed += sum(checks)
         failed += len(checks) - sum(checks)

@@ -4,18 +4,24 @@ The kernels come from `gdn-compile --target=cuda --emit=shared` on the build
 machine (scripts/build-gpu-artifacts.sh); this module only needs the shared
 libraries, ctypes and torch, so it runs on a GPU machine without MLIR. The
 libraries export the C ABI of docs/c-abi.md with device pointers: every
-buffer, inputs and outputs, lives on the GPU.
+buffer, inputs and outputs, lives on the GPU. Inputs are torch CUDA tensors
+of the configuration's types, or numpy arrays, which are copied to the GPU
+in those types (q, k and v rounded to bf16 or f16) and give numpy results.
 """
 
 import ctypes
 import json
 import os
 
+import numpy as np
+
 from .compiled import descriptor_type
 
 PREFILL_SYMBOL = "_mlir_ciface_gdn_delta_rule"
 STEP_SYMBOL = "_mlir_ciface_gdn_delta_rule_step"
 MANIFEST = "manifest.json"
+# torch dtypes of the configuration's element type names.
+TORCH_TYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 
 
 def _torch():
@@ -57,10 +63,54 @@ class CudaKernels:
         self.library.gdnCudaUseStream.argtypes = [ctypes.c_void_p]
         self.library.gdnCudaOwnStreams.argtypes = []
 
-    def _check(self, tensors):
-        for name, t in tensors.items():
-            if not t.is_cuda:
-                raise ValueError(f"{name} must be a CUDA tensor")
+    def _operands(self, operands, tokens):
+        """Checks the operands against the configuration and returns them as
+        CUDA tensors, and whether any came as a numpy array. Shapes:
+        q, k [B, (T,) H, K]; v [B, (T,) Hv, V]; g, beta [B, (T,) Hv]; the
+        state [B, Hv, K, V]."""
+        torch = _torch()
+        cfg = self.config
+        h, hv = cfg["heads"], cfg["value_heads"]
+        kd, vd = cfg["key_dim"], cfg["value_dim"]
+        element = getattr(torch, TORCH_TYPES[cfg["element_type"]])
+        beta_type = getattr(torch, TORCH_TYPES[cfg.get("beta_element_type",
+                                                       "f32")])
+        q_shape = tuple(np.shape(operands["q"]))
+        if len(q_shape) != (4 if tokens else 3):
+            raise ValueError(f"q: expected shape [B, {'T, ' if tokens else ''}"
+                             f"{h}, {kd}], got {list(q_shape)}")
+        lead = q_shape[:2] if tokens else q_shape[:1]
+        expected = {"q": (lead + (h, kd), element),
+                    "k": (lead + (h, kd), element),
+                    "v": (lead + (hv, vd), element),
+                    "g": (lead + (hv,), torch.float32),
+                    "beta": (lead + (hv,), beta_type)}
+        state_name = [n for n in operands if n not in expected][0]
+        expected[state_name] = ((lead[0], hv, kd, vd), torch.float32)
+        from_numpy = False
+        tensors = {}
+        for name, x in operands.items():
+            shape, dtype = expected[name]
+            if isinstance(x, torch.Tensor):
+                if not x.is_cuda:
+                    raise ValueError(f"{name} must be a CUDA tensor or a "
+                                     "numpy array")
+                if x.dtype != dtype:
+                    raise ValueError(f"{name}: expected dtype {dtype}, got "
+                                     f"{x.dtype}")
+            else:
+                array = np.asarray(x)
+                if array.dtype.kind != "f":
+                    raise ValueError(f"{name}: expected floating-point "
+                                     f"values, got dtype {array.dtype}")
+                x = torch.from_numpy(np.ascontiguousarray(
+                    array, dtype=np.float32)).to("cuda", dtype)
+                from_numpy = True
+            if tuple(x.shape) != shape:
+                raise ValueError(f"{name}: expected shape {list(shape)}, got "
+                                 f"{list(x.shape)}")
+            tensors[name] = x
+        return tensors, from_numpy
 
     def _call(self, symbol, tensors):
         if any(n == 0 for n in tensors[0].shape[:1]):
@@ -78,25 +128,37 @@ class CudaKernels:
             self.library.gdnCudaOwnStreams()
 
     def delta_rule(self, q, k, v, g, beta, initial_state):
-        """Prefill: returns (o, final_state) as new CUDA tensors."""
+        """Prefill: returns (o, final_state), new CUDA tensors (numpy arrays,
+        o in float32, if any input was a numpy array)."""
         torch = _torch()
-        self._check(dict(q=q, k=k, v=v, g=g, beta=beta,
-                         initial_state=initial_state))
-        b, t, hv, vd = v.shape
-        o = torch.empty_like(v)
-        state = torch.empty((b, hv, q.shape[-1], vd), dtype=torch.float32,
-                            device=v.device)
-        self._call(PREFILL_SYMBOL, (q, k, v, g, beta, initial_state, o, state))
+        x, from_numpy = self._operands(
+            dict(q=q, k=k, v=v, g=g, beta=beta, initial_state=initial_state),
+            tokens=True)
+        b, t, hv, vd = x["v"].shape
+        o = torch.empty_like(x["v"])
+        state = torch.empty((b, hv, x["q"].shape[-1], vd),
+                            dtype=torch.float32, device=x["v"].device)
+        self._call(PREFILL_SYMBOL, (x["q"], x["k"], x["v"], x["g"], x["beta"],
+                                    x["initial_state"], o, state))
+        if from_numpy:
+            return o.float().cpu().numpy(), state.cpu().numpy()
         return o, state
 
     def delta_rule_step(self, q, k, v, g, beta, state, inplace=False):
         """One decode token; with inplace=True the new state overwrites
-        `state` (the kernel reads a state column before writing it)."""
+        `state` (the kernel reads a state column before writing it), which
+        must then be a CUDA tensor."""
         torch = _torch()
-        self._check(dict(q=q, k=k, v=v, g=g, beta=beta, state=state))
-        o = torch.empty_like(v)
-        new_state = state if inplace else torch.empty_like(state)
-        self._call(STEP_SYMBOL, (q, k, v, g, beta, state, o, new_state))
+        if inplace and not isinstance(state, torch.Tensor):
+            raise ValueError("inplace=True needs the state as a CUDA tensor")
+        x, from_numpy = self._operands(
+            dict(q=q, k=k, v=v, g=g, beta=beta, state=state), tokens=False)
+        o = torch.empty_like(x["v"])
+        new_state = x["state"] if inplace else torch.empty_like(x["state"])
+        self._call(STEP_SYMBOL, (x["q"], x["k"], x["v"], x["g"], x["beta"],
+                                 x["state"], o, new_state))
+        if from_numpy:
+            return o.float().cpu().numpy(), new_state.cpu().numpy()
         return o, new_state
 
     def set_kernel_timing(self, enabled):
