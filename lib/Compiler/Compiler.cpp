@@ -292,13 +292,12 @@ static LogicalResult prepareMain(ModuleOp module) {
     return module.emitError() << "cannot rename @main";
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = main.getLoc();
-  auto entry = func::FuncOp::create(
-      b, loc, "main", b.getFunctionType({}, {b.getI32Type()}));
+  auto entry = func::FuncOp::create(b, loc, "main",
+                                    b.getFunctionType({}, {b.getI32Type()}));
   b.setInsertionPointToStart(entry.addEntryBlock());
   func::CallOp::create(b, loc, main, ValueRange());
-  func::ReturnOp::create(b, loc,
-                         ValueRange{arith::ConstantIntOp::create(b, loc, 0,
-                                                                 32)});
+  func::ReturnOp::create(
+      b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 32)});
   return success();
 }
 

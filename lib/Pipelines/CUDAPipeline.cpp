@@ -52,7 +52,8 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   outParamOptions.hoistStaticAllocs = true;
   outParamOptions.hoistDynamicAllocs = true;
   outParamOptions.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParamOptions));
+  pm.addPass(
+      bufferization::createBufferResultsToOutParamsPass(outParamOptions));
   pm.addPass(createCanonicalizerPass());
   if (options.managedHostBuffers)
     pm.addNestedPass<func::FuncOp>(createGdnManagedHostBuffersPass());

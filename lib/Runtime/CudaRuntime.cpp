@@ -88,7 +88,8 @@ void collectTimings() {
   for (TimedLaunch &launch : pendingLaunches) {
     GDN_CUDA_CHECK(cuEventSynchronize(launch.stop));
     float milliseconds = 0;
-    GDN_CUDA_CHECK(cuEventElapsedTime(&milliseconds, launch.start, launch.stop));
+    GDN_CUDA_CHECK(
+        cuEventElapsedTime(&milliseconds, launch.start, launch.stop));
     kernelMicroseconds += milliseconds * 1000.0;
     ++timedLaunches;
     cuEventDestroy(launch.start);
@@ -217,8 +218,7 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
     GDN_CUDA_CHECK(cuMemPoolSetAttribute(
         pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keepEverything));
   });
-  GDN_CUDA_CHECK(
-      cuMemAllocAsync(&pointer, bytes, orBorrowed(stream)));
+  GDN_CUDA_CHECK(cuMemAllocAsync(&pointer, bytes, orBorrowed(stream)));
   return reinterpret_cast<void *>(pointer);
 }
 

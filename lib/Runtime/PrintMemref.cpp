@@ -85,8 +85,7 @@ void printData(std::ostream &os, const T *base, int64_t dim, int64_t rank,
   os << "[";
   for (int64_t i = 0; i < sizes[dim]; ++i) {
     if (i > 0)
-      os << ", " << (dim + 1 < rank ? "\n" : "")
-         << std::string(dim + 1, ' ');
+      os << ", " << (dim + 1 < rank ? "\n" : "") << std::string(dim + 1, ' ');
     printData(os, base, dim + 1, rank, offset + i * strides[dim], sizes,
               strides);
   }

@@ -144,17 +144,15 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
                         scratch[4], scratch[5],
                         static_cast<int64_t>(op.getGroupSize()),
                         op.getScale().convertToFloat()};
-    auto mapping = [&](OpBuilder &lb, const ScanShape &tiled,
-                       StringRef role) {
+    auto mapping = [&](OpBuilder &lb, const ScanShape &tiled, StringRef role) {
       return lb.getDictionaryAttr({
           lb.getNamedAttr("kernel", lb.getStringAttr(role)),
           lb.getNamedAttr("chunk", lb.getI64IntegerAttr(tiled.chunk)),
           lb.getNamedAttr("value_tile", lb.getI64IntegerAttr(tiled.valueTile)),
           lb.getNamedAttr("warps", lb.getI64IntegerAttr(tiled.warps)),
-          lb.getNamedAttr("copy_warps",
-                          lb.getI64IntegerAttr(role == "state"
-                                                   ? tiled.copyWarps
-                                                   : 0)),
+          lb.getNamedAttr(
+              "copy_warps",
+              lb.getI64IntegerAttr(role == "state" ? tiled.copyWarps : 0)),
           lb.getNamedAttr("mma", lb.getStringAttr("m16n8k16.bf16")),
       });
     };
@@ -167,9 +165,9 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       Value one = indexConstant(lb, ll, 1);
       Value sharedBytes =
           arith::ConstantOp::create(lb, ll, lb.getI32IntegerAttr(bytes));
-      auto launch = gpu::LaunchOp::create(
-          lb, ll, x, y, z, indexConstant(lb, ll, threads), one, one,
-          sharedBytes);
+      auto launch =
+          gpu::LaunchOp::create(lb, ll, x, y, z, indexConstant(lb, ll, threads),
+                                one, one, sharedBytes);
       launch->setAttr("gdn.chunked_scan", mapping(lb, mapped, role));
       OpBuilder kb(lb.getContext());
       kb.setInsertionPointToStart(&launch.getBody().front());
@@ -187,10 +185,10 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     auto buildLaunch = [&](OpBuilder &lb, Location ll,
                            const ScanShape &tiled) {
       int64_t valueTiles = tiled.valueDim / tiled.valueTile;
-      auto [launch, kb] = launchKernel(
-          lb, ll, indexConstant(lb, ll, valueHeads * valueTiles), batch,
-          indexConstant(lb, ll, 1), tiled, "state", tiled.stateThreads(),
-          tiled.stateKernelBytes());
+      auto [launch, kb] =
+          launchKernel(lb, ll, indexConstant(lb, ll, valueHeads * valueTiles),
+                       batch, indexConstant(lb, ll, 1), tiled, "state",
+                       tiled.stateThreads(), tiled.stateKernelBytes());
       ScanKernel(kb, ll, tiled).buildStateKernel(launch, buffers, valueTiles);
     };
     // Narrower value tiles for grids that would leave multiprocessors

@@ -296,9 +296,9 @@ ScanKernel::vectorPositions(int64_t rows, int64_t width) {
     Value firstRow, firstCol;
     if (threads % perRow == 0) {
       firstRow = arith::DivUIOp::create(b, loc, thread, c(b, loc, perRow));
-      firstCol = mul(b, loc,
-                     arith::RemUIOp::create(b, loc, thread, c(b, loc, perRow)),
-                     c(b, loc, 8));
+      firstCol =
+          mul(b, loc, arith::RemUIOp::create(b, loc, thread, c(b, loc, perRow)),
+              c(b, loc, 8));
     } else {
       firstRow = c(b, loc, 0);
       firstCol = mul(b, loc, thread, c(b, loc, 8));
@@ -321,8 +321,9 @@ ScanKernel::vectorPositions(int64_t rows, int64_t width) {
       i = arith::SelectOp::create(b, loc, valid, i, c(b, loc, 0));
     }
     Value r = arith::DivUIOp::create(b, loc, i, c(b, loc, perRow));
-    Value col = mul(b, loc, arith::RemUIOp::create(b, loc, i, c(b, loc, perRow)),
-                    c(b, loc, 8));
+    Value col =
+        mul(b, loc, arith::RemUIOp::create(b, loc, i, c(b, loc, perRow)),
+            c(b, loc, 8));
     positions.push_back({valid, r, col});
   }
   return positions;

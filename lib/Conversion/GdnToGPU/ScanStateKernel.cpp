@@ -58,8 +58,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   auto handOver = [&](OpBuilder &nb, Location nl) {
     namedBarrier(nb, nl, /*id=*/1, s.stateThreads());
   };
-  Value computes = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         tid, c(b, loc, s.threads()));
+  Value computes = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                                         c(b, loc, s.threads()));
   auto roles = scf::IfOp::create(b, loc, TypeRange(), computes,
                                  /*withElseRegion=*/true);
 
@@ -77,18 +77,16 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
       Value start = mul(b, loc, index, c(b, loc, chunk));
       auto copy = [&](int64_t rows, int64_t width, const HalfTile &tileTo,
                       Value source, Value sourceColumn) {
-        forEachVector(rows, width,
-                      [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                        Value from = col;
-                        if (sourceColumn)
-                          from = add(nb, nl, sourceColumn, col);
-                        nvgpu::DeviceAsyncCopyOp::create(
-                            nb, nl, tokenType, tileTo.halves,
-                            tileTo.at(r, col), source,
-                            ValueRange{batch, head, add(nb, nl, start, r),
-                                       from},
-                            nb.getIndexAttr(8), Value(), nb.getUnitAttr());
-                      });
+        forEachVector(
+            rows, width, [&](OpBuilder &nb, Location nl, Value r, Value col) {
+              Value from = col;
+              if (sourceColumn)
+                from = add(nb, nl, sourceColumn, col);
+              nvgpu::DeviceAsyncCopyOp::create(
+                  nb, nl, tokenType, tileTo.halves, tileTo.at(r, col), source,
+                  ValueRange{batch, head, add(nb, nl, start, r), from},
+                  nb.getIndexAttr(8), Value(), nb.getUnitAttr());
+            });
       };
       copy(chunk, keyDim, inSlot(wB, slot), m.w, Value());
       copy(chunk, keyDim, inSlot(qsB, slot), m.qs, Value());
@@ -99,9 +97,9 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
       scf::IfOp::create(b, loc, firstLane, [&](OpBuilder &nb, Location nl) {
         Value lastRow = add(nb, nl, start, c(nb, nl, chunk - 1));
         nvgpu::DeviceAsyncCopyOp::create(
-            nb, nl, tokenType, decays, ValueRange{slot, c(nb, nl, 0)},
-            m.gates, ValueRange{batch, head, lastRow}, nb.getIndexAttr(1),
-            Value(), UnitAttr());
+            nb, nl, tokenType, decays, ValueRange{slot, c(nb, nl, 0)}, m.gates,
+            ValueRange{batch, head, lastRow}, nb.getIndexAttr(1), Value(),
+            UnitAttr());
         scf::YieldOp::create(nb, nl);
       });
       // The group's token only orders the IR: cp.async.wait_group counts
@@ -206,18 +204,20 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                 });
         // O = scale (Y + P Vnew), for the rows inside the sequence.
         Value scaleValue = f(b, loc, m.scale);
-        product(chunk, tile,
-                {Term{chunk, inSlot(pB, slot), vN, false,
-                      /*bDepthMajor=*/true}},
-                [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                  return load(nb, nl, ys, {r, col});
-                },
-                [&](OpBuilder &nb, Location nl, Value r, Value col,
-                    Value first, Value second) {
-                  std::pair<Value, Value> position =
-                      token(nb, nl, start, tokens, r);
-                  Value t = position.first;
-                  auto storeRow = [&](OpBuilder &ib, Location il) {
+        product(
+            chunk, tile,
+            {Term{chunk, inSlot(pB, slot), vN, false,
+                  /*bDepthMajor=*/true}},
+            [&](OpBuilder &nb, Location nl, Value r, Value col) {
+              return load(nb, nl, ys, {r, col});
+            },
+            [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
+                Value second) {
+              std::pair<Value, Value> position =
+                  token(nb, nl, start, tokens, r);
+              Value t = position.first;
+              auto storeRow =
+                  [&](OpBuilder &ib, Location il) {
                     storePair(ib, il,
                               arith::MulFOp::create(ib, il, first, scaleValue),
                               arith::MulFOp::create(ib, il, second, scaleValue),
@@ -225,8 +225,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                               {batch, t, head, add(ib, il, firstColumn, col)});
                     scf::YieldOp::create(ib, il);
                   };
-                  scf::IfOp::create(nb, nl, position.second, storeRow);
-                });
+              scf::IfOp::create(nb, nl, position.second, storeRow);
+            });
       });
   // The final state is stored with another thread mapping than the
   // products wrote it in.

@@ -132,9 +132,8 @@ void ScanKernel::solve() {
         Value scaled =
             arith::MulFOp::create(nb, nl, t, loadFloats(factors, position.col));
         vector::StoreOp::create(
-            nb, nl, arith::TruncFOp::create(nb, nl, halves, scaled),
-            to.halves, ValueRange{position.row, position.col}, false,
-            llvm::Align(16));
+            nb, nl, arith::TruncFOp::create(nb, nl, halves, scaled), to.halves,
+            ValueRange{position.row, position.col}, false, llvm::Align(16));
       };
       storeScaled(decayW, tW);
       storeScaled(betas, tU);
@@ -184,23 +183,22 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   // bf16 q, k and v go by cp.async straight into their tiles (zeros past
   // the end of the sequence), all three in flight while the gates are
   // loaded and summed; other types go through registers to be rounded.
-  bool copyInputs =
-      cast<MemRefType>(m.q.getType()).getElementType().isBF16();
+  bool copyInputs = cast<MemRefType>(m.q.getType()).getElementType().isBF16();
   Value inputCopies;
   if (copyInputs) {
     Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
     auto copyRows = [&](Value source, Value sourceHead, int64_t width,
                         const HalfTile &to) {
-      forEachVector(chunk, width, [&](OpBuilder &nb, Location nl, Value r,
-                                      Value col) {
-        auto [t, inside] = token(nb, nl, start, tokens, r);
-        Value elements = arith::SelectOp::create(nb, nl, inside, c(nb, nl, 8),
-                                                 c(nb, nl, 0));
-        nvgpu::DeviceAsyncCopyOp::create(
-            nb, nl, tokenType, to.halves, ValueRange{r, col}, source,
-            ValueRange{batch, t, sourceHead, col}, nb.getIndexAttr(8),
-            elements, nb.getUnitAttr());
-      });
+      forEachVector(chunk, width,
+                    [&](OpBuilder &nb, Location nl, Value r, Value col) {
+                      auto [t, inside] = token(nb, nl, start, tokens, r);
+                      Value elements = arith::SelectOp::create(
+                          nb, nl, inside, c(nb, nl, 8), c(nb, nl, 0));
+                      nvgpu::DeviceAsyncCopyOp::create(
+                          nb, nl, tokenType, to.halves, ValueRange{r, col},
+                          source, ValueRange{batch, t, sourceHead, col},
+                          nb.getIndexAttr(8), elements, nb.getUnitAttr());
+                    });
     };
     copyRows(m.q, keyHead, keyDim, qB);
     copyRows(m.k, keyHead, keyDim, kB);
@@ -307,8 +305,9 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
                                            ValueRange{r, position.col}, false,
                                            llvm::Align(16));
           Value wide = arith::ExtFOp::create(nb, nl, floats, x);
-          storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, wide, factors, r)),
-                      to, {batch, head, add(nb, nl, start, r), position.col});
+          storeVector(nb, nl,
+                      toHalves(nb, nl, scaled(nb, nl, wide, factors, r)), to,
+                      {batch, head, add(nb, nl, start, r), position.col});
         });
     };
     storeScaled(qB, decayQ, m.qs);
@@ -318,17 +317,15 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
           [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
             storeVector(nb, nl, toHalves(nb, nl, x), qB.halves, {r, col});
             // exp(G) Q for the state pass, straight to global memory.
-            storeVector(nb, nl,
-                        toHalves(nb, nl, scaled(nb, nl, x, decayQ, r)), m.qs,
-                        {batch, head, add(nb, nl, start, r), col});
+            storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, x, decayQ, r)),
+                        m.qs, {batch, head, add(nb, nl, start, r), col});
           });
     stage(m.k, keyHead, keyDim,
           [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
             storeVector(nb, nl, toHalves(nb, nl, x), kB.halves, {r, col});
             // exp(G_C - G) K for the state pass, straight to global memory.
-            storeVector(nb, nl,
-                        toHalves(nb, nl, scaled(nb, nl, x, decayS, r)), m.kst,
-                        {batch, head, add(nb, nl, start, r), col});
+            storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, x, decayS, r)),
+                        m.kst, {batch, head, add(nb, nl, start, r), col});
           });
     stage(m.v, head, valueDim,
           [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
@@ -400,8 +397,8 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   bool stageResults = stagingOffset <= s.chunkKernelBytes();
   auto writeResult = [&](const Term &term, int64_t width, bool negate,
                          Value to) {
-    PairEpilogue epilogue = [&](OpBuilder &nb, Location nl, Value r,
-                                Value col, Value first, Value second) {
+    PairEpilogue epilogue = [&](OpBuilder &nb, Location nl, Value r, Value col,
+                                Value first, Value second) {
       if (negate) {
         first = arith::NegFOp::create(nb, nl, first);
         second = arith::NegFOp::create(nb, nl, second);
@@ -419,8 +416,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     for (const VectorPosition &position : vectorPositions(chunk, width))
       ifValid(position, [&](OpBuilder &nb, Location nl) {
         Value x = vector::LoadOp::create(nb, nl, halves, staged.halves,
-                                         ValueRange{position.row,
-                                                    position.col},
+                                         ValueRange{position.row, position.col},
                                          false, llvm::Align(16));
         vector::StoreOp::create(
             nb, nl, x, to,

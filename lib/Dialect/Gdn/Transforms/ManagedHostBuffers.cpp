@@ -29,8 +29,8 @@ gpu::AllocOp createManaged(PatternRewriter &rewriter, Location loc,
                            MemRefType type, ValueRange dynamicSizes,
                            ValueRange symbolOperands) {
   return gpu::AllocOp::create(rewriter, loc, type, /*asyncToken=*/Type(),
-                              /*asyncDependencies=*/ValueRange(),
-                              dynamicSizes, symbolOperands,
+                              /*asyncDependencies=*/ValueRange(), dynamicSizes,
+                              symbolOperands,
                               /*hostShared=*/true);
 }
 
@@ -39,10 +39,10 @@ struct AllocToManaged : OpRewritePattern<memref::AllocOp> {
 
   LogicalResult matchAndRewrite(memref::AllocOp alloc,
                                 PatternRewriter &rewriter) const override {
-    rewriter.replaceOp(alloc, createManaged(rewriter, alloc.getLoc(),
-                                            alloc.getType(),
-                                            alloc.getDynamicSizes(),
-                                            alloc.getSymbolOperands()));
+    rewriter.replaceOp(alloc,
+                       createManaged(rewriter, alloc.getLoc(), alloc.getType(),
+                                     alloc.getDynamicSizes(),
+                                     alloc.getSymbolOperands()));
     return success();
   }
 };
@@ -55,9 +55,8 @@ struct DeallocToManaged : OpRewritePattern<memref::DeallocOp> {
     auto alloc = dealloc.getMemref().getDefiningOp<gpu::AllocOp>();
     if (!alloc || !alloc.getHostShared())
       return rewriter.notifyMatchFailure(dealloc, "not a managed buffer");
-    rewriter.replaceOpWithNewOp<gpu::DeallocOp>(dealloc, /*asyncToken=*/Type(),
-                                                ValueRange(),
-                                                dealloc.getMemref());
+    rewriter.replaceOpWithNewOp<gpu::DeallocOp>(
+        dealloc, /*asyncToken=*/Type(), ValueRange(), dealloc.getMemref());
     return success();
   }
 };
@@ -77,11 +76,10 @@ struct GlobalToManaged : OpRewritePattern<memref::GetGlobalOp> {
     if (onlyCopiedFrom)
       return rewriter.notifyMatchFailure(global, "already copied");
     rewriter.setInsertionPointAfter(global);
-    gpu::AllocOp managed = createManaged(rewriter, global.getLoc(),
-                                         global.getType(), {}, {});
+    gpu::AllocOp managed =
+        createManaged(rewriter, global.getLoc(), global.getType(), {}, {});
     auto copy = memref::CopyOp::create(rewriter, global.getLoc(),
-                                       global.getResult(),
-                                       managed.getMemref());
+                                       global.getResult(), managed.getMemref());
     rewriter.replaceUsesWithIf(
         global.getResult(), managed.getMemref(),
         [&](OpOperand &use) { return use.getOwner() != copy; });
