@@ -5,12 +5,13 @@
 // kernels it launches read and write the same buffers. Managed memory is
 // reachable from both sides, so every host buffer becomes a host_shared
 // gpu.alloc: memref.alloc directly, and a constant (memref.get_global) as a
-// managed copy made on first use in its function.
+// managed copy made at the start of its function.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/PatternMatch.h"
@@ -34,6 +35,18 @@ gpu::AllocOp createManaged(PatternRewriter &rewriter, Location loc,
                               /*hostShared=*/true);
 }
 
+/// Frees a managed buffer. gpu-to-llvm lowers only the stream-ordered form
+/// of gpu.dealloc; the waits around it make the free complete in place.
+void deallocManaged(PatternRewriter &rewriter, Location loc, Value memref) {
+  Type tokenType = gpu::AsyncTokenType::get(rewriter.getContext());
+  Value ready = gpu::WaitOp::create(rewriter, loc, tokenType, ValueRange())
+                    .getAsyncToken();
+  Value freed = gpu::DeallocOp::create(rewriter, loc, tokenType,
+                                       ValueRange{ready}, memref)
+                    .getAsyncToken();
+  gpu::WaitOp::create(rewriter, loc, Type(), ValueRange{freed});
+}
+
 struct AllocToManaged : OpRewritePattern<memref::AllocOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -55,14 +68,16 @@ struct DeallocToManaged : OpRewritePattern<memref::DeallocOp> {
     auto alloc = dealloc.getMemref().getDefiningOp<gpu::AllocOp>();
     if (!alloc || !alloc.getHostShared())
       return rewriter.notifyMatchFailure(dealloc, "not a managed buffer");
-    rewriter.replaceOpWithNewOp<gpu::DeallocOp>(
-        dealloc, /*asyncToken=*/Type(), ValueRange(), dealloc.getMemref());
+    rewriter.setInsertionPoint(dealloc);
+    deallocManaged(rewriter, dealloc.getLoc(), dealloc.getMemref());
+    rewriter.eraseOp(dealloc);
     return success();
   }
 };
 
-/// Constants are read-only, so one managed copy serves every use; it lives
-/// until the process ends, like the global it copies.
+/// Constants are read-only, so one managed copy per call serves every use:
+/// made at the start of the function (not once per loop iteration) and
+/// freed before each return.
 struct GlobalToManaged : OpRewritePattern<memref::GetGlobalOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -75,14 +90,24 @@ struct GlobalToManaged : OpRewritePattern<memref::GetGlobalOp> {
     });
     if (onlyCopiedFrom)
       return rewriter.notifyMatchFailure(global, "already copied");
+    auto function = global->getParentOfType<func::FuncOp>();
+    if (!function)
+      return rewriter.notifyMatchFailure(global, "not in a function");
+    Location loc = global.getLoc();
+    rewriter.moveOpBefore(global, &function.getBody().front(),
+                          function.getBody().front().begin());
     rewriter.setInsertionPointAfter(global);
-    gpu::AllocOp managed =
-        createManaged(rewriter, global.getLoc(), global.getType(), {}, {});
-    auto copy = memref::CopyOp::create(rewriter, global.getLoc(),
-                                       global.getResult(), managed.getMemref());
+    gpu::AllocOp managed = createManaged(rewriter, loc, global.getType(), {},
+                                         {});
+    auto copy = memref::CopyOp::create(rewriter, loc, global.getResult(),
+                                       managed.getMemref());
     rewriter.replaceUsesWithIf(
         global.getResult(), managed.getMemref(),
         [&](OpOperand &use) { return use.getOwner() != copy; });
+    function.walk([&](func::ReturnOp ret) {
+      rewriter.setInsertionPoint(ret);
+      deallocManaged(rewriter, loc, managed.getMemref());
+    });
     return success();
   }
 };

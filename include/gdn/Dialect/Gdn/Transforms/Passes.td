@@ -212,8 +212,9 @@ def GdnManagedHostBuffersPass : Pass<"gdn-managed-host-buffers",
     - `memref.alloc` becomes `gpu.alloc host_shared` (managed memory, from
       `cuMemAllocManaged`), and `memref.dealloc` of such a buffer becomes
       `gpu.dealloc`;
-    - `memref.get_global` (a constant) is copied once into a managed buffer,
-      which replaces it.
+    - `memref.get_global` (a constant) is copied into a managed buffer at
+      the start of its function, which replaces it in every use and is
+      freed before each return.
 
     Shared libraries do not need it: their callers pass device buffers.
   }];
