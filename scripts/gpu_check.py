@@ -2,12 +2,18 @@
 """Checks the gdn CUDA kernels against the float64 reference and times them.
 
 Runs on the GPU machine, from the folder that scripts/build-gpu-artifacts.sh
-wrote (kernels, manifest, the gdn package). Needs numpy and torch with CUDA;
-no MLIR. Prints one line per correctness case, a timing table, and a summary
-line "N passed, M failed"; exits non-zero on any failure.
+wrote (kernels, executables, manifests, the gdn package). Needs numpy and
+torch with CUDA; no MLIR. Checks prefill and decode on the shape set, a
+prefill captured in a CUDA graph and replayed on new inputs, calls on numpy
+arrays, the refusal of wrong operands, and the `--emit=exe` executables;
+then times the prefill and decode kernels (wall, CUDA events and graph
+replay) beside a PyTorch chunked implementation. Prints one line per check,
+the timing table, and a summary line "N passed, M failed"; exits non-zero
+on any failure.
 
   python3 gpu_check.py              # correctness + timing
-  python3 gpu_check.py --quick      # a few correctness cases only
+  python3 gpu_check.py --no-timing  # correctness only
+  python3 gpu_check.py --quick      # a few cases and the other checks
   python3 gpu_check.py --profile h32_hv32_k128_v128_bf16:1:8192
                                     # only calls one kernel (for ncu)
 """
