@@ -269,14 +269,7 @@ def check_graph(kernels, name, b, t, seed):
         result["o"], result["s"] = kernel.delta_rule(
             static["q"], static["k"], static["v"], static["g"],
             static["beta"], static["h0"])
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        call()      # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        call()
+    graph = capture(call)
     fresh, seen, state0 = make(seed + 1)
     for n in static:
         static[n].copy_(fresh[n])
@@ -400,8 +393,8 @@ def check_executables(folder):
     return results
 
 
-def time_graph(call, repeat):
-    """Milliseconds per call by CUDA-graph replay (after a warm-up)."""
+def capture(call):
+    """A CUDA graph of `call`, after a warm-up call on a side stream."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -410,6 +403,12 @@ def time_graph(call, repeat):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         call()
+    return graph
+
+
+def time_graph(call, repeat):
+    """Milliseconds per call by CUDA-graph replay (after a warm-up)."""
+    graph = capture(call)
     graph.replay()
     torch.cuda.synchronize()
     start, stop = torch.cuda.Event(True), torch.cuda.Event(True)

@@ -74,7 +74,6 @@ std::mutex managedMutex;
 std::unordered_set<CUdeviceptr> managedAllocations;
 
 struct TimedLaunch {
-  CUstream stream;
   CUevent start, stop;
 };
 std::mutex timingMutex;
@@ -145,7 +144,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     GDN_CUDA_CHECK(cuFuncSetAttribute(
         cuFunction, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         sharedMemoryBytes));
-  TimedLaunch timed{cuStream, nullptr, nullptr};
+  TimedLaunch timed{nullptr, nullptr};
   bool timing;
   {
     std::lock_guard<std::mutex> lock(timingMutex);

@@ -63,7 +63,7 @@ class CudaKernels:
         self.library.gdnCudaUseStream.argtypes = [ctypes.c_void_p]
         self.library.gdnCudaOwnStreams.argtypes = []
 
-    def _operands(self, operands, tokens):
+    def _operands(self, operands, tokens, state_name):
         """Checks the operands against the configuration and returns them as
         CUDA tensors, and whether any came as a numpy array. Shapes:
         q, k [B, (T,) H, K]; v [B, (T,) Hv, V]; g, beta [B, (T,) Hv]; the
@@ -85,7 +85,6 @@ class CudaKernels:
                     "v": (lead + (hv, vd), element),
                     "g": (lead + (hv,), torch.float32),
                     "beta": (lead + (hv,), beta_type)}
-        state_name = [n for n in operands if n not in expected][0]
         expected[state_name] = ((lead[0], hv, kd, vd), torch.float32)
         from_numpy = False
         tensors = {}
@@ -133,7 +132,7 @@ class CudaKernels:
         torch = _torch()
         x, from_numpy = self._operands(
             dict(q=q, k=k, v=v, g=g, beta=beta, initial_state=initial_state),
-            tokens=True)
+            tokens=True, state_name="initial_state")
         b, t, hv, vd = x["v"].shape
         o = torch.empty_like(x["v"])
         state = torch.empty((b, hv, x["q"].shape[-1], vd),
@@ -152,7 +151,8 @@ class CudaKernels:
         if inplace and not isinstance(state, torch.Tensor):
             raise ValueError("inplace=True needs the state as a CUDA tensor")
         x, from_numpy = self._operands(
-            dict(q=q, k=k, v=v, g=g, beta=beta, state=state), tokens=False)
+            dict(q=q, k=k, v=v, g=g, beta=beta, state=state), tokens=False,
+            state_name="state")
         o = torch.empty_like(x["v"])
         new_state = x["state"] if inplace else torch.empty_like(x["state"])
         self._call(STEP_SYMBOL, (x["q"], x["k"], x["v"], x["g"], x["beta"],

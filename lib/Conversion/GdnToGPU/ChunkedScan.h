@@ -119,6 +119,13 @@ struct ScanBuffers {
   float scale;
 };
 
+/// The threads that a block's vectors are dealt to: `count` of them, this
+/// one numbered `thread`; all compute threads where left empty.
+struct Dealing {
+  Value thread;
+  int64_t count = 0;
+};
+
 /// Builds the body of one of the two kernels; `b` is inside the gpu.launch.
 class ScanKernel {
 public:
@@ -265,20 +272,18 @@ private:
   /// `copy(row, col)` for every vector of 8 elements of a [rows, width]
   /// block, dealt to the threads as in stageVectors (for cp.async, which
   /// needs no registers).
-  void forEachVector(int64_t rows, int64_t width,
-                     function_ref<void(OpBuilder &, Location, Value, Value)>
-                         copy);
+  void
+  forEachVector(int64_t rows, int64_t width,
+                function_ref<void(OpBuilder &, Location, Value, Value)> copy,
+                Dealing dealing = {});
   /// The vectors of 8 elements of a [rows, width] block that this thread
   /// takes (consecutive threads, consecutive vectors of a row); `valid` is
   /// null where every thread's vector is inside the block.
   struct VectorPosition {
     Value valid, row, col;
   };
-  SmallVector<VectorPosition> vectorPositions(int64_t rows, int64_t width);
-  /// The threads that vectorPositions deals to: `dealThreads` of them,
-  /// this one numbered `dealThread` (all compute threads unless set).
-  Value dealThread;
-  int64_t dealThreads = 0;
+  SmallVector<VectorPosition> vectorPositions(int64_t rows, int64_t width,
+                                              Dealing dealing = {});
   /// `body` where `position` is inside its block.
   void ifValid(const VectorPosition &position,
                function_ref<void(OpBuilder &, Location)> body);
@@ -298,8 +303,6 @@ private:
   // chunk vectors.
   HalfTile kB, qB, vB, tW, tU;
   Value ms, ds;
-  /// Where A starts: -W and U pass through a bf16 tile there.
-  int64_t stagedResultsOffset = 0;
   Value gRaw, betas, gCum, decayQ, decayW, decayS;
   // State kernel: two slots of bf16 exp(G) Q, -W, exp(G_C - G) K, P, U
   // and of the f32 chunk log-decay; bf16 Vnew, S; f32 S and exp(G) Q S.

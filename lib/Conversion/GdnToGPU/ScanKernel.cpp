@@ -280,11 +280,11 @@ std::pair<Value, Value> ScanKernel::token(OpBuilder &nb, Location nl,
 }
 
 SmallVector<ScanKernel::VectorPosition>
-ScanKernel::vectorPositions(int64_t rows, int64_t width) {
+ScanKernel::vectorPositions(int64_t rows, int64_t width, Dealing dealing) {
   assert(width % 8 == 0 && "rows are copied in vectors of 8");
   int64_t perRow = width / 8, count = rows * perRow;
-  Value thread = dealThread ? dealThread : tid;
-  int64_t threads = dealThreads ? dealThreads : s.threads();
+  Value thread = dealing.thread ? dealing.thread : tid;
+  int64_t threads = dealing.count ? dealing.count : s.threads();
   int64_t perThread = (count + threads - 1) / threads;
   bool ragged = count % threads != 0;
   SmallVector<VectorPosition> positions;
@@ -358,8 +358,9 @@ void ScanKernel::stageVectors(
 
 void ScanKernel::forEachVector(
     int64_t rows, int64_t width,
-    function_ref<void(OpBuilder &, Location, Value, Value)> copy) {
-  for (const VectorPosition &position : vectorPositions(rows, width))
+    function_ref<void(OpBuilder &, Location, Value, Value)> copy,
+    Dealing dealing) {
+  for (const VectorPosition &position : vectorPositions(rows, width, dealing))
     ifValid(position, [&](OpBuilder &nb, Location nl) {
       copy(nb, nl, position.row, position.col);
     });

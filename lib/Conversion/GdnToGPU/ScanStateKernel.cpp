@@ -69,16 +69,18 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(roles.elseBlock()->getTerminator());
-    dealThread = arith::SubIOp::create(b, loc, tid, c(b, loc, s.threads()));
-    dealThreads = 32 * s.copyWarps;
+    Dealing copyThreads{
+        arith::SubIOp::create(b, loc, tid, c(b, loc, s.threads())),
+        32 * s.copyWarps};
     Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                            dealThread, c(b, loc, 0));
+                                            copyThreads.thread, c(b, loc, 0));
     auto copyChunkAsync = [&](Value index, Value slot) {
       Value start = mul(b, loc, index, c(b, loc, chunk));
       auto copy = [&](int64_t rows, int64_t width, const HalfTile &tileTo,
                       Value source, Value sourceColumn) {
         forEachVector(
-            rows, width, [&](OpBuilder &nb, Location nl, Value r, Value col) {
+            rows, width,
+            [&](OpBuilder &nb, Location nl, Value r, Value col) {
               Value from = col;
               if (sourceColumn)
                 from = add(nb, nl, sourceColumn, col);
@@ -86,7 +88,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                   nb, nl, tokenType, tileTo.halves, tileTo.at(r, col), source,
                   ValueRange{batch, head, add(nb, nl, start, r), from},
                   nb.getIndexAttr(8), Value(), nb.getUnitAttr());
-            });
+            },
+            copyThreads);
       };
       copy(chunk, keyDim, inSlot(wB, slot), m.w, Value());
       copy(chunk, keyDim, inSlot(qsB, slot), m.qs, Value());
@@ -129,8 +132,6 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           yield->setOperands(ValueRange{copyChunkAsync(next, nextSlot)});
         });
     waitForCopies(loop.getResult(0));
-    dealThread = Value();
-    dealThreads = 0;
   }
 
   // The compute warps.

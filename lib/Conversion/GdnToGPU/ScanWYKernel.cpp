@@ -163,7 +163,8 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   tU = carveHalves(chunk, chunk, tOffset);
   offset = std::max(qOffset, tOffset);
   vB = carveHalves(chunk, valueDim, offset);
-  stagedResultsOffset = offset;
+  // -W and U leave through a bf16 tile in A's place.
+  int64_t resultsOffset = offset;
   ms = carveFloats(chunk, chunk, offset);
   gRaw = carve({chunk}, f32, offset);
   betas = carve({chunk}, f32, offset);
@@ -294,24 +295,34 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     vector::StoreOp::create(nb, nl, x, memory, indices, false,
                             llvm::Align(16));
   };
+  // The first `width` columns of a bf16 tile, row r to chunk row r of
+  // `to`, in 16-byte vectors, through `transform(vector, r)` if given.
+  using RowTransform = function_ref<Value(OpBuilder &, Location, Value, Value)>;
+  auto storeTileRows = [&](const HalfTile &from, int64_t width, Value to,
+                           RowTransform transform) {
+    for (const VectorPosition &position : vectorPositions(chunk, width))
+      ifValid(position, [&](OpBuilder &nb, Location nl) {
+        Value r = position.row;
+        Value x = vector::LoadOp::create(nb, nl, halves, from.halves,
+                                         ValueRange{r, position.col}, false,
+                                         llvm::Align(16));
+        if (transform)
+          x = transform(nb, nl, x, r);
+        storeVector(nb, nl, x, to,
+                    {batch, head, add(nb, nl, start, r), position.col});
+      });
+  };
   if (copyInputs) {
     // exp(G) Q and exp(G_C - G) K for the state pass, from the staged
     // tiles straight to global memory; nothing waits for these stores.
-    auto storeScaled = [&](const HalfTile &from, Value factors, Value to) {
-      for (const VectorPosition &position : vectorPositions(chunk, keyDim))
-        ifValid(position, [&](OpBuilder &nb, Location nl) {
-          Value r = position.row;
-          Value x = vector::LoadOp::create(nb, nl, halves, from.halves,
-                                           ValueRange{r, position.col}, false,
-                                           llvm::Align(16));
-          Value wide = arith::ExtFOp::create(nb, nl, floats, x);
-          storeVector(nb, nl,
-                      toHalves(nb, nl, scaled(nb, nl, wide, factors, r)), to,
-                      {batch, head, add(nb, nl, start, r), position.col});
-        });
+    auto scaledBy = [&](Value factors) {
+      return [&, factors](OpBuilder &nb, Location nl, Value x, Value r) {
+        Value wide = arith::ExtFOp::create(nb, nl, floats, x);
+        return toHalves(nb, nl, scaled(nb, nl, wide, factors, r));
+      };
     };
-    storeScaled(qB, decayQ, m.qs);
-    storeScaled(kB, decayS, m.kst);
+    storeTileRows(qB, keyDim, m.qs, scaledBy(decayQ));
+    storeTileRows(kB, keyDim, m.kst, scaledBy(decayS));
   } else {
     stage(m.q, keyHead, keyDim,
           [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
@@ -391,10 +402,9 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   // through a bf16 tile in the place of A (free after the solve), then
   // rows of 16-byte stores, a quarter of the global store instructions of
   // the products' pairs; directly where the tile does not fit.
-  int64_t stagingOffset = stagedResultsOffset;
   HalfTile staged =
-      carveHalves(chunk, std::max(keyDim, valueDim), stagingOffset);
-  bool stageResults = stagingOffset <= s.chunkKernelBytes();
+      carveHalves(chunk, std::max(keyDim, valueDim), resultsOffset);
+  bool stageResults = resultsOffset <= s.chunkKernelBytes();
   auto writeResult = [&](const Term &term, int64_t width, bool negate,
                          Value to) {
     PairEpilogue epilogue = [&](OpBuilder &nb, Location nl, Value r, Value col,
@@ -413,16 +423,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     if (!stageResults)
       return;
     barrier(b, loc);
-    for (const VectorPosition &position : vectorPositions(chunk, width))
-      ifValid(position, [&](OpBuilder &nb, Location nl) {
-        Value x = vector::LoadOp::create(nb, nl, halves, staged.halves,
-                                         ValueRange{position.row, position.col},
-                                         false, llvm::Align(16));
-        vector::StoreOp::create(
-            nb, nl, x, to,
-            ValueRange{batch, head, rowOf(nb, nl, position.row), position.col},
-            false, llvm::Align(16));
-      });
+    storeTileRows(staged, width, to, nullptr);
   };
   writeResult(Term{chunk, tW, kB, false, /*bDepthMajor=*/true}, keyDim,
               /*negate=*/true, m.w);
