@@ -59,53 +59,53 @@ def dense(array):
 
 
 def executable_source(data, et, scale):
-    """A module whose @main calls @prefill on `data` and prints o, then
-    the final state."""
-    def ttype(array, element):
-        return "tensor<" + "x".join(map(str, array.shape)) + f"x{element}>"
-    types = {n: ttype(data[n], et if n in "qkv" else "f32")
-             for n in ("q", "k", "v", "g", "beta", "initial_state")}
-    o_type = types["v"]
-    s_type = types["initial_state"]
-    args = ", ".join(f"%{n}: {types[n]}" for n in types)
-    operands = ", ".join(f"%{n}" for n in types)
-    in_types = ", ".join(types.values())
-    o_memref = o_type.replace("tensor", "memref")
-    s_memref = s_type.replace("tensor", "memref")
+    """The module of the shared libraries (module_source) with a @main that
+    calls @gdn_delta_rule on `data` and prints o, then the final state."""
+    b, t, h, k = data["q"].shape
+    hv, v = data["v"].shape[2:]
+    library = module_source(h, hv, k, v, et, "f32", scale).rstrip()
+    assert library.endswith("}"), "module_source ends its module"
+
+    def ttype(dims, element):
+        return "tensor<" + "x".join(map(str, dims)) + f"x{element}>"
+    names = ("q", "k", "v", "g", "beta", "initial_state")
+    static, dynamic = {}, {}
+    for n in names:
+        element = et if n in ("q", "k", "v") else "f32"
+        dims = list(data[n].shape)
+        static[n] = ttype(dims, element)
+        # The functions' dynamic dimensions: B (and T for token operands).
+        leading = 1 if n == "initial_state" else 2
+        dynamic[n] = ttype(["?"] * leading + dims[leading:], element)
+    o_type, s_type = dynamic["v"], dynamic["initial_state"]
+    in_types = ", ".join(dynamic[n] for n in names)
     print_o = "BF16" if et == "bf16" else "F32"
-    lines = [
-        f"func.func private @printMemref{print_o}(memref<*x{et}>) "
-        "attributes {llvm.emit_c_interface}",
-    ]
+    lines = [library[:-1],
+             f"  func.func private @printMemref{print_o}(memref<*x{et}>) "
+             "attributes {llvm.emit_c_interface}"]
     if print_o != "F32":
-        lines.append("func.func private @printMemrefF32(memref<*xf32>) "
+        lines.append("  func.func private @printMemrefF32(memref<*xf32>) "
                      "attributes {llvm.emit_c_interface}")
-    lines += [
-        f"func.func @prefill({args}) -> ({o_type}, {s_type}) {{",
-        f"  %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta "
-        f"initial_state(%initial_state) {{scale = {scale!r} : f32}} : "
-        f"({in_types}) -> ({o_type}, {s_type})",
-        f"  return %o, %s : {o_type}, {s_type}",
-        "}",
-        "func.func @main() {",
-    ]
-    for n in types:
-        lines.append(f"  %{n} = arith.constant dense<{dense(data[n])}> : "
-                     f"{types[n]}")
-    lines += [
-        f"  %o, %s = func.call @prefill({operands}) : ({in_types}) -> "
-        f"({o_type}, {s_type})",
-        f"  %om = bufferization.to_buffer %o read_only : {o_type} to "
-        f"{o_memref}",
-        f"  %ou = memref.cast %om : {o_memref} to memref<*x{et}>",
-        f"  func.call @printMemref{print_o}(%ou) : (memref<*x{et}>) -> ()",
-        f"  %sm = bufferization.to_buffer %s read_only : {s_type} to "
-        f"{s_memref}",
-        f"  %su = memref.cast %sm : {s_memref} to memref<*xf32>",
-        "  func.call @printMemrefF32(%su) : (memref<*xf32>) -> ()",
-        "  return",
-        "}",
-    ]
+    lines.append("  func.func @main() {")
+    for n in names:
+        lines += [f"    %{n}_static = arith.constant dense<{dense(data[n])}> "
+                  f": {static[n]}",
+                  f"    %{n} = tensor.cast %{n}_static : {static[n]} to "
+                  f"{dynamic[n]}"]
+    operands = ", ".join(f"%{n}" for n in names)
+    for result, rtype, element, printer in (("o", o_type, et, print_o),
+                                            ("s", s_type, "f32", "F32")):
+        memref = rtype.replace("tensor", "memref")
+        if result == "o":
+            lines.append(f"    %o, %s = func.call @gdn_delta_rule({operands}) "
+                         f": ({in_types}) -> ({o_type}, {s_type})")
+        lines += [f"    %{result}m = bufferization.to_buffer %{result} "
+                  f"read_only : {rtype} to {memref}",
+                  f"    %{result}u = memref.cast %{result}m : {memref} to "
+                  f"memref<*x{element}>",
+                  f"    func.call @printMemref{printer}(%{result}u) : "
+                  f"(memref<*x{element}>) -> ()"]
+    lines += ["    return", "  }", "}"]
     return "\n".join(lines) + "\n"
 
 

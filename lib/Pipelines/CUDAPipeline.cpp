@@ -48,15 +48,20 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   bufferizeOptions.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
-  bufferization::BufferResultsToOutParamsPassOptions outParamOptions;
-  outParamOptions.hoistStaticAllocs = true;
-  outParamOptions.hoistDynamicAllocs = true;
-  outParamOptions.modifyPublicFunctions = true;
-  pm.addPass(
-      bufferization::createBufferResultsToOutParamsPass(outParamOptions));
-  pm.addPass(createCanonicalizerPass());
-  if (options.managedHostBuffers)
+  if (options.managedHostBuffers) {
+    // An executable's buffers, results included, are managed memory that
+    // both sides reach; results stay results, so @main can call functions
+    // whose result shapes are dynamic.
     pm.addNestedPass<func::FuncOp>(createGdnManagedHostBuffersPass());
+  } else {
+    bufferization::BufferResultsToOutParamsPassOptions outParamOptions;
+    outParamOptions.hoistStaticAllocs = true;
+    outParamOptions.hoistDynamicAllocs = true;
+    outParamOptions.modifyPublicFunctions = true;
+    pm.addPass(
+        bufferization::createBufferResultsToOutParamsPass(outParamOptions));
+  }
+  pm.addPass(createCanonicalizerPass());
 
   // Kernel outlining, NVVM, the cubin by ptxas, and host code calling the
   // mgpu* runtime (lib/Runtime).
