@@ -84,23 +84,24 @@ struct ScanShape {
   }
   /// The WY kernel: bf16 K [C, K]; Q [C, K] and later, in the same place,
   /// T diag(beta exp(G)) and T diag(beta) [C, C]; V [C, V]; f32 A, then T
-  /// [C, C]; six chunk vectors; f32 diagonal blocks of T [C, 17]. Under 75
+  /// [C, C]; four chunk vectors; f32 diagonal blocks of T [C, 17]. Under 75
   /// KiB (K = V = 128) lets three blocks share a multiprocessor.
   int64_t chunkKernelBytes() const {
     return halfBytes(chunk, keyDim) +
            std::max(halfBytes(chunk, keyDim), 2 * halfBytes(chunk, chunk)) +
            halfBytes(chunk, valueDim) + floatBytes(chunk, chunk) +
-           6 * chunk * 4 + chunk * 17 * 4;
+           4 * chunk * 4 + chunk * 17 * 4;
   }
   /// The state pass, every operand of a chunk in two slots (the next
-  /// chunk's arrive by cp.async during this chunk's products): bf16 exp(G)
-  /// Q, -W and exp(G_C - G) K [C, K], P [C, C] and U [C, Vt]; the chunk's
-  /// log-decay total (f32, padded to 16 bytes); then bf16 Vnew [C, Vt], S
-  /// [K, Vt]; f32 S [K, Vt] and exp(G) Q S [C, Vt].
+  /// chunk's arrive by cp.async during this chunk's products): bf16 -W, Q
+  /// and K [C, K], P [C, C] and U [C, Vt]; the chunk's f32 log-decays G
+  /// [C] and row factors exp(G_C - G), exp(G) [2, C]; then bf16 Vnew and
+  /// diag(exp(G_C - G)) Vnew [C, Vt], S [K, Vt]; f32 S [K, Vt] and exp(G)
+  /// Q S [C, Vt].
   int64_t stateKernelBytes() const {
     return 2 * (3 * halfBytes(chunk, keyDim) + halfBytes(chunk, chunk) +
-                halfBytes(chunk, valueTile) + 16) +
-           halfBytes(chunk, valueTile) + halfBytes(keyDim, valueTile) +
+                halfBytes(chunk, valueTile) + 3 * chunk * 4) +
+           2 * halfBytes(chunk, valueTile) + halfBytes(keyDim, valueTile) +
            floatBytes(keyDim, valueTile) + floatBytes(chunk, valueTile);
   }
 };
@@ -110,11 +111,14 @@ struct ScanBuffers {
   Value q, k, v, g, beta, state; // state may be null (zeros)
   Value o, finalState;
   /// Per chunk row, from the WY kernel to the state pass: -W (bf16
-  /// [B, Hv, Tp, K]), U (bf16 [B, Hv, Tp, V]), P (bf16 [B, Hv, Tp, C]),
-  /// the cumulative log-decay G (f32 [B, Hv, Tp]), exp(G) Q (bf16
-  /// [B, Hv, Tp, K]) and exp(G_C - G) K (bf16 [B, Hv, Tp, K]);
-  /// Tp is T rounded up to whole chunks.
-  Value w, u, p, gates, qs, kst;
+  /// [B, Hv, Tp, K]), U (bf16 [B, Hv, Tp, V]), P (bf16 [B, Hv, Tp, C]) and
+  /// the cumulative log-decay G (f32 [B, Hv, Tp]); Tp is T rounded up to
+  /// whole chunks. The state pass reads q and k as given and applies the
+  /// decays to its own results.
+  Value w, u, p, gates;
+  /// bf16 q and k [B, T, H, K] for the state pass: the operands themselves,
+  /// or copies that the WY kernel makes of other 16-bit types.
+  Value qHalves, kHalves;
   int64_t groupSize;
   float scale;
 };
@@ -303,11 +307,12 @@ private:
   // chunk vectors.
   HalfTile kB, qB, vB, tW, tU;
   Value ms, ds;
-  Value gRaw, betas, gCum, decayQ, decayW, decayS;
-  // State kernel: two slots of bf16 exp(G) Q, -W, exp(G_C - G) K, P, U
-  // and of the f32 chunk log-decay; bf16 Vnew, S; f32 S and exp(G) Q S.
-  HalfTile qsB, wB, kS, pB, uB, vN, sB;
-  Value decays, ss, ys;
+  Value gRaw, betas, gCum, decayW;
+  // State kernel: two slots of bf16 -W, Q (qB), K, P, U and of the f32
+  // log-decays and row factors; bf16 Vnew, its rows decayed to the chunk's
+  // end, and S; f32 S and exp(G) Q S.
+  HalfTile wB, kS, pB, uB, vN, vD, sB;
+  Value gateRows, rowFactors, ss, ys;
 };
 
 } // namespace mlir::gdn::scan

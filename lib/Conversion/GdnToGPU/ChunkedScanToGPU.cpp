@@ -127,9 +127,7 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
          {scratchType({shape.keyDim}, b.getBF16Type()),
           scratchType({shape.valueDim}, b.getBF16Type()),
           scratchType({chunk}, b.getBF16Type()),
-          scratchType({}, b.getF32Type()),
-          scratchType({shape.keyDim}, b.getBF16Type()),
-          scratchType({shape.keyDim}, b.getBF16Type())}) {
+          scratchType({}, b.getF32Type())}) {
       auto alloc = gpu::AllocOp::create(b, loc, type, tokenType,
                                         ValueRange{ready},
                                         ValueRange{batch, paddedTokens},
@@ -137,11 +135,30 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       scratch.push_back(alloc.getMemref());
       ready = alloc.getAsyncToken();
     }
+    // The state pass copies q and k rows straight into bf16 tiles: other
+    // 16-bit types get bf16 copies, made by the WY kernel.
+    Value qHalves = qm, kHalves = km;
+    if (!element.isBF16()) {
+      auto copyType = MemRefType::get(qType.getShape(), b.getBF16Type());
+      SmallVector<Value> sizes;
+      if (qType.isDynamicDim(0))
+        sizes.push_back(batch);
+      if (qType.isDynamicDim(1))
+        sizes.push_back(tokens);
+      for (Value *copy : {&qHalves, &kHalves}) {
+        auto alloc = gpu::AllocOp::create(b, loc, copyType, tokenType,
+                                          ValueRange{ready}, sizes,
+                                          ValueRange{}, /*hostShared=*/nullptr);
+        *copy = alloc.getMemref();
+        scratch.push_back(*copy);
+        ready = alloc.getAsyncToken();
+      }
+    }
     gpu::WaitOp::create(b, loc, Type(), ValueRange{ready});
     ScanBuffers buffers{qm,         km,         vm,         gm,
                         betam,      statem,     om,         sm,
                         scratch[0], scratch[1], scratch[2], scratch[3],
-                        scratch[4], scratch[5],
+                        qHalves,    kHalves,
                         static_cast<int64_t>(op.getGroupSize()),
                         op.getScale().convertToFloat()};
     auto mapping = [&](OpBuilder &lb, const ScanShape &tiled, StringRef role) {

@@ -26,16 +26,19 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   Value firstColumn = mul(
       b, loc, arith::RemUIOp::create(b, loc, blockX, c(b, loc, valueTiles)),
       c(b, loc, tile));
+  Value keyHead = arith::DivUIOp::create(b, loc, head, c(b, loc, m.groupSize));
   Value tokens = memref::DimOp::create(b, loc, m.v, 1);
 
   int64_t offset = 0;
-  qsB = carveHalfSlots(2, chunk, keyDim, offset);
   wB = carveHalfSlots(2, chunk, keyDim, offset);
+  qB = carveHalfSlots(2, chunk, keyDim, offset);
   kS = carveHalfSlots(2, chunk, keyDim, offset);
   pB = carveHalfSlots(2, chunk, chunk, offset);
   uB = carveHalfSlots(2, chunk, tile, offset);
-  decays = carve({2, 4}, f32, offset);
+  gateRows = carve({2, chunk}, f32, offset);
+  rowFactors = carve({2, 2, chunk}, f32, offset);
   vN = carveHalves(chunk, tile, offset);
+  vD = carveHalves(chunk, tile, offset);
   sB = carveHalves(keyDim, tile, offset);
   ss = carveFloats(keyDim, tile, offset);
   ys = carveFloats(chunk, tile, offset);
@@ -63,17 +66,19 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   auto roles = scf::IfOp::create(b, loc, TypeRange(), computes,
                                  /*withElseRegion=*/true);
 
-  // The copy warps: every operand of chunk `index`, prepared by the WY
-  // kernel, goes by cp.async straight into slot `slot` of its tile, a
-  // whole chunk ahead of its use.
+  // The copy warps: every operand of chunk `index` (q and k as given, the
+  // rest prepared by the WY kernel) goes by cp.async straight into slot
+  // `slot` of its tile, a whole chunk ahead of its use.
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(roles.elseBlock()->getTerminator());
     Dealing copyThreads{
         arith::SubIOp::create(b, loc, tid, c(b, loc, s.threads())),
         32 * s.copyWarps};
-    Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                            copyThreads.thread, c(b, loc, 0));
+    // The chunk's log-decays go 4 floats (16 bytes) per copy.
+    Value gateThread = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, copyThreads.thread,
+        c(b, loc, chunk / 4));
     auto copyChunkAsync = [&](Value index, Value slot) {
       Value start = mul(b, loc, index, c(b, loc, chunk));
       auto copy = [&](int64_t rows, int64_t width, const HalfTile &tileTo,
@@ -91,18 +96,35 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             },
             copyThreads);
       };
+      // Rows of q or k (zeros past the end of the sequence) to rows
+      // `firstRow`.. of `tileTo`.
+      auto copyTokens = [&](const HalfTile &tileTo, int64_t firstRow,
+                            Value source) {
+        forEachVector(
+            chunk, keyDim,
+            [&](OpBuilder &nb, Location nl, Value r, Value col) {
+              auto [t, inside] = token(nb, nl, start, tokens, r);
+              Value elements = arith::SelectOp::create(
+                  nb, nl, inside, c(nb, nl, 8), c(nb, nl, 0));
+              nvgpu::DeviceAsyncCopyOp::create(
+                  nb, nl, tokenType, tileTo.halves,
+                  tileTo.at(add(nb, nl, r, c(nb, nl, firstRow)), col), source,
+                  ValueRange{batch, t, keyHead, col}, nb.getIndexAttr(8),
+                  elements, nb.getUnitAttr());
+            },
+            copyThreads);
+      };
       copy(chunk, keyDim, inSlot(wB, slot), m.w, Value());
-      copy(chunk, keyDim, inSlot(qsB, slot), m.qs, Value());
-      copy(chunk, keyDim, inSlot(kS, slot), m.kst, Value());
+      copyTokens(inSlot(qB, slot), 0, m.qHalves);
+      copyTokens(inSlot(kS, slot), 0, m.kHalves);
       copy(chunk, chunk, inSlot(pB, slot), m.p, Value());
       copy(chunk, tile, inSlot(uB, slot), m.u, firstColumn);
-      // The chunk's total log-decay: one 4-byte copy.
-      scf::IfOp::create(b, loc, firstLane, [&](OpBuilder &nb, Location nl) {
-        Value lastRow = add(nb, nl, start, c(nb, nl, chunk - 1));
+      scf::IfOp::create(b, loc, gateThread, [&](OpBuilder &nb, Location nl) {
+        Value first = mul(nb, nl, copyThreads.thread, c(nb, nl, 4));
         nvgpu::DeviceAsyncCopyOp::create(
-            nb, nl, tokenType, decays, ValueRange{slot, c(nb, nl, 0)}, m.gates,
-            ValueRange{batch, head, lastRow}, nb.getIndexAttr(1), Value(),
-            UnitAttr());
+            nb, nl, tokenType, gateRows, ValueRange{slot, first}, m.gates,
+            ValueRange{batch, head, add(nb, nl, start, first)},
+            nb.getIndexAttr(4), Value(), nb.getUnitAttr());
         scf::YieldOp::create(nb, nl);
       });
       // The group's token only orders the IR: cp.async.wait_group counts
@@ -110,6 +132,26 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
       return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
                                                      ValueRange{})
           .getResult();
+    };
+    // The row factors of the chunk in `slot`, from its log-decays G (once
+    // every copy thread's copies have landed): exp(G_C - G), which decays
+    // Vnew's rows to the chunk's end for the state update, and exp(G),
+    // which decays Y's rows and whose last entry decays the state.
+    auto computeFactors = [&](Value slot) {
+      namedBarrier(b, loc, /*id=*/3, 32 * s.copyWarps);
+      Value total = load(b, loc, gateRows, {slot, c(b, loc, chunk - 1)});
+      scf::ForOp::create(
+          b, loc, copyThreads.thread, c(b, loc, chunk),
+          c(b, loc, 32 * s.copyWarps), ValueRange{},
+          [&](OpBuilder &lb, Location ll, Value r, ValueRange) {
+            Value g = load(lb, ll, gateRows, {slot, r});
+            store(lb, ll,
+                  exponential(lb, ll, arith::SubFOp::create(lb, ll, total, g)),
+                  rowFactors, {slot, c(lb, ll, 0), r});
+            store(lb, ll, exponential(lb, ll, g), rowFactors,
+                  {slot, c(lb, ll, 1), r});
+            scf::YieldOp::create(lb, ll);
+          });
     };
     auto waitForCopies = [&](Value group) {
       nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
@@ -128,6 +170,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           auto yield = scf::YieldOp::create(lb, ll, carried);
           b.setInsertionPoint(yield);
           waitForCopies(carried[0]);
+          computeFactors(slot);
           handOver(b, loc);
           yield->setOperands(ValueRange{copyChunkAsync(next, nextSlot)});
         });
@@ -163,7 +206,18 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         b.setInsertionPoint(yield);
         handOver(b, loc);
 
-        // Vnew = U - W S, kept in bf16, and Y = exp(G) Q S.
+        // Vnew = U - W S, in bf16 and with its rows decayed to the
+        // chunk's end (for the state update); Y = exp(G) Q S.
+        auto factor = [&](OpBuilder &nb, Location nl, int64_t kind, Value r) {
+          return load(nb, nl, rowFactors, {slot, c(nb, nl, kind), r});
+        };
+        auto scaledPair = [&](OpBuilder &nb, Location nl, Value by,
+                              Value first, Value second, Value memory,
+                              ValueRange indices) {
+          storePair(nb, nl, arith::MulFOp::create(nb, nl, first, by),
+                    arith::MulFOp::create(nb, nl, second, by), memory,
+                    indices);
+        };
         product(chunk, tile,
                 {Term{keyDim, inSlot(wB, slot), sB, false,
                       /*bDepthMajor=*/true}},
@@ -173,29 +227,31 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                 [&](OpBuilder &nb, Location nl, Value r, Value col,
                     Value first, Value second) {
                   storePair(nb, nl, first, second, vN.halves, {r, col});
+                  scaledPair(nb, nl, factor(nb, nl, 0, r), first, second,
+                             vD.halves, {r, col});
                 });
         auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
           return f(nb, nl, 0.0f);
         };
         product(chunk, tile,
-                {Term{keyDim, inSlot(qsB, slot), sB, false,
+                {Term{keyDim, inSlot(qB, slot), sB, false,
                       /*bDepthMajor=*/true}},
                 zeroInit,
                 [&](OpBuilder &nb, Location nl, Value r, Value col,
                     Value first, Value second) {
-                  storePair(nb, nl, first, second, ys, {r, col});
+                  scaledPair(nb, nl, factor(nb, nl, 1, r), first, second, ys,
+                             {r, col});
                 });
         computeBarrier(b, loc);
 
-        // S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew, in place (each
+        // S = exp(G_C) S + K^T diag(exp(G_C - G)) Vnew, in place (each
         // element is read, then written, by the same lane), and in bf16.
-        Value chunkDecay =
-            exponential(b, loc, load(b, loc, decays, {slot, c(b, loc, 0)}));
-        product(keyDim, tile, {Term{chunk, inSlot(kS, slot), vN, true, true}},
+        Value stateDecay = factor(b, loc, 1, c(b, loc, chunk - 1));
+        product(keyDim, tile, {Term{chunk, inSlot(kS, slot), vD, true, true}},
                 [&](OpBuilder &nb, Location nl, Value r, Value col) {
                   return arith::MulFOp::create(nb, nl,
                                                load(nb, nl, ss, {r, col}),
-                                               chunkDecay)
+                                               stateDecay)
                       .getResult();
                 },
                 [&](OpBuilder &nb, Location nl, Value r, Value col,

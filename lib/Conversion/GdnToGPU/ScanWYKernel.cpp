@@ -1,7 +1,7 @@
 //===- ScanWYKernel.cpp - the WY kernel of the chunked scan ---------------===//
 //
 // One block per (chunk, value head, batch): A, P, the solve for T, -W and
-// U, and the scaled operands of the state pass, to global scratch.
+// U; P, -W, U and the cumulative log-decays G go to global scratch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -170,8 +170,6 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   betas = carve({chunk}, f32, offset);
   gCum = carve({chunk}, f32, offset);
   decayW = carve({chunk}, f32, offset);
-  decayQ = carve({chunk}, f32, offset);
-  decayS = carve({chunk}, f32, offset);
   // Rows of 17 floats: the 16 threads of two diagonal blocks store to
   // different banks.
   ds = carve({chunk, 17}, f32, offset);
@@ -221,9 +219,9 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   });
   barrier(b, loc);
   // Inclusive cumulative log-decay G (all loads at once, masked to
-  // j <= tid) and its total G_C, kept for the state pass; the row decays.
+  // j <= tid), kept for the state pass; the row factors of W.
   scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
-    Value sum = f(nb, nl, 0.0f), total = f(nb, nl, 0.0f);
+    Value sum = f(nb, nl, 0.0f);
     for (int64_t j = 0; j < chunk; ++j) {
       Value jv = c(nb, nl, j);
       Value gj = load(nb, nl, gRaw, {jv});
@@ -232,18 +230,13 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
       sum = arith::AddFOp::create(
           nb, nl, sum,
           arith::SelectOp::create(nb, nl, upTo, gj, f(nb, nl, 0.0f)));
-      total = arith::AddFOp::create(nb, nl, total, gj);
     }
     store(nb, nl, sum, gCum, {tid});
     store(nb, nl, sum, m.gates, {batch, head, add(nb, nl, start, tid)});
-    Value decay = exponential(nb, nl, sum);
-    store(nb, nl, decay, decayQ, {tid});
     store(nb, nl,
-          arith::MulFOp::create(nb, nl, decay, load(nb, nl, betas, {tid})),
+          arith::MulFOp::create(nb, nl, exponential(nb, nl, sum),
+                                load(nb, nl, betas, {tid})),
           decayW, {tid});
-    store(nb, nl,
-          exponential(nb, nl, arith::SubFOp::create(nb, nl, total, sum)),
-          decayS, {tid});
     scf::YieldOp::create(nb, nl);
   });
   if (inputCopies)
@@ -251,15 +244,22 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
                                      b.getI32IntegerAttr(0));
   barrier(b, loc);
 
-  // 8 elements of a token-indexed operand (zeros past the end of the
-  // sequence), widened to f32, then `storeForms(row, col, vector)`.
-  auto floats = VectorType::get({8}, f32);
-  Type half = b.getBF16Type();
-  auto halves = VectorType::get({8}, half);
-  using StoreForms =
-      function_ref<void(OpBuilder &, Location, Value, Value, Value)>;
+  auto halves = VectorType::get({8}, b.getBF16Type());
+  auto storeVector = [&](OpBuilder &nb, Location nl, Value x, Value memory,
+                         ValueRange indices) {
+    vector::StoreOp::create(nb, nl, x, memory, indices, false,
+                            llvm::Align(16));
+  };
+  // Other 16-bit types than bf16 are staged through registers, 8 elements
+  // at a time (zeros past the end of the sequence), rounded to bf16; the
+  // first value head of a group also leaves the rounded rows in `copy`
+  // for the state pass.
+  Value firstOfGroup = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, loc, head, c(b, loc, m.groupSize)),
+      c(b, loc, 0));
   auto stage = [&](Value source, Value sourceHead, int64_t width,
-                   StoreForms storeForms) {
+                   const HalfTile &to, Value copy) {
     Type element = cast<MemRefType>(source.getType()).getElementType();
     auto vectorType = VectorType::get({8}, element);
     stageVectors(
@@ -277,73 +277,41 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
               .getResult();
         },
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-          storeForms(nb, nl, r, col, arith::ExtFOp::create(nb, nl, floats, x));
+          Value wide =
+              arith::ExtFOp::create(nb, nl, VectorType::get({8}, f32), x);
+          Value rounded = arith::TruncFOp::create(nb, nl, halves, wide);
+          storeVector(nb, nl, rounded, to.halves, {r, col});
+          if (!copy)
+            return;
+          std::pair<Value, Value> position = token(nb, nl, start, tokens, r);
+          Value leaves =
+              arith::AndIOp::create(nb, nl, position.second, firstOfGroup);
+          scf::IfOp::create(nb, nl, leaves, [&](OpBuilder &ib, Location il) {
+            storeVector(ib, il, rounded, copy,
+                        {batch, position.first, sourceHead, col});
+            scf::YieldOp::create(ib, il);
+          });
         });
   };
-  auto toHalves = [&](OpBuilder &nb, Location nl, Value x) {
-    return arith::TruncFOp::create(nb, nl, halves, x).getResult();
-  };
-  // x diag(factors[r]) for the vector x of row r.
-  auto scaled = [&](OpBuilder &nb, Location nl, Value x, Value factors,
-                    Value r) {
-    Value factor = vector::BroadcastOp::create(nb, nl, floats,
-                                               load(nb, nl, factors, {r}));
-    return arith::MulFOp::create(nb, nl, x, factor).getResult();
-  };
-  auto storeVector = [&](OpBuilder &nb, Location nl, Value x, Value memory,
-                         ValueRange indices) {
-    vector::StoreOp::create(nb, nl, x, memory, indices, false,
-                            llvm::Align(16));
-  };
+  if (!copyInputs) {
+    stage(m.q, keyHead, keyDim, qB, m.qHalves);
+    stage(m.k, keyHead, keyDim, kB, m.kHalves);
+    stage(m.v, head, valueDim, vB, Value());
+    barrier(b, loc);
+  }
   // The first `width` columns of a bf16 tile, row r to chunk row r of
-  // `to`, in 16-byte vectors, through `transform(vector, r)` if given.
-  using RowTransform = function_ref<Value(OpBuilder &, Location, Value, Value)>;
-  auto storeTileRows = [&](const HalfTile &from, int64_t width, Value to,
-                           RowTransform transform) {
+  // `to`, in 16-byte vectors.
+  auto storeTileRows = [&](const HalfTile &from, int64_t width, Value to) {
     for (const VectorPosition &position : vectorPositions(chunk, width))
       ifValid(position, [&](OpBuilder &nb, Location nl) {
         Value r = position.row;
         Value x = vector::LoadOp::create(nb, nl, halves, from.halves,
                                          ValueRange{r, position.col}, false,
                                          llvm::Align(16));
-        if (transform)
-          x = transform(nb, nl, x, r);
         storeVector(nb, nl, x, to,
                     {batch, head, add(nb, nl, start, r), position.col});
       });
   };
-  if (copyInputs) {
-    // exp(G) Q and exp(G_C - G) K for the state pass, from the staged
-    // tiles straight to global memory; nothing waits for these stores.
-    auto scaledBy = [&](Value factors) {
-      return [&, factors](OpBuilder &nb, Location nl, Value x, Value r) {
-        Value wide = arith::ExtFOp::create(nb, nl, floats, x);
-        return toHalves(nb, nl, scaled(nb, nl, wide, factors, r));
-      };
-    };
-    storeTileRows(qB, keyDim, m.qs, scaledBy(decayQ));
-    storeTileRows(kB, keyDim, m.kst, scaledBy(decayS));
-  } else {
-    stage(m.q, keyHead, keyDim,
-          [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-            storeVector(nb, nl, toHalves(nb, nl, x), qB.halves, {r, col});
-            // exp(G) Q for the state pass, straight to global memory.
-            storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, x, decayQ, r)),
-                        m.qs, {batch, head, add(nb, nl, start, r), col});
-          });
-    stage(m.k, keyHead, keyDim,
-          [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-            storeVector(nb, nl, toHalves(nb, nl, x), kB.halves, {r, col});
-            // exp(G_C - G) K for the state pass, straight to global memory.
-            storeVector(nb, nl, toHalves(nb, nl, scaled(nb, nl, x, decayS, r)),
-                        m.kst, {batch, head, add(nb, nl, start, r), col});
-          });
-    stage(m.v, head, valueDim,
-          [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
-            storeVector(nb, nl, toHalves(nb, nl, x), vB.halves, {r, col});
-          });
-    barrier(b, loc);
-  }
 
   auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
     return f(nb, nl, 0.0f);
@@ -423,7 +391,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     if (!stageResults)
       return;
     barrier(b, loc);
-    storeTileRows(staged, width, to, nullptr);
+    storeTileRows(staged, width, to);
   };
   writeResult(Term{chunk, tW, kB, false, /*bDepthMajor=*/true}, keyDim,
               /*negate=*/true, m.w);

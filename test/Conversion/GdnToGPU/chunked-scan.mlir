@@ -9,9 +9,8 @@
 // VTILE: convert-gdn-to-gpu: value-tile must be a positive multiple of 8, but got 12
 
 // bf16 prefill becomes the chunked scan, two launches over global scratch
-// (per chunk row: -W, U, P, exp(G) Q, exp(G_C - G) K in bf16, G in f32):
-// the
-// WY kernel over (chunks, Hv, B)
+// (per chunk row: -W, U, P in bf16, G in f32): the WY kernel over (chunks,
+// Hv, B)
 // computes the state-independent part of every chunk at once; the state
 // kernel over (Hv x V / value tile, B) walks the chunks in order. Both have 4
 // warps, tiles in dynamic workgroup memory and every product on mma.sync.
@@ -24,22 +23,20 @@
 // CHECK: %[[U:[a-z0-9_]+]], %[[T2:.+]] = gpu.alloc async [%[[T1]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
 // CHECK: %[[P:[a-z0-9_]+]], %[[T3:.+]] = gpu.alloc async [%[[T2]]] (%dim, %[[TP]]) : memref<?x4x?x64xbf16>
 // CHECK: %[[G:[a-z0-9_]+]], %[[T4:.+]] = gpu.alloc async [%[[T3]]] (%dim, %[[TP]]) : memref<?x4x?xf32>
-// CHECK: %[[QS:[a-z0-9_]+]], %[[T5:.+]] = gpu.alloc async [%[[T4]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
-// CHECK: %[[KST:[a-z0-9_]+]], %[[T6:.+]] = gpu.alloc async [%[[T5]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
-// CHECK: gpu.wait [%[[T6]]]
+// CHECK-NOT: gpu.alloc
+// CHECK: gpu.wait [%[[T4]]]
 // bf16 K, Q [64, 136] (T diag(beta exp(G)), T diag(beta) [64, 72] later in
-// Q's place); V [64, 136]; f32 A, then T in place [64, 68]; six chunk
-// vectors; T's diagonal blocks [64, 17]: 76544 bytes, so that three blocks
+// Q's place); V [64, 136]; f32 A, then T in place [64, 68]; four chunk
+// vectors; T's diagonal blocks [64, 17]: 76032 bytes, so that three blocks
 // share a multiprocessor.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %[[CHUNKS]], %{{[a-z0-9_]+}} = %c4{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim)
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
-// CHECK-SAME: dynamic_shared_memory_size %c76544_i32
+// CHECK-SAME: dynamic_shared_memory_size %c76032_i32
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // bf16 q, k, v go by cp.async into row-major tiles, 16 bytes per copy,
 // zero-filled past the end of the sequence, in flight while the gates are
-// loaded and summed; exp(G) Q and exp(G_C - G) K then go from the tiles
-// to global memory in 16-byte vectors.
+// loaded and summed; the cumulative log-decays go to global memory.
 // CHECK: %[[INSIDE:.+]] = arith.cmpi ult, %{{.+}}, %dim
 // CHECK: %[[ELEMENTS:.+]] = arith.select %[[INSIDE]], %c8{{[_0-9]*}}, %c0
 // CHECK: nvgpu.device_async_copy %{{.+}}, %{{.+}}, 8, %[[ELEMENTS]] {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
@@ -47,8 +44,6 @@
 // CHECK: %[[INPUTS:.+]] = nvgpu.device_async_create_group
 // CHECK: nvgpu.device_async_wait %[[INPUTS]] {numGroups = 0 : i32}
 // CHECK-NEXT: gpu.barrier
-// CHECK: vector.store {{.+}}, %[[QS]]
-// CHECK: vector.store {{.+}}, %[[KST]]
 // Fragments by ldmatrix: four 8 x 8 matrices of A, two of B^T.
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 2 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
@@ -76,19 +71,20 @@
 // CHECK: %[[B64:.+]] = arith.muli %dim, %c8
 // CHECK: %[[BUSY64:.+]] = arith.cmpi uge, %[[B64]], %c115
 // CHECK: scf.if %[[BUSY64]]
-// Two slots each of bf16 exp(G) Q, -W, exp(G_C - G) K [64, 136], P and U
-// [64, 72] and of the chunk's log-decay (16 bytes); Vnew [64, 72], S
-// [128, 72]; f32 S [128, 68], exp(G) Q S [64, 68]: 221216 bytes. Four
-// compute warps and two copy warps.
+// Two slots each of bf16 -W, Q, K [64, 136], P and U [64, 72], of the
+// chunk's f32 log-decays [64] and row factors [2, 64]; Vnew and its
+// decayed rows [64, 72], S [128, 72]; f32 S [128, 68], exp(G) Q S [64, 68]:
+// 231936 bytes. Four compute warps and two copy warps.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c192,
-// CHECK-SAME: dynamic_shared_memory_size %c221216_i32
-// CHECK: %[[QSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-SAME: dynamic_shared_memory_size %c231936_i32
 // CHECK: %[[WSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[QSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[KSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[PSLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[USLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[DSLOTS:.+]] = memref.view {{.+}} to memref<2x4xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[GSLOTS:.+]] = memref.view {{.+}} to memref<2x64xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[FSLOTS:.+]] = memref.view {{.+}} to memref<2x2x64xf32, #gpu.address_space<workgroup>>
 // The compute warps (threads 0-127) walk the chunks: each starts at the
 // hand-over barrier of all 192 threads; one barrier of the 128 between
 // the products that make Vnew and those that use it; no global load.
@@ -106,20 +102,24 @@
 // The final state leaves after a barrier of the compute warps.
 // CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
 // CHECK: scf.for %{{.+}} = %{{.+}} to %c8192
-// The copy warps put every operand of a chunk into its slot by cp.async:
-// chunk 0 first, then in each iteration the wait for the chunk's copies,
+// The copy warps put every operand of a chunk into its slot by cp.async,
+// q and k straight from the operands (zero-filled past the end of the
+// sequence): chunk 0 first, then in each iteration the wait for the
+// chunk's copies, a barrier of the 64 copy threads, the chunk's row factors,
 // the hand-over, and the next chunk's copies into the other slots.
 // CHECK: } else {
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: nvgpu.device_async_copy %[[W]][{{.+}}], %[[WSLOTS]][%c0{{[_0-9]*}}, {{.+}}], 8 {bypassL1} : memref<?x4x?x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy %[[QS]][{{.+}}], %[[QSLOTS]]
-// CHECK: nvgpu.device_async_copy %[[KST]][{{.+}}], %[[KSLOTS]]
+// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[QSLOTS]][{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[KSLOTS]][{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %[[P]][{{.+}}], %[[PSLOTS]]
 // CHECK: nvgpu.device_async_copy %[[U]][{{.+}}], %[[USLOTS]]
-// CHECK: nvgpu.device_async_copy %[[G]][{{.+}}], %[[DSLOTS]][{{.+}}], 1 : memref<?x4x?xf32> to memref<2x4xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %[[G]][{{.+}}], %[[GSLOTS]][{{.+}}], 4 {bypassL1} : memref<?x4x?xf32> to memref<2x64xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
 // CHECK: scf.for {{.+}} iter_args(%[[CARRIED:.+]] = %[[GROUP]])
 // CHECK: nvgpu.device_async_wait %[[CARRIED]] {numGroups = 0 : i32}
+// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c64_i32
+// CHECK: memref.store %{{.+}}, %[[FSLOTS]]
 // CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c192_i32
 // CHECK: nvgpu.device_async_copy %[[W]]
 // CHECK: nvgpu.device_async_create_group
@@ -129,17 +129,15 @@
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 2 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 4 : i64}}
 // CHECK: } else {
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c16{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c176160_i32
+// CHECK-SAME: dynamic_shared_memory_size %c182784_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 2 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
 // CHECK-NOT: value_tile = 16
 // CHECK: %[[D0:.+]] = gpu.wait async
 // CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[W]]
 // CHECK: gpu.dealloc async
 // CHECK: gpu.dealloc async
-// CHECK: gpu.dealloc async [%{{.+}}] %[[G]]
-// CHECK: gpu.dealloc async
-// CHECK: %[[D6:.+]] = gpu.dealloc async [%{{.+}}] %[[KST]]
-// CHECK: gpu.wait [%[[D6]]]
+// CHECK: %[[D4:.+]] = gpu.dealloc async [%{{.+}}] %[[G]]
+// CHECK: gpu.wait [%[[D4]]]
 // TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
 // TILE: {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 0 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 8 : i64}}
 // TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c320,
@@ -193,4 +191,29 @@ func.func @prefill_f32(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %v: t
 func.func @step_bf16(%q: tensor<?x2x128xbf16>, %k: tensor<?x2x128xbf16>, %v: tensor<?x4x128xbf16>, %g: tensor<?x4xf32>, %beta: tensor<?x4xf32>, %state: tensor<?x4x128x128xf32>) -> (tensor<?x4x128xbf16>, tensor<?x4x128x128xf32>) {
   %o, %s = gdn.delta_rule_step %q, %k, %v, %g, %beta, %state : (tensor<?x2x128xbf16>, tensor<?x2x128xbf16>, tensor<?x4x128xbf16>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x128x128xf32>) -> (tensor<?x4x128xbf16>, tensor<?x4x128x128xf32>)
   return %o, %s : tensor<?x4x128xbf16>, tensor<?x4x128x128xf32>
+}
+
+// -----
+
+// f16 q, k, v are rounded to bf16 through registers by the WY kernel; the
+// first value head of each group also leaves its rounded q and k rows in
+// bf16 copies, which the state kernel reads as it reads bf16 operands.
+// CHECK-LABEL: func.func @prefill_f16
+// CHECK: gpu.alloc async {{.+}} : memref<?x4x?xf32>
+// CHECK: %[[QH:[a-z0-9_]+]], %{{.+}} = gpu.alloc async [%{{.+}}] (%dim, %dim_{{[0-9]+}}) : memref<?x?x2x64xbf16>
+// CHECK: %[[KH:[a-z0-9_]+]], %{{.+}} = gpu.alloc async [%{{.+}}] (%dim, %dim_{{[0-9]+}}) : memref<?x?x2x64xbf16>
+// CHECK: gpu.launch
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: vector.store %{{.+}}, %[[QH]][{{.+}}] {alignment = 16 : i64} : memref<?x?x2x64xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.+}}, %[[KH]][{{.+}}] {alignment = 16 : i64} : memref<?x?x2x64xbf16>, vector<8xbf16>
+// CHECK: kernel = "wy"
+// CHECK: nvgpu.device_async_copy %[[QH]]
+// CHECK: nvgpu.device_async_copy %[[KH]]
+// CHECK: kernel = "state"
+// CHECK: gpu.dealloc async [%{{.+}}] %[[KH]]
+// PTX-LABEL: llvm.func @prefill_f16(
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+func.func @prefill_f16(%q: tensor<?x?x2x64xf16>, %k: tensor<?x?x2x64xf16>, %v: tensor<?x?x4x128xf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>) -> (tensor<?x?x4x128xf16>, tensor<?x4x64x128xf32>) {
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta {scale = 0.125 : f32} : (tensor<?x?x2x64xf16>, tensor<?x?x2x64xf16>, tensor<?x?x4x128xf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x128xf16>, tensor<?x4x64x128xf32>)
+  return %o, %s : tensor<?x?x4x128xf16>, tensor<?x4x64x128xf32>
 }
