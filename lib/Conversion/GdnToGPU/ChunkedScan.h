@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <functional>
+#include <optional>
 
 namespace mlir::gdn::scan {
 /// Row padding of the f32 tiles, in floats, and of the bf16 tiles, in
@@ -33,6 +34,24 @@ constexpr int64_t kPad = 4;
 constexpr int64_t kHalfPad = 8;
 /// Hopper's largest dynamic workgroup memory per block.
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+/// The most output tiles a warp of the state kernel accumulates at once
+/// (one block per multiprocessor leaves registers to spare), and of the
+/// WY kernel.
+constexpr int64_t kStateMaxGroup = 16;
+constexpr int64_t kChunkMaxGroup = 4;
+
+/// How a product deals its 16 x 8 output tiles to the warps: a rectangle
+/// of regionRows x regionCols tiles per warp, accumulated in groups of
+/// groupRows x groupCols.
+struct ProductPlan {
+  int64_t regionRows, regionCols, groupRows, groupCols, cost;
+};
+/// The plan for an [m, n] product with the fewest fragment bytes, groups
+/// of at most `maxGroup` tiles; none where the tiles do not divide evenly
+/// among the warps (the product then loops over tiles).
+std::optional<ProductPlan> planProduct(int64_t m, int64_t n, int64_t warps,
+                                       int64_t maxGroup);
 
 /// Consumes two neighbouring f32 result elements (row, even col, the values
 /// at col and col + 1): one wider store instead of two.
@@ -76,6 +95,13 @@ struct ScanShape {
   /// room in the memory pipeline.
   int64_t copyWarps = 2;
   int64_t stateThreads() const { return threads() + 32 * copyWarps; }
+  /// Whether the state kernel keeps the f32 state tile in the compute
+  /// threads' registers across chunks: where the tiles of the state
+  /// product divide evenly among the warps. Otherwise it stays in
+  /// workgroup memory.
+  bool stateInRegisters() const {
+    return planProduct(keyDim, valueTile, warps, kStateMaxGroup).has_value();
+  }
   static int64_t floatBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kPad) * 4;
   }
@@ -97,12 +123,13 @@ struct ScanShape {
   /// and K [C, K], P [C, C] and U [C, Vt]; the chunk's f32 log-decays G
   /// [C] and row factors exp(G_C - G), exp(G) [2, C]; then bf16 Vnew and
   /// diag(exp(G_C - G)) Vnew [C, Vt], S [K, Vt]; f32 S [K, Vt] and exp(G)
-  /// Q S [C, Vt].
+  /// Q S [C, Vt] (f32 S only where it is not kept in registers).
   int64_t stateKernelBytes() const {
     return 2 * (3 * halfBytes(chunk, keyDim) + halfBytes(chunk, chunk) +
                 halfBytes(chunk, valueTile) + 3 * chunk * 4) +
            2 * halfBytes(chunk, valueTile) + halfBytes(keyDim, valueTile) +
-           floatBytes(keyDim, valueTile) + floatBytes(chunk, valueTile);
+           (stateInRegisters() ? 0 : floatBytes(keyDim, valueTile)) +
+           floatBytes(chunk, valueTile);
   }
 };
 
@@ -212,7 +239,11 @@ private:
 
   /// out[M, N] = init + sum of terms A B^T, on tensor cores: each warp
   /// takes a fixed rectangle of the 16 x 8 output tiles; `epilogue` gets
-  /// every pair of neighbouring elements.
+  /// every pair of neighbouring elements. Where planProduct has a plan,
+  /// each lane calls `init` for its elements and then `epilogue` for the
+  /// same elements, in the same order, a fixed number of times: a caller
+  /// can hand out and collect per-lane values (such as accumulators kept
+  /// in registers across products) by position.
   void product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
                PairEpilogue epilogue);
   /// ldmatrix of `count` 8 x 8 bf16 matrices of `tile`, this lane giving
@@ -297,7 +328,7 @@ private:
   ScanShape s;
   /// The most output tiles a warp accumulates at once (four accumulator
   /// registers each).
-  int64_t maxGroup = 4;
+  int64_t maxGroup = kChunkMaxGroup;
   Value tid, warp, group, quad, sharedBase;
   /// The row (lane % 8) and column (8 x (lane / 8 % 2), 8 x (lane / 16))
   /// offsets of the address this lane gives ldmatrix.

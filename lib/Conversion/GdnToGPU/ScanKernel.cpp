@@ -85,8 +85,9 @@ SmallVector<Value> ScanKernel::fragmentB(OpBuilder &nb, Location nl,
                       add(nb, nl, k0, matrixColumn), 2, /*transpose=*/false);
 }
 
-void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
-                         Init init, PairEpilogue epilogue) {
+std::optional<ProductPlan> mlir::gdn::scan::planProduct(int64_t m, int64_t n,
+                                                        int64_t warps,
+                                                        int64_t maxGroup) {
   int64_t tilesM = m / 16, tilesN = n / 8, tiles = tilesM * tilesN;
   // Each warp owns a rectangle of regionRows x regionCols output tiles,
   // accumulated in groups of groupRows x groupCols: per k-step a group
@@ -94,11 +95,8 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
   // one B fragment (256 bytes) per tile column. Workgroup-memory bandwidth
   // bounds the products, so the plan with the fewest fragment bytes wins;
   // maxGroup caps the accumulators a warp holds at once.
-  struct Plan {
-    int64_t regionRows, regionCols, groupRows, groupCols, cost;
-  };
-  std::optional<Plan> plan;
-  int64_t perWarp = tiles % s.warps == 0 ? tiles / s.warps : 0;
+  std::optional<ProductPlan> plan;
+  int64_t perWarp = tiles % warps == 0 ? tiles / warps : 0;
   for (int64_t rr = 1; perWarp && rr <= std::min(tilesM, perWarp); ++rr) {
     if (tilesM % rr != 0 || perWarp % rr != 0 || tilesN % (perWarp / rr))
       continue;
@@ -109,10 +107,17 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms,
           continue;
         int64_t cost = (rr / gr) * (rc / gc) * (2 * gr + gc);
         if (!plan || cost < plan->cost)
-          plan = Plan{rr, rc, gr, gc, cost};
+          plan = ProductPlan{rr, rc, gr, gc, cost};
       }
     }
   }
+  return plan;
+}
+
+void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
+                         PairEpilogue epilogue) {
+  int64_t tilesN = n / 8;
+  std::optional<ProductPlan> plan = planProduct(m, n, s.warps, maxGroup);
   if (!plan) {
     productTileLoop(m, n, terms, init, epilogue);
     return;

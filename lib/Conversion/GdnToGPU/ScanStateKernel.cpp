@@ -19,7 +19,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   int64_t chunk = s.chunk, keyDim = s.keyDim, tile = s.valueTile;
   setUp(launch);
   // One block per multiprocessor: registers to spare for larger groups.
-  maxGroup = 16;
+  maxGroup = kStateMaxGroup;
+  bool stateInRegisters = s.stateInRegisters();
   Value blockX = launch.getBlockIds().x;
   Value batch = launch.getBlockIds().y;
   Value head = arith::DivUIOp::create(b, loc, blockX, c(b, loc, valueTiles));
@@ -40,7 +41,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   vN = carveHalves(chunk, tile, offset);
   vD = carveHalves(chunk, tile, offset);
   sB = carveHalves(keyDim, tile, offset);
-  ss = carveFloats(keyDim, tile, offset);
+  if (!stateInRegisters)
+    ss = carveFloats(keyDim, tile, offset);
   ys = carveFloats(chunk, tile, offset);
   assert(offset == s.stateKernelBytes() && "layout and size disagree");
 
@@ -180,25 +182,41 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   // The compute warps.
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(roles.thenBlock()->getTerminator());
-  // The state tile, in f32 and in bf16.
-  forEachThread(b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl,
-                                            Value i) {
-    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
-    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
-    Value value = zero;
-    if (m.state)
-      value = widen(nb, nl,
-                    load(nb, nl, m.state,
-                         {batch, head, r, add(nb, nl, firstColumn, col)}));
-    store(nb, nl, value, ss, {r, col});
-    storeHalf(nb, nl, value, sB, r, col);
-  });
+  // The state tile in bf16, and in f32: in workgroup memory, or in
+  // registers, where each lane holds the elements that the state product
+  // gives it. A product of no terms (only init and epilogue) hands the
+  // elements out in the product's order; the chunk loop carries them.
+  auto initialElement = [&](OpBuilder &nb, Location nl, Value r, Value col) {
+    if (!m.state)
+      return zero;
+    return widen(
+        nb, nl,
+        load(nb, nl, m.state, {batch, head, r, add(nb, nl, firstColumn, col)}));
+  };
+  SmallVector<Value> initialState;
+  if (stateInRegisters) {
+    product(keyDim, tile, {}, initialElement,
+            [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
+                Value second) {
+              initialState.append({first, second});
+              storePair(nb, nl, first, second, sB.halves, {r, col});
+            });
+  } else {
+    forEachThread(
+        b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl, Value i) {
+          Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
+          Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
+          Value value = initialElement(nb, nl, r, col);
+          store(nb, nl, value, ss, {r, col});
+          storeHalf(nb, nl, value, sB, r, col);
+        });
+  }
   auto computeBarrier = [&](OpBuilder &nb, Location nl) {
     namedBarrier(nb, nl, /*id=*/2, s.threads());
   };
-  scf::ForOp::create(
-      b, loc, c(b, loc, 0), chunks, c(b, loc, 1), ValueRange{},
-      [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange) {
+  auto chunkLoop = scf::ForOp::create(
+      b, loc, c(b, loc, 0), chunks, c(b, loc, 1), initialState,
+      [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange state) {
         OpBuilder::InsertionGuard loopGuard(b);
         Value start = mul(lb, ll, chunkIndex, c(lb, ll, chunk));
         Value slot = arith::RemUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
@@ -247,18 +265,24 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         // S = exp(G_C) S + K^T diag(exp(G_C - G)) Vnew, in place (each
         // element is read, then written, by the same lane), and in bf16.
         Value stateDecay = factor(b, loc, 1, c(b, loc, chunk - 1));
-        product(keyDim, tile, {Term{chunk, inSlot(kS, slot), vD, true, true}},
-                [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                  return arith::MulFOp::create(nb, nl,
-                                               load(nb, nl, ss, {r, col}),
-                                               stateDecay)
-                      .getResult();
-                },
-                [&](OpBuilder &nb, Location nl, Value r, Value col,
-                    Value first, Value second) {
-                  storePair(nb, nl, first, second, ss, {r, col});
-                  storePair(nb, nl, first, second, sB.halves, {r, col});
-                });
+        size_t element = 0;
+        SmallVector<Value> nextState;
+        product(
+            keyDim, tile, {Term{chunk, inSlot(kS, slot), vD, true, true}},
+            [&](OpBuilder &nb, Location nl, Value r, Value col) {
+              Value old = stateInRegisters ? state[element++]
+                                           : load(nb, nl, ss, {r, col});
+              return arith::MulFOp::create(nb, nl, old, stateDecay).getResult();
+            },
+            [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
+                Value second) {
+              if (stateInRegisters)
+                nextState.append({first, second});
+              else
+                storePair(nb, nl, first, second, ss, {r, col});
+              storePair(nb, nl, first, second, sB.halves, {r, col});
+            });
+        yield->setOperands(nextState);
         // O = scale (Y + P Vnew), for the rows inside the sequence.
         Value scaleValue = f(b, loc, m.scale);
         product(
@@ -285,16 +309,32 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
               scf::IfOp::create(nb, nl, position.second, storeRow);
             });
       });
-  // The final state is stored with another thread mapping than the
-  // products wrote it in.
-  computeBarrier(b, loc);
-  forEachThread(b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl,
-                                            Value i) {
-    Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
-    Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
-    store(nb, nl, load(nb, nl, ss, {r, col}), m.finalState,
-          {batch, head, r, add(nb, nl, firstColumn, col)});
-  });
+  if (stateInRegisters) {
+    // Each lane stores the elements it holds, in the product's order.
+    size_t element = 0;
+    ValueRange finalState = chunkLoop.getResults();
+    product(
+        keyDim, tile, {},
+        [&](OpBuilder &, Location, Value, Value) {
+          return finalState[element++];
+        },
+        [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
+            Value second) {
+          storePair(nb, nl, first, second, m.finalState,
+                    {batch, head, r, add(nb, nl, firstColumn, col)});
+        });
+  } else {
+    // The final state is stored with another thread mapping than the
+    // products wrote it in.
+    computeBarrier(b, loc);
+    forEachThread(
+        b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl, Value i) {
+          Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
+          Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
+          store(nb, nl, load(nb, nl, ss, {r, col}), m.finalState,
+                {batch, head, r, add(nb, nl, firstColumn, col)});
+        });
+  }
   b.setInsertionPointAfter(roles);
   gpu::TerminatorOp::create(b, loc);
 }

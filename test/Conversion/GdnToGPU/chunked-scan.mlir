@@ -73,11 +73,12 @@
 // CHECK: scf.if %[[BUSY64]]
 // Two slots each of bf16 -W, Q, K [64, 136], P and U [64, 72], of the
 // chunk's f32 log-decays [64] and row factors [2, 64]; Vnew and its
-// decayed rows [64, 72], S [128, 72]; f32 S [128, 68], exp(G) Q S [64, 68]:
-// 231936 bytes. Four compute warps and two copy warps.
+// decayed rows [64, 72], S [128, 72]; f32 exp(G) Q S [64, 68]: 197120
+// bytes (the f32 state stays in registers). Four compute warps and two copy
+// warps.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c192,
-// CHECK-SAME: dynamic_shared_memory_size %c231936_i32
+// CHECK-SAME: dynamic_shared_memory_size %c197120_i32
 // CHECK: %[[WSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[QSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[KSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
@@ -85,12 +86,16 @@
 // CHECK: %[[USLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[GSLOTS:.+]] = memref.view {{.+}} to memref<2x64xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[FSLOTS:.+]] = memref.view {{.+}} to memref<2x2x64xf32, #gpu.address_space<workgroup>>
-// The compute warps (threads 0-127) walk the chunks: each starts at the
-// hand-over barrier of all 192 threads; one barrier of the 128 between
-// the products that make Vnew and those that use it; no global load.
+// CHECK-NOT: memref<128x68xf32
+// CHECK: memref.view {{.+}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+// The compute warps (threads 0-127) walk the chunks with the f32 state
+// tile in registers, 64 elements per thread carried by the chunk loop:
+// each chunk starts at the hand-over barrier of all 192 threads; one
+// barrier of the 128 between the products that make Vnew and those that
+// use it; no global load.
 // CHECK: %[[COMPUTES:.+]] = arith.cmpi ult, %{{.+}}, %c128
 // CHECK: scf.if %[[COMPUTES]] {
-// CHECK: scf.for
+// CHECK: %[[FINAL:.+]]:64 = scf.for {{.+}} -> (f32, f32,
 // CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c192_i32
 // CHECK-NOT: nvvm.barrier
 // CHECK-NOT: vector.load
@@ -99,9 +104,11 @@
 // CHECK-NOT: nvvm.barrier
 // CHECK: nvvm.mma.sync
 // CHECK-NOT: nvvm.barrier
-// The final state leaves after a barrier of the compute warps.
-// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
-// CHECK: scf.for %{{.+}} = %{{.+}} to %c8192
+// CHECK: scf.yield
+// Each thread stores the final state it holds, in pairs, without a barrier.
+// CHECK-NOT: nvvm.barrier
+// CHECK: %[[PAIR:.+]] = vector.from_elements %[[FINAL]]#0, %[[FINAL]]#1 : vector<2xf32>
+// CHECK-NEXT: vector.store %[[PAIR]], %{{.+}} {alignment = 8 : i64} : memref<?x4x128x128xf32>, vector<2xf32>
 // The copy warps put every operand of a chunk into its slot by cp.async,
 // q and k straight from the operands (zero-filled past the end of the
 // sequence): chunk 0 first, then in each iteration the wait for the
@@ -129,7 +136,7 @@
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 2 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 4 : i64}}
 // CHECK: } else {
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c16{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c182784_i32
+// CHECK-SAME: dynamic_shared_memory_size %c164352_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 2 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
 // CHECK-NOT: value_tile = 16
 // CHECK: %[[D0:.+]] = gpu.wait async
@@ -216,4 +223,20 @@ func.func @step_bf16(%q: tensor<?x2x128xbf16>, %k: tensor<?x2x128xbf16>, %v: ten
 func.func @prefill_f16(%q: tensor<?x?x2x64xf16>, %k: tensor<?x?x2x64xf16>, %v: tensor<?x?x4x128xf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>) -> (tensor<?x?x4x128xf16>, tensor<?x4x64x128xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta {scale = 0.125 : f32} : (tensor<?x?x2x64xf16>, tensor<?x?x2x64xf16>, tensor<?x?x4x128xf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x128xf16>, tensor<?x4x64x128xf32>)
   return %o, %s : tensor<?x?x4x128xf16>, tensor<?x4x64x128xf32>
+}
+
+// -----
+
+// Where the state product's tiles do not divide among the warps (K = V =
+// 16: two tiles for four warps), the f32 state stays in workgroup memory
+// and the final state leaves from there, one element per store.
+// CHECK-LABEL: func.func @prefill_narrow
+// CHECK: kernel = "wy"
+// CHECK: memref.view {{.+}} to memref<16x20xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: vector.store {{.+}} : memref<1x1x16x16xf32>
+// CHECK: memref.store %{{.+}}, %{{.+}} : memref<1x1x16x16xf32>
+// CHECK: kernel = "state"
+func.func @prefill_narrow(%q: tensor<1x?x1x16xbf16>, %k: tensor<1x?x1x16xbf16>, %v: tensor<1x?x1x16xbf16>, %g: tensor<1x?x1xf32>, %beta: tensor<1x?x1xf32>) -> (tensor<1x?x1x16xbf16>, tensor<1x1x16x16xf32>) {
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta {scale = 0.25 : f32} : (tensor<1x?x1x16xbf16>, tensor<1x?x1x16xbf16>, tensor<1x?x1x16xbf16>, tensor<1x?x1xf32>, tensor<1x?x1xf32>) -> (tensor<1x?x1x16xbf16>, tensor<1x1x16x16xf32>)
+  return %o, %s : tensor<1x?x1x16xbf16>, tensor<1x1x16x16xf32>
 }
