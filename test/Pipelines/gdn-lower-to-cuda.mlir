@@ -12,12 +12,12 @@
 // CHECK-NOT: llvm.call @malloc
 // CHECK: llvm.return
 // CHECK: gpu.binary @prefill_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
-// bf16 q, k, v are staged by cp.async while the gates are summed.
+// bf16 q and k are staged by cp.async while the gates are summed.
 // CHECK-SAME: .target sm_90a
 // CHECK-SAME: cp.async.cg.shared.global
 // CHECK-SAME: bar.sync
-// CHECK-SAME: ex2.approx
 // CHECK-SAME: cp.async.wait_group
+// CHECK-SAME: ex2.approx
 // CHECK-SAME: cvt.rn.bf16
 // CHECK-NOT: __nv_
 // CHECK-SAME: fma.rn.f32

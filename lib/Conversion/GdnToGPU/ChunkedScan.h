@@ -108,28 +108,25 @@ struct ScanShape {
   static int64_t halfBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kHalfPad) * 2;
   }
-  /// The WY kernel: bf16 K [C, K]; Q [C, K] and later, in the same place,
-  /// T diag(beta exp(G)) and T diag(beta) [C, C]; V [C, V]; f32 A, then T
-  /// [C, C]; four chunk vectors; f32 diagonal blocks of T [C, 17]. Under 75
-  /// KiB (K = V = 128) lets three blocks share a multiprocessor.
+  /// The WY kernel: bf16 K and Q [C, K]; f32 A, then T [C, C]; three
+  /// chunk vectors; f32 diagonal blocks of T [C, 17].
   int64_t chunkKernelBytes() const {
-    return halfBytes(chunk, keyDim) +
-           std::max(halfBytes(chunk, keyDim), 2 * halfBytes(chunk, chunk)) +
-           halfBytes(chunk, valueDim) + floatBytes(chunk, chunk) +
-           4 * chunk * 4 + chunk * 17 * 4;
+    return 2 * halfBytes(chunk, keyDim) + floatBytes(chunk, chunk) +
+           3 * chunk * 4 + chunk * 17 * 4;
   }
   /// The state pass, every operand of a chunk in two slots (the next
-  /// chunk's arrive by cp.async during this chunk's products): bf16 -W, Q
-  /// and K [C, K], P [C, C] and U [C, Vt]; the chunk's f32 log-decays G
-  /// [C] and row factors exp(G_C - G), exp(G) [2, C]; then bf16 Vnew and
-  /// diag(exp(G_C - G)) Vnew [C, Vt], S [K, Vt]; f32 S [K, Vt] and exp(G)
-  /// Q S [C, Vt] (f32 S only where it is not kept in registers).
+  /// chunk's arrive by cp.async during this chunk's products): bf16 Q and K
+  /// [C, K], T diag(beta) and P [C, C], V [C, Vt]; the chunk's f32
+  /// log-decays G [C] and row factors exp(G_C - G), exp(G) [2, C]; then
+  /// bf16 X = V - diag(exp(G)) K S, Vnew and diag(exp(G_C - G)) Vnew [C,
+  /// Vt], S [K, Vt]; f32 exp(G) Q S [C, Vt] and, where it is not kept in
+  /// registers, S [K, Vt].
   int64_t stateKernelBytes() const {
-    return 2 * (3 * halfBytes(chunk, keyDim) + halfBytes(chunk, chunk) +
+    return 2 * (2 * halfBytes(chunk, keyDim) + 2 * halfBytes(chunk, chunk) +
                 halfBytes(chunk, valueTile) + 3 * chunk * 4) +
-           2 * halfBytes(chunk, valueTile) + halfBytes(keyDim, valueTile) +
-           (stateInRegisters() ? 0 : floatBytes(keyDim, valueTile)) +
-           floatBytes(chunk, valueTile);
+           3 * halfBytes(chunk, valueTile) + halfBytes(keyDim, valueTile) +
+           floatBytes(chunk, valueTile) +
+           (stateInRegisters() ? 0 : floatBytes(keyDim, valueTile));
   }
 };
 
@@ -137,15 +134,15 @@ struct ScanShape {
 struct ScanBuffers {
   Value q, k, v, g, beta, state; // state may be null (zeros)
   Value o, finalState;
-  /// Per chunk row, from the WY kernel to the state pass: -W (bf16
-  /// [B, Hv, Tp, K]), U (bf16 [B, Hv, Tp, V]), P (bf16 [B, Hv, Tp, C]) and
-  /// the cumulative log-decay G (f32 [B, Hv, Tp]); Tp is T rounded up to
-  /// whole chunks. The state pass reads q and k as given and applies the
-  /// decays to its own results.
-  Value w, u, p, gates;
-  /// bf16 q and k [B, T, H, K] for the state pass: the operands themselves,
-  /// or copies that the WY kernel makes of other 16-bit types.
-  Value qHalves, kHalves;
+  /// Per chunk row, from the WY kernel to the state pass: T diag(beta)
+  /// and P (bf16 [B, Hv, Tp, C]) and the cumulative log-decay G (f32 [B,
+  /// Hv, Tp]); Tp is T rounded up to whole chunks. The state pass reads
+  /// q, k and v as given and applies the decays to its own results.
+  Value tb, p, gates;
+  /// bf16 q, k [B, T, H, K] and v [B, T, Hv, V] for the state pass: the
+  /// operands themselves, or copies that the WY kernel makes of other
+  /// 16-bit types.
+  Value qHalves, kHalves, vHalves;
   int64_t groupSize;
   float scale;
 };
@@ -284,7 +281,7 @@ private:
                      function_ref<void(OpBuilder &, Location, Value)> body);
 
   /// T = (I + A)^-1 for the unit lower-triangular chunk matrix A in ms
-  /// (f32, in place), then T's bf16 copies with scaled columns, tW and tU.
+  /// (f32, in place).
   void solve();
 
   /// Thread coordinates and the dynamic workgroup memory.
@@ -333,17 +330,16 @@ private:
   /// The row (lane % 8) and column (8 x (lane / 8 % 2), 8 x (lane / 16))
   /// offsets of the address this lane gives ldmatrix.
   Value matrixRow, matrixColumn, matrixHalf;
-  // WY kernel: bf16 K, Q, V and T with its columns scaled for W and for U;
-  // f32 A, overwritten by T in the solve, and T's diagonal blocks; the
-  // chunk vectors.
-  HalfTile kB, qB, vB, tW, tU;
+  // WY kernel: bf16 K and Q; f32 A, overwritten by T in the solve, and
+  // T's diagonal blocks; the chunk vectors.
+  HalfTile kB, qB;
   Value ms, ds;
-  Value gRaw, betas, gCum, decayW;
-  // State kernel: two slots of bf16 -W, Q (qB), K, P, U and of the f32
-  // log-decays and row factors; bf16 Vnew, its rows decayed to the chunk's
-  // end, and S; f32 S and exp(G) Q S.
-  HalfTile wB, kS, pB, uB, vN, vD, sB;
-  Value gateRows, rowFactors, ss, ys;
+  Value gRaw, betas, gCum;
+  // State kernel: two slots of bf16 Q (qB), K, T diag(beta), P, V and of
+  // the f32 log-decays and row factors; bf16 X, Vnew, its rows decayed to
+  // the chunk's end, and S; f32 exp(G) Q S and S.
+  HalfTile kS, tB, pB, vB, xB, vN, vD, sB;
+  Value gateRows, rowFactors, ys, ss;
 };
 
 } // namespace mlir::gdn::scan

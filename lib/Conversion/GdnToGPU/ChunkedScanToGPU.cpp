@@ -6,17 +6,19 @@
 //
 //   A    = strict_lower(beta_i exp(G_i - G_j) k_i.k_j)        (C x C)
 //   T    = (I + A)^-1                       (blocked forward substitution)
-//   W    = T diag(beta exp(G)) K,   U = T diag(beta) V
 //   P    = lower(exp(G_i - G_j) q_i.k_j)
-//   Vnew = U - W S
+//   Vnew = T diag(beta) (V - diag(exp(G)) K S)
 //   O    = scale (diag(exp(G)) Q S + P Vnew)
-//   S    = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew
+//   S    = exp(G_C) S + K^T diag(exp(G_C - G)) Vnew
 //
-// The WY kernel computes the state-independent lines (A to P) of every
-// chunk at once and leaves them in global scratch; the state kernel, a
-// block per (value head x value-column tile, batch), walks the chunks of
-// its sequence in order with the state tile S [K, Vt] in f32 workgroup
-// memory and computes the last three.
+// Vnew is the U - W S of the WY form (W = T diag(beta exp(G)) K, U =
+// T diag(beta) V) with T diag(beta) factored out, so that W and U are never
+// formed: the WY kernel computes A, T and P of every chunk at once and
+// leaves T diag(beta), P and G in global scratch (16 KiB a chunk instead of
+// the 48 of -W, U and P); the state kernel, a block per (value head x
+// value-column tile, batch), walks the chunks of its sequence in order
+// with the state tile S [K, Vt] in f32 registers and computes the last
+// three lines from q, k and v as given.
 //
 // Every matrix product runs on tensor cores (mma.sync m16n8k16, bf16
 // operands, f32 accumulation): each warp takes a fixed group of 16 x 8
@@ -123,11 +125,9 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     // One chain on one stream: each token of the chain is that stream, and
     // the final wait synchronizes and destroys it once.
     SmallVector<Value> scratch;
-    for (MemRefType type :
-         {scratchType({shape.keyDim}, b.getBF16Type()),
-          scratchType({shape.valueDim}, b.getBF16Type()),
-          scratchType({chunk}, b.getBF16Type()),
-          scratchType({}, b.getF32Type())}) {
+    for (MemRefType type : {scratchType({chunk}, b.getBF16Type()),
+                            scratchType({chunk}, b.getBF16Type()),
+                            scratchType({}, b.getF32Type())}) {
       auto alloc = gpu::AllocOp::create(b, loc, type, tokenType,
                                         ValueRange{ready},
                                         ValueRange{batch, paddedTokens},
@@ -135,30 +135,43 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       scratch.push_back(alloc.getMemref());
       ready = alloc.getAsyncToken();
     }
-    // The state pass copies q and k rows straight into bf16 tiles: other
-    // 16-bit types get bf16 copies, made by the WY kernel.
-    Value qHalves = qm, kHalves = km;
+    // The state pass copies q, k and v rows straight into bf16 tiles:
+    // other 16-bit types get bf16 copies, made by the WY kernel.
+    Value qHalves = qm, kHalves = km, vHalves = vm;
     if (!element.isBF16()) {
-      auto copyType = MemRefType::get(qType.getShape(), b.getBF16Type());
-      SmallVector<Value> sizes;
-      if (qType.isDynamicDim(0))
-        sizes.push_back(batch);
-      if (qType.isDynamicDim(1))
-        sizes.push_back(tokens);
-      for (Value *copy : {&qHalves, &kHalves}) {
-        auto alloc = gpu::AllocOp::create(b, loc, copyType, tokenType,
-                                          ValueRange{ready}, sizes,
-                                          ValueRange{}, /*hostShared=*/nullptr);
-        *copy = alloc.getMemref();
-        scratch.push_back(*copy);
+      auto copyOf = [&](RankedTensorType type) {
+        SmallVector<Value> sizes;
+        if (type.isDynamicDim(0))
+          sizes.push_back(batch);
+        if (type.isDynamicDim(1))
+          sizes.push_back(tokens);
+        auto alloc = gpu::AllocOp::create(
+            b, loc, MemRefType::get(type.getShape(), b.getBF16Type()),
+            tokenType, ValueRange{ready}, sizes, ValueRange{},
+            /*hostShared=*/nullptr);
+        scratch.push_back(alloc.getMemref());
         ready = alloc.getAsyncToken();
-      }
+        return alloc.getMemref();
+      };
+      qHalves = copyOf(qType);
+      kHalves = copyOf(qType);
+      vHalves = copyOf(vType);
     }
     gpu::WaitOp::create(b, loc, Type(), ValueRange{ready});
-    ScanBuffers buffers{qm,         km,         vm,         gm,
-                        betam,      statem,     om,         sm,
-                        scratch[0], scratch[1], scratch[2], scratch[3],
-                        qHalves,    kHalves,
+    ScanBuffers buffers{qm,
+                        km,
+                        vm,
+                        gm,
+                        betam,
+                        statem,
+                        om,
+                        sm,
+                        scratch[0],
+                        scratch[1],
+                        scratch[2],
+                        qHalves,
+                        kHalves,
+                        vHalves,
                         static_cast<int64_t>(op.getGroupSize()),
                         op.getScale().convertToFloat()};
     auto mapping = [&](OpBuilder &lb, const ScanShape &tiled, StringRef role) {

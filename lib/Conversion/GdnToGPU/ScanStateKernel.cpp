@@ -31,19 +31,20 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   Value tokens = memref::DimOp::create(b, loc, m.v, 1);
 
   int64_t offset = 0;
-  wB = carveHalfSlots(2, chunk, keyDim, offset);
   qB = carveHalfSlots(2, chunk, keyDim, offset);
   kS = carveHalfSlots(2, chunk, keyDim, offset);
+  tB = carveHalfSlots(2, chunk, chunk, offset);
   pB = carveHalfSlots(2, chunk, chunk, offset);
-  uB = carveHalfSlots(2, chunk, tile, offset);
+  vB = carveHalfSlots(2, chunk, tile, offset);
   gateRows = carve({2, chunk}, f32, offset);
   rowFactors = carve({2, 2, chunk}, f32, offset);
+  xB = carveHalves(chunk, tile, offset);
   vN = carveHalves(chunk, tile, offset);
   vD = carveHalves(chunk, tile, offset);
   sB = carveHalves(keyDim, tile, offset);
+  ys = carveFloats(chunk, tile, offset);
   if (!stateInRegisters)
     ss = carveFloats(keyDim, tile, offset);
-  ys = carveFloats(chunk, tile, offset);
   assert(offset == s.stateKernelBytes() && "layout and size disagree");
 
   Value zero = f(b, loc, 0.0f);
@@ -68,9 +69,9 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   auto roles = scf::IfOp::create(b, loc, TypeRange(), computes,
                                  /*withElseRegion=*/true);
 
-  // The copy warps: every operand of chunk `index` (q and k as given, the
-  // rest prepared by the WY kernel) goes by cp.async straight into slot
-  // `slot` of its tile, a whole chunk ahead of its use.
+  // The copy warps: every operand of chunk `index` (q, k and v as given,
+  // the rest prepared by the WY kernel) goes by cp.async straight into
+  // slot `slot` of its tile, a whole chunk ahead of its use.
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(roles.elseBlock()->getTerminator());
@@ -83,44 +84,41 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         c(b, loc, chunk / 4));
     auto copyChunkAsync = [&](Value index, Value slot) {
       Value start = mul(b, loc, index, c(b, loc, chunk));
-      auto copy = [&](int64_t rows, int64_t width, const HalfTile &tileTo,
-                      Value source, Value sourceColumn) {
+      // The chunk's rows of WY scratch ([B, Hv, Tp, C]).
+      auto copyChunkRows = [&](const HalfTile &tileTo, Value source) {
         forEachVector(
-            rows, width,
+            chunk, chunk,
             [&](OpBuilder &nb, Location nl, Value r, Value col) {
-              Value from = col;
-              if (sourceColumn)
-                from = add(nb, nl, sourceColumn, col);
               nvgpu::DeviceAsyncCopyOp::create(
                   nb, nl, tokenType, tileTo.halves, tileTo.at(r, col), source,
-                  ValueRange{batch, head, add(nb, nl, start, r), from},
+                  ValueRange{batch, head, add(nb, nl, start, r), col},
                   nb.getIndexAttr(8), Value(), nb.getUnitAttr());
             },
             copyThreads);
       };
-      // Rows of q or k (zeros past the end of the sequence) to rows
-      // `firstRow`.. of `tileTo`.
-      auto copyTokens = [&](const HalfTile &tileTo, int64_t firstRow,
-                            Value source) {
+      // The chunk's rows of an operand ([B, T, heads, width]) from column
+      // `firstCol` on, zeros past the end of the sequence.
+      auto copyTokens = [&](const HalfTile &tileTo, int64_t width, Value source,
+                            Value sourceHead, Value firstCol) {
         forEachVector(
-            chunk, keyDim,
+            chunk, width,
             [&](OpBuilder &nb, Location nl, Value r, Value col) {
               auto [t, inside] = token(nb, nl, start, tokens, r);
               Value elements = arith::SelectOp::create(
                   nb, nl, inside, c(nb, nl, 8), c(nb, nl, 0));
+              Value from = firstCol ? add(nb, nl, firstCol, col) : col;
               nvgpu::DeviceAsyncCopyOp::create(
-                  nb, nl, tokenType, tileTo.halves,
-                  tileTo.at(add(nb, nl, r, c(nb, nl, firstRow)), col), source,
-                  ValueRange{batch, t, keyHead, col}, nb.getIndexAttr(8),
+                  nb, nl, tokenType, tileTo.halves, tileTo.at(r, col), source,
+                  ValueRange{batch, t, sourceHead, from}, nb.getIndexAttr(8),
                   elements, nb.getUnitAttr());
             },
             copyThreads);
       };
-      copy(chunk, keyDim, inSlot(wB, slot), m.w, Value());
-      copyTokens(inSlot(qB, slot), 0, m.qHalves);
-      copyTokens(inSlot(kS, slot), 0, m.kHalves);
-      copy(chunk, chunk, inSlot(pB, slot), m.p, Value());
-      copy(chunk, tile, inSlot(uB, slot), m.u, firstColumn);
+      copyTokens(inSlot(qB, slot), keyDim, m.qHalves, keyHead, Value());
+      copyTokens(inSlot(kS, slot), keyDim, m.kHalves, keyHead, Value());
+      copyChunkRows(inSlot(tB, slot), m.tb);
+      copyChunkRows(inSlot(pB, slot), m.p);
+      copyTokens(inSlot(vB, slot), tile, m.vHalves, head, firstColumn);
       scf::IfOp::create(b, loc, gateThread, [&](OpBuilder &nb, Location nl) {
         Value first = mul(nb, nl, copyThreads.thread, c(nb, nl, 4));
         nvgpu::DeviceAsyncCopyOp::create(
@@ -224,8 +222,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         b.setInsertionPoint(yield);
         handOver(b, loc);
 
-        // Vnew = U - W S, in bf16 and with its rows decayed to the
-        // chunk's end (for the state update); Y = exp(G) Q S.
+        // X = V - diag(exp(G)) K S in bf16, and Y = exp(G) Q S.
         auto factor = [&](OpBuilder &nb, Location nl, int64_t kind, Value r) {
           return load(nb, nl, rowFactors, {slot, c(nb, nl, kind), r});
         };
@@ -236,21 +233,26 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                     arith::MulFOp::create(nb, nl, second, by), memory,
                     indices);
         };
-        product(chunk, tile,
-                {Term{keyDim, inSlot(wB, slot), sB, false,
-                      /*bDepthMajor=*/true}},
-                [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                  return widen(nb, nl, load(nb, nl, uB.halves, {slot, r, col}));
-                },
-                [&](OpBuilder &nb, Location nl, Value r, Value col,
-                    Value first, Value second) {
-                  storePair(nb, nl, first, second, vN.halves, {r, col});
-                  scaledPair(nb, nl, factor(nb, nl, 0, r), first, second,
-                             vD.halves, {r, col});
-                });
         auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
           return f(nb, nl, 0.0f);
         };
+        product(chunk, tile,
+                {Term{keyDim, inSlot(kS, slot), sB, false,
+                      /*bDepthMajor=*/true}},
+                zeroInit,
+                [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
+                    Value second) {
+                  Value decay = factor(nb, nl, 1, r);
+                  auto minusDecayed = [&](Value dot, Value column) {
+                    Value v = widen(nb, nl,
+                                    load(nb, nl, vB.halves, {slot, r, column}));
+                    return arith::SubFOp::create(
+                        nb, nl, v, arith::MulFOp::create(nb, nl, decay, dot));
+                  };
+                  Value next = add(nb, nl, col, c(nb, nl, 1));
+                  storePair(nb, nl, minusDecayed(first, col),
+                            minusDecayed(second, next), xB.halves, {r, col});
+                });
         product(chunk, tile,
                 {Term{keyDim, inSlot(qB, slot), sB, false,
                       /*bDepthMajor=*/true}},
@@ -259,6 +261,20 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                     Value first, Value second) {
                   scaledPair(nb, nl, factor(nb, nl, 1, r), first, second, ys,
                              {r, col});
+                });
+        computeBarrier(b, loc);
+
+        // Vnew = T diag(beta) X (= U - W S), in bf16 and with its rows
+        // decayed to the chunk's end (for the state update).
+        product(chunk, tile,
+                {Term{chunk, inSlot(tB, slot), xB, false,
+                      /*bDepthMajor=*/true}},
+                zeroInit,
+                [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
+                    Value second) {
+                  storePair(nb, nl, first, second, vN.halves, {r, col});
+                  scaledPair(nb, nl, factor(nb, nl, 0, r), first, second,
+                             vD.halves, {r, col});
                 });
         computeBarrier(b, loc);
 

@@ -1,7 +1,7 @@
 //===- ScanWYKernel.cpp - the WY kernel of the chunked scan ---------------===//
 //
-// One block per (chunk, value head, batch): A, P, the solve for T, -W and
-// U; P, -W, U and the cumulative log-decays G go to global scratch.
+// One block per (chunk, value head, batch): A, P and the solve for T;
+// T diag(beta), P and the cumulative log-decays G go to global scratch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,32 +113,6 @@ void ScanKernel::solve() {
     storeAll(solved);
     barrier(b, loc);
   }
-  // The A operands of W = (T diag(beta exp(G))) K and U = (T diag(beta))
-  // V, in bf16: K and V then serve unscaled, as staged. Eight columns per
-  // step: 16-byte loads of T's row and of the column factors, one 16-byte
-  // store per copy.
-  Type f32 = b.getF32Type();
-  auto floats = VectorType::get({8}, f32);
-  auto halves = VectorType::get({8}, b.getBF16Type());
-  for (const VectorPosition &position : vectorPositions(chunk, chunk))
-    ifValid(position, [&](OpBuilder &nb, Location nl) {
-      auto loadFloats = [&](Value memory, ValueRange indices) {
-        return vector::LoadOp::create(nb, nl, floats, memory, indices, false,
-                                      llvm::Align(16))
-            .getResult();
-      };
-      Value t = loadFloats(ms, {position.row, position.col});
-      auto storeScaled = [&](Value factors, const HalfTile &to) {
-        Value scaled =
-            arith::MulFOp::create(nb, nl, t, loadFloats(factors, position.col));
-        vector::StoreOp::create(
-            nb, nl, arith::TruncFOp::create(nb, nl, halves, scaled), to.halves,
-            ValueRange{position.row, position.col}, false, llvm::Align(16));
-      };
-      storeScaled(decayW, tW);
-      storeScaled(betas, tU);
-    });
-  barrier(b, loc);
 }
 
 void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
@@ -146,6 +120,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   Type f32 = b.getF32Type();
   int64_t chunk = s.chunk, keyDim = s.keyDim, valueDim = s.valueDim;
   setUp(launch);
+  Type half = b.getBF16Type();
   Value chunkIndex = launch.getBlockIds().x;
   Value head = launch.getBlockIds().y;
   Value batch = launch.getBlockIds().z;
@@ -155,21 +130,11 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
 
   int64_t offset = 0;
   kB = carveHalves(chunk, keyDim, offset);
-  // T's bf16 copies are written after the last read of Q (the P product),
-  // so they take Q's place.
-  int64_t qOffset = offset, tOffset = offset;
-  qB = carveHalves(chunk, keyDim, qOffset);
-  tW = carveHalves(chunk, chunk, tOffset);
-  tU = carveHalves(chunk, chunk, tOffset);
-  offset = std::max(qOffset, tOffset);
-  vB = carveHalves(chunk, valueDim, offset);
-  // -W and U leave through a bf16 tile in A's place.
-  int64_t resultsOffset = offset;
+  qB = carveHalves(chunk, keyDim, offset);
   ms = carveFloats(chunk, chunk, offset);
   gRaw = carve({chunk}, f32, offset);
   betas = carve({chunk}, f32, offset);
   gCum = carve({chunk}, f32, offset);
-  decayW = carve({chunk}, f32, offset);
   // Rows of 17 floats: the 16 threads of two diagonal blocks store to
   // different banks.
   ds = carve({chunk, 17}, f32, offset);
@@ -179,9 +144,9 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   auto widen = [&](OpBuilder &nb, Location nl, Value x) {
     return convertFloat(nb, nl, x, f32);
   };
-  // bf16 q, k and v go by cp.async straight into their tiles (zeros past
-  // the end of the sequence), all three in flight while the gates are
-  // loaded and summed; other types go through registers to be rounded.
+  // bf16 q and k go by cp.async straight into their tiles (zeros past the
+  // end of the sequence), in flight while the gates are loaded and summed;
+  // other types go through registers to be rounded.
   bool copyInputs = cast<MemRefType>(m.q.getType()).getElementType().isBF16();
   Value inputCopies;
   if (copyInputs) {
@@ -201,7 +166,6 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     };
     copyRows(m.q, keyHead, keyDim, qB);
     copyRows(m.k, keyHead, keyDim, kB);
-    copyRows(m.v, head, valueDim, vB);
     inputCopies = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
                                                           ValueRange{});
   }
@@ -219,7 +183,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   });
   barrier(b, loc);
   // Inclusive cumulative log-decay G (all loads at once, masked to
-  // j <= tid), kept for the state pass; the row factors of W.
+  // j <= tid), kept for the state pass.
   scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
     Value sum = f(nb, nl, 0.0f);
     for (int64_t j = 0; j < chunk; ++j) {
@@ -233,10 +197,6 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     }
     store(nb, nl, sum, gCum, {tid});
     store(nb, nl, sum, m.gates, {batch, head, add(nb, nl, start, tid)});
-    store(nb, nl,
-          arith::MulFOp::create(nb, nl, exponential(nb, nl, sum),
-                                load(nb, nl, betas, {tid})),
-          decayW, {tid});
     scf::YieldOp::create(nb, nl);
   });
   if (inputCopies)
@@ -244,7 +204,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
                                      b.getI32IntegerAttr(0));
   barrier(b, loc);
 
-  auto halves = VectorType::get({8}, b.getBF16Type());
+  auto halves = VectorType::get({8}, half);
   auto storeVector = [&](OpBuilder &nb, Location nl, Value x, Value memory,
                          ValueRange indices) {
     vector::StoreOp::create(nb, nl, x, memory, indices, false,
@@ -253,13 +213,14 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   // Other 16-bit types than bf16 are staged through registers, 8 elements
   // at a time (zeros past the end of the sequence), rounded to bf16; the
   // first value head of a group also leaves the rounded rows in `copy`
-  // for the state pass.
+  // for the state pass, and every value head its rows of v (which this
+  // kernel does not use).
   Value firstOfGroup = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::eq,
       arith::RemUIOp::create(b, loc, head, c(b, loc, m.groupSize)),
       c(b, loc, 0));
   auto stage = [&](Value source, Value sourceHead, int64_t width,
-                   const HalfTile &to, Value copy) {
+                   const HalfTile *to, Value copy, Value copyCondition) {
     Type element = cast<MemRefType>(source.getType()).getElementType();
     auto vectorType = VectorType::get({8}, element);
     stageVectors(
@@ -280,12 +241,12 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
           Value wide =
               arith::ExtFOp::create(nb, nl, VectorType::get({8}, f32), x);
           Value rounded = arith::TruncFOp::create(nb, nl, halves, wide);
-          storeVector(nb, nl, rounded, to.halves, {r, col});
-          if (!copy)
-            return;
+          if (to)
+            storeVector(nb, nl, rounded, to->halves, {r, col});
           std::pair<Value, Value> position = token(nb, nl, start, tokens, r);
-          Value leaves =
-              arith::AndIOp::create(nb, nl, position.second, firstOfGroup);
+          Value leaves = position.second;
+          if (copyCondition)
+            leaves = arith::AndIOp::create(nb, nl, leaves, copyCondition);
           scf::IfOp::create(nb, nl, leaves, [&](OpBuilder &ib, Location il) {
             storeVector(ib, il, rounded, copy,
                         {batch, position.first, sourceHead, col});
@@ -294,24 +255,11 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
         });
   };
   if (!copyInputs) {
-    stage(m.q, keyHead, keyDim, qB, m.qHalves);
-    stage(m.k, keyHead, keyDim, kB, m.kHalves);
-    stage(m.v, head, valueDim, vB, Value());
+    stage(m.q, keyHead, keyDim, &qB, m.qHalves, firstOfGroup);
+    stage(m.k, keyHead, keyDim, &kB, m.kHalves, firstOfGroup);
+    stage(m.v, head, valueDim, nullptr, m.vHalves, Value());
     barrier(b, loc);
   }
-  // The first `width` columns of a bf16 tile, row r to chunk row r of
-  // `to`, in 16-byte vectors.
-  auto storeTileRows = [&](const HalfTile &from, int64_t width, Value to) {
-    for (const VectorPosition &position : vectorPositions(chunk, width))
-      ifValid(position, [&](OpBuilder &nb, Location nl) {
-        Value r = position.row;
-        Value x = vector::LoadOp::create(nb, nl, halves, from.halves,
-                                         ValueRange{r, position.col}, false,
-                                         llvm::Align(16));
-        storeVector(nb, nl, x, to,
-                    {batch, head, add(nb, nl, start, r), position.col});
-      });
-  };
 
   auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
     return f(nb, nl, 0.0f);
@@ -355,8 +303,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
                      Value first, Value second) {
                    storePair(nb, nl, first, second, ms, {r, col});
                  }));
-  // P = lower(exp(G_r - G_c) q_r.k_c), to global memory; the last read of
-  // Q, whose place T takes in the solve.
+  // P = lower(exp(G_r - G_c) q_r.k_c), to global memory.
   product(chunk, chunk, {Term{keyDim, qB, kB}}, zeroInit,
           masked(arith::CmpIPredicate::ule, Value(),
                  [&](OpBuilder &nb, Location nl, Value r, Value col,
@@ -366,39 +313,21 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
                  }));
   barrier(b, loc);
   solve();
-  // -W = -T diag(beta exp(G)) K and U = T diag(beta) V, to global memory:
-  // through a bf16 tile in the place of A (free after the solve), then
-  // rows of 16-byte stores, a quarter of the global store instructions of
-  // the products' pairs; directly where the tile does not fit.
-  HalfTile staged =
-      carveHalves(chunk, std::max(keyDim, valueDim), resultsOffset);
-  bool stageResults = resultsOffset <= s.chunkKernelBytes();
-  auto writeResult = [&](const Term &term, int64_t width, bool negate,
-                         Value to) {
-    PairEpilogue epilogue = [&](OpBuilder &nb, Location nl, Value r, Value col,
-                                Value first, Value second) {
-      if (negate) {
-        first = arith::NegFOp::create(nb, nl, first);
-        second = arith::NegFOp::create(nb, nl, second);
-      }
-      if (stageResults)
-        storePair(nb, nl, first, second, staged.halves, {r, col});
-      else
-        storePair(nb, nl, first, second, to,
-                  {batch, head, rowOf(nb, nl, r), col});
-    };
-    product(chunk, width, {term}, zeroInit, epilogue);
-    if (!stageResults)
-      return;
-    barrier(b, loc);
-    storeTileRows(staged, width, to);
-  };
-  writeResult(Term{chunk, tW, kB, false, /*bDepthMajor=*/true}, keyDim,
-              /*negate=*/true, m.w);
-  // The tile is reused once every thread has copied its rows out.
-  if (stageResults)
-    barrier(b, loc);
-  writeResult(Term{chunk, tU, vB, false, /*bDepthMajor=*/true}, valueDim,
-              /*negate=*/false, m.u);
+  // T diag(beta) in bf16 to global memory, 8 columns per step: 16-byte
+  // loads of T's row and of beta, one 16-byte store.
+  auto floats = VectorType::get({8}, f32);
+  for (const VectorPosition &position : vectorPositions(chunk, chunk))
+    ifValid(position, [&](OpBuilder &nb, Location nl) {
+      auto loadFloats = [&](Value memory, ValueRange indices) {
+        return vector::LoadOp::create(nb, nl, floats, memory, indices, false,
+                                      llvm::Align(16))
+            .getResult();
+      };
+      Value scaled = arith::MulFOp::create(
+          nb, nl, loadFloats(ms, {position.row, position.col}),
+          loadFloats(betas, {position.col}));
+      storeVector(nb, nl, arith::TruncFOp::create(nb, nl, halves, scaled), m.tb,
+                  {batch, head, rowOf(nb, nl, position.row), position.col});
+    });
   gpu::TerminatorOp::create(b, loc);
 }

@@ -9,39 +9,39 @@
 // VTILE: convert-gdn-to-gpu: value-tile must be a positive multiple of 8, but got 12
 
 // bf16 prefill becomes the chunked scan, two launches over global scratch
-// (per chunk row: -W, U, P in bf16, G in f32): the WY kernel over (chunks,
-// Hv, B)
-// computes the state-independent part of every chunk at once; the state
-// kernel over (Hv x V / value tile, B) walks the chunks in order. Both have 4
-// warps, tiles in dynamic workgroup memory and every product on mma.sync.
+// (per chunk row: T diag(beta) and P in bf16, G in f32): the WY kernel
+// over (chunks, Hv, B) computes the state-independent part of every chunk
+// at once; the state kernel over (Hv x V / value tile, B) walks the chunks
+// in order. Both have 4 warps, tiles in dynamic workgroup memory and every
+// product on mma.sync.
 // CHECK-LABEL: func.func @prefill
 // CHECK-NOT: gdn.delta_rule
 // CHECK: %[[CHUNKS:.+]] = arith.ceildivui %dim_{{[0-9]+}}, %c64
 // CHECK: %[[TP:.+]] = arith.muli %[[CHUNKS]], %c64
 // CHECK: %[[T0:.+]] = gpu.wait async
-// CHECK: %[[W:[a-z0-9_]+]], %[[T1:.+]] = gpu.alloc async [%[[T0]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
-// CHECK: %[[U:[a-z0-9_]+]], %[[T2:.+]] = gpu.alloc async [%[[T1]]] (%dim, %[[TP]]) : memref<?x4x?x128xbf16>
-// CHECK: %[[P:[a-z0-9_]+]], %[[T3:.+]] = gpu.alloc async [%[[T2]]] (%dim, %[[TP]]) : memref<?x4x?x64xbf16>
-// CHECK: %[[G:[a-z0-9_]+]], %[[T4:.+]] = gpu.alloc async [%[[T3]]] (%dim, %[[TP]]) : memref<?x4x?xf32>
+// CHECK: %[[TB:[a-z0-9_]+]], %[[T1:.+]] = gpu.alloc async [%[[T0]]] (%dim, %[[TP]]) : memref<?x4x?x64xbf16>
+// CHECK: %[[P:[a-z0-9_]+]], %[[T2:.+]] = gpu.alloc async [%[[T1]]] (%dim, %[[TP]]) : memref<?x4x?x64xbf16>
+// CHECK: %[[G:[a-z0-9_]+]], %[[T3:.+]] = gpu.alloc async [%[[T2]]] (%dim, %[[TP]]) : memref<?x4x?xf32>
 // CHECK-NOT: gpu.alloc
-// CHECK: gpu.wait [%[[T4]]]
-// bf16 K, Q [64, 136] (T diag(beta exp(G)), T diag(beta) [64, 72] later in
-// Q's place); V [64, 136]; f32 A, then T in place [64, 68]; four chunk
-// vectors; T's diagonal blocks [64, 17]: 76032 bytes, so that three blocks
-// share a multiprocessor.
+// CHECK: gpu.wait [%[[T3]]]
+// bf16 K, Q [64, 136]; f32 A, then T in place [64, 68]; three chunk
+// vectors; T's diagonal blocks [64, 17]: 57344 bytes.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %[[CHUNKS]], %{{[a-z0-9_]+}} = %c4{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim)
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c128,
-// CHECK-SAME: dynamic_shared_memory_size %c76032_i32
+// CHECK-SAME: dynamic_shared_memory_size %c57344_i32
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// bf16 q, k, v go by cp.async into row-major tiles, 16 bytes per copy,
+// CHECK: %[[TS:.+]] = memref.view {{.+}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+// bf16 q and k go by cp.async into row-major tiles, 16 bytes per copy,
 // zero-filled past the end of the sequence, in flight while the gates are
-// loaded and summed; the cumulative log-decays go to global memory.
+// loaded and summed; the cumulative log-decays go to global memory. v is
+// not read.
 // CHECK: %[[INSIDE:.+]] = arith.cmpi ult, %{{.+}}, %dim
 // CHECK: %[[ELEMENTS:.+]] = arith.select %[[INSIDE]], %c8{{[_0-9]*}}, %c0
 // CHECK: nvgpu.device_async_copy %{{.+}}, %{{.+}}, 8, %[[ELEMENTS]] {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy {{.+}} : memref<?x?x4x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref<?x?x4x128xbf16> to
 // CHECK: %[[INPUTS:.+]] = nvgpu.device_async_create_group
+// CHECK: memref.store %{{.+}}, %[[G]]
 // CHECK: nvgpu.device_async_wait %[[INPUTS]] {numGroups = 0 : i32}
 // CHECK-NEXT: gpu.barrier
 // Fragments by ldmatrix: four 8 x 8 matrices of A, two of B^T.
@@ -50,19 +50,14 @@
 // CHECK: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // The products' results leave in pairs of neighbours (one 4-byte store).
 // CHECK: vector.store %{{.+}}, %[[P]][{{.+}}] {alignment = 4 : i64} : memref<?x4x?x64xbf16>, vector<2xbf16>
-// W = (T diag(beta exp(G))) K takes K as staged (row-major, depth first):
-// its fragments load transposed. -W and then U pass through a bf16 tile in
-// A's place (free after the solve): pairs into the tile, a barrier, rows
-// of 16-byte stores to global memory.
-// CHECK: %[[STAGED:.+]] = memref.view %{{.+}}[%c53248{{[_0-9]*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
-// CHECK: vector.store %{{.+}}, %[[STAGED]][{{.+}}] {alignment = 4 : i64} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
-// CHECK: gpu.barrier
-// CHECK: vector.store %{{.+}}, %[[W]][{{.+}}] {alignment = 16 : i64} : memref<?x4x?x128xbf16>, vector<8xbf16>
-// CHECK: gpu.barrier
-// CHECK: vector.store %{{.+}}, %[[STAGED]]
-// CHECK: gpu.barrier
-// CHECK: vector.store %{{.+}}, %[[U]][{{.+}}] {alignment = 16 : i64} : memref<?x4x?x128xbf16>, vector<8xbf16>
+// After the solve, T diag(beta) leaves in rows of 16-byte stores: 8
+// columns of T and of beta per step.
+// CHECK: %[[T8:.+]] = vector.load %[[TS]][{{.+}}] {alignment = 16 : i64} : memref<64x68xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK: %[[BETA8:.+]] = vector.load %{{.+}} {alignment = 16 : i64} : memref<64xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK: %[[TBETA:.+]] = arith.mulf %[[T8]], %[[BETA8]] : vector<8xf32>
+// CHECK: %[[HALVES:.+]] = arith.truncf %[[TBETA]] : vector<8xf32> to vector<8xbf16>
+// CHECK: vector.store %[[HALVES]], %[[TB]][{{.+}}] {alignment = 16 : i64} : memref<?x4x?x64xbf16>, vector<8xbf16>
+// CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 0 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 4 : i64}}
 // The widest value tile (not below 32) whose grid has a block for 7/8 of
@@ -71,38 +66,45 @@
 // CHECK: %[[B64:.+]] = arith.muli %dim, %c8
 // CHECK: %[[BUSY64:.+]] = arith.cmpi uge, %[[B64]], %c115
 // CHECK: scf.if %[[BUSY64]]
-// Two slots each of bf16 -W, Q, K [64, 136], P and U [64, 72], of the
-// chunk's f32 log-decays [64] and row factors [2, 64]; Vnew and its
-// decayed rows [64, 72], S [128, 72]; f32 exp(G) Q S [64, 68]: 197120
-// bytes (the f32 state stays in registers). Four compute warps and two copy
-// warps.
+// Two slots each of bf16 Q, K [64, 136], T diag(beta), P and V [64, 72],
+// of the chunk's f32 log-decays [64] and row factors [2, 64]; X, Vnew and
+// its decayed rows [64, 72], S [128, 72]; f32 exp(G) Q S [64, 68]: 189952
+// bytes (the f32 state stays in registers). Four compute warps and two
+// copy warps.
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
 // CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c192,
-// CHECK-SAME: dynamic_shared_memory_size %c197120_i32
-// CHECK: %[[WSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-SAME: dynamic_shared_memory_size %c189952_i32
 // CHECK: %[[QSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[KSLOTS:.+]] = memref.view {{.+}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[TSLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[PSLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[USLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[VSLOTS:.+]] = memref.view {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[GSLOTS:.+]] = memref.view {{.+}} to memref<2x64xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[FSLOTS:.+]] = memref.view {{.+}} to memref<2x2x64xf32, #gpu.address_space<workgroup>>
 // CHECK-NOT: memref<128x68xf32
 // CHECK: memref.view {{.+}} to memref<64x68xf32, #gpu.address_space<workgroup>>
 // The compute warps (threads 0-127) walk the chunks with the f32 state
 // tile in registers, 64 elements per thread carried by the chunk loop:
-// each chunk starts at the hand-over barrier of all 192 threads; one
-// barrier of the 128 between the products that make Vnew and those that
-// use it; no global load.
+// each chunk starts at the hand-over barrier of all 192 threads; then
+// X = V - e^G K S and Y, a barrier of the 128, Vnew = T diag(beta) X,
+// another barrier, the state update and O; no global load.
 // CHECK: %[[COMPUTES:.+]] = arith.cmpi ult, %{{.+}}, %c128
 // CHECK: scf.if %[[COMPUTES]] {
 // CHECK: %[[FINAL:.+]]:64 = scf.for {{.+}} -> (f32, f32,
 // CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c192_i32
 // CHECK-NOT: nvvm.barrier
 // CHECK-NOT: vector.load
+// CHECK: nvgpu.ldmatrix %[[KSLOTS]]
 // CHECK: nvvm.mma.sync
+// CHECK: memref.load %[[VSLOTS]]
+// CHECK: nvgpu.ldmatrix %[[QSLOTS]]
 // CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
 // CHECK-NOT: nvvm.barrier
-// CHECK: nvvm.mma.sync
+// CHECK: nvgpu.ldmatrix %[[TSLOTS]]
+// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
+// CHECK-NOT: nvvm.barrier
+// CHECK: nvgpu.ldmatrix %[[KSLOTS]]{{.+}}transpose = true
+// CHECK: nvgpu.ldmatrix %[[PSLOTS]]
 // CHECK-NOT: nvvm.barrier
 // CHECK: scf.yield
 // Each thread stores the final state it holds, in pairs, without a barrier.
@@ -110,17 +112,17 @@
 // CHECK: %[[PAIR:.+]] = vector.from_elements %[[FINAL]]#0, %[[FINAL]]#1 : vector<2xf32>
 // CHECK-NEXT: vector.store %[[PAIR]], %{{.+}} {alignment = 8 : i64} : memref<?x4x128x128xf32>, vector<2xf32>
 // The copy warps put every operand of a chunk into its slot by cp.async,
-// q and k straight from the operands (zero-filled past the end of the
+// q, k and v straight from the operands (zero-filled past the end of the
 // sequence): chunk 0 first, then in each iteration the wait for the
 // chunk's copies, a barrier of the 64 copy threads, the chunk's row factors,
 // the hand-over, and the next chunk's copies into the other slots.
 // CHECK: } else {
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: nvgpu.device_async_copy %[[W]][{{.+}}], %[[WSLOTS]][%c0{{[_0-9]*}}, {{.+}}], 8 {bypassL1} : memref<?x4x?x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[QSLOTS]][{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[QSLOTS]][%c0{{[_0-9]*}}, {{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[KSLOTS]][{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %[[TB]][{{.+}}], %[[TSLOTS]]
 // CHECK: nvgpu.device_async_copy %[[P]][{{.+}}], %[[PSLOTS]]
-// CHECK: nvgpu.device_async_copy %[[U]][{{.+}}], %[[USLOTS]]
+// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[VSLOTS]][{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x4x128xbf16> to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %[[G]][{{.+}}], %[[GSLOTS]][{{.+}}], 4 {bypassL1} : memref<?x4x?xf32> to memref<2x64xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
 // CHECK: scf.for {{.+}} iter_args(%[[CARRIED:.+]] = %[[GROUP]])
@@ -128,7 +130,7 @@
 // CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c64_i32
 // CHECK: memref.store %{{.+}}, %[[FSLOTS]]
 // CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c192_i32
-// CHECK: nvgpu.device_async_copy %[[W]]
+// CHECK: nvgpu.device_async_copy %{{.+}}, %[[QSLOTS]]
 // CHECK: nvgpu.device_async_create_group
 // CHECK: scf.yield
 // CHECK: nvgpu.device_async_wait
@@ -136,15 +138,14 @@
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 2 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 4 : i64}}
 // CHECK: } else {
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c16{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
-// CHECK-SAME: dynamic_shared_memory_size %c164352_i32
+// CHECK-SAME: dynamic_shared_memory_size %c153088_i32
 // CHECK: {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 2 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 32 : i64, warps = 4 : i64}}
 // CHECK-NOT: value_tile = 16
 // CHECK: %[[D0:.+]] = gpu.wait async
-// CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[W]]
-// CHECK: gpu.dealloc async
-// CHECK: gpu.dealloc async
-// CHECK: %[[D4:.+]] = gpu.dealloc async [%{{.+}}] %[[G]]
-// CHECK: gpu.wait [%[[D4]]]
+// CHECK: %[[D1:.+]] = gpu.dealloc async [%[[D0]]] %[[TB]]
+// CHECK: %[[D2:.+]] = gpu.dealloc async [%[[D1]]] %[[P]]
+// CHECK: %[[D3:.+]] = gpu.dealloc async [%[[D2]]] %[[G]]
+// CHECK: gpu.wait [%[[D3]]]
 // TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c256,
 // TILE: {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 0 : i64, kernel = "wy", mma = "m16n8k16.bf16", value_tile = 128 : i64, warps = 8 : i64}}
 // TILE: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c320,
@@ -203,21 +204,25 @@ func.func @step_bf16(%q: tensor<?x2x128xbf16>, %k: tensor<?x2x128xbf16>, %v: ten
 // -----
 
 // f16 q, k, v are rounded to bf16 through registers by the WY kernel; the
-// first value head of each group also leaves its rounded q and k rows in
-// bf16 copies, which the state kernel reads as it reads bf16 operands.
+// first value head of each group leaves its rounded q and k rows in bf16
+// copies, and every value head its v rows, which the state kernel reads as
+// it reads bf16 operands.
 // CHECK-LABEL: func.func @prefill_f16
 // CHECK: gpu.alloc async {{.+}} : memref<?x4x?xf32>
 // CHECK: %[[QH:[a-z0-9_]+]], %{{.+}} = gpu.alloc async [%{{.+}}] (%dim, %dim_{{[0-9]+}}) : memref<?x?x2x64xbf16>
 // CHECK: %[[KH:[a-z0-9_]+]], %{{.+}} = gpu.alloc async [%{{.+}}] (%dim, %dim_{{[0-9]+}}) : memref<?x?x2x64xbf16>
+// CHECK: %[[VH:[a-z0-9_]+]], %{{.+}} = gpu.alloc async [%{{.+}}] (%dim, %dim_{{[0-9]+}}) : memref<?x?x4x128xbf16>
 // CHECK: gpu.launch
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK: vector.store %{{.+}}, %[[QH]][{{.+}}] {alignment = 16 : i64} : memref<?x?x2x64xbf16>, vector<8xbf16>
 // CHECK: vector.store %{{.+}}, %[[KH]][{{.+}}] {alignment = 16 : i64} : memref<?x?x2x64xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.+}}, %[[VH]][{{.+}}] {alignment = 16 : i64} : memref<?x?x4x128xbf16>, vector<8xbf16>
 // CHECK: kernel = "wy"
 // CHECK: nvgpu.device_async_copy %[[QH]]
 // CHECK: nvgpu.device_async_copy %[[KH]]
+// CHECK: nvgpu.device_async_copy %[[VH]]
 // CHECK: kernel = "state"
-// CHECK: gpu.dealloc async [%{{.+}}] %[[KH]]
+// CHECK: gpu.dealloc async [%{{.+}}] %[[VH]]
 // PTX-LABEL: llvm.func @prefill_f16(
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 func.func @prefill_f16(%q: tensor<?x?x2x64xf16>, %k: tensor<?x?x2x64xf16>, %v: tensor<?x?x4x128xf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>) -> (tensor<?x?x4x128xf16>, tensor<?x4x64x128xf32>) {
