@@ -243,6 +243,16 @@ private:
   /// in registers across products) by position.
   void product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
                PairEpilogue epilogue);
+  /// One output of products().
+  struct ProductOutput {
+    ArrayRef<Term> terms;
+    Init init;
+    PairEpilogue epilogue;
+  };
+  /// Several [M, N] products whose terms share their B operands (and
+  /// differ in A), in one pass: each warp loads a B fragment once for all
+  /// of them and has their independent mma.sync chains in flight at once.
+  void products(int64_t m, int64_t n, ArrayRef<ProductOutput> outputs);
   /// ldmatrix of `count` 8 x 8 bf16 matrices of `tile`, this lane giving
   /// the address of (row, col): one 32-bit fragment register per matrix.
   SmallVector<Value> loadMatrices(OpBuilder &nb, Location nl,

@@ -116,10 +116,31 @@ std::optional<ProductPlan> mlir::gdn::scan::planProduct(int64_t m, int64_t n,
 
 void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
                          PairEpilogue epilogue) {
+  products(m, n, {ProductOutput{terms, init, epilogue}});
+}
+
+void ScanKernel::products(int64_t m, int64_t n,
+                          ArrayRef<ProductOutput> outputs) {
   int64_t tilesN = n / 8;
-  std::optional<ProductPlan> plan = planProduct(m, n, s.warps, maxGroup);
+  int64_t count = outputs.size();
+  assert(llvm::all_of(
+             outputs,
+             [&](const ProductOutput &output) {
+               ArrayRef<Term> first = outputs.front().terms;
+               return output.terms.size() == first.size() &&
+                      llvm::all_of(llvm::zip(output.terms, first), [](auto p) {
+                        auto [term, shared] = p;
+                        return term.b.halves == shared.b.halves &&
+                               term.depth == shared.depth &&
+                               term.bDepthMajor == shared.bDepthMajor;
+                      });
+             }) &&
+         "outputs share their terms' B operands");
+  std::optional<ProductPlan> plan =
+      planProduct(m, n, s.warps, std::max<int64_t>(1, maxGroup / count));
   if (!plan) {
-    productTileLoop(m, n, terms, init, epilogue);
+    for (const ProductOutput &output : outputs)
+      productTileLoop(m, n, output.terms, output.init, output.epilogue);
     return;
   }
   // Tile i of a group is (rowBase + groupRows[i], colBase + groupCols[i]).
@@ -149,46 +170,61 @@ void ScanKernel::product(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
   };
   auto accumulateGroup = [&](ArrayRef<int64_t> groupRows,
                              ArrayRef<int64_t> groupCols, int64_t chains) {
+    int64_t tiles = groupRows.size();
+    // acc[(o * tiles + i) * chains + chain]: output o, tile i.
     SmallVector<SmallVector<Value>> acc;
-    for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
-      Value row0 = aRow(groupRows[i]);
-      Value row1 = add(b, loc, row0, c(b, loc, 8));
-      Value col0 = outputColumn(groupCols[i]);
-      Value col1 = add(b, loc, col0, c(b, loc, 1));
-      acc.push_back({init(b, loc, row0, col0), init(b, loc, row0, col1),
-                     init(b, loc, row1, col0), init(b, loc, row1, col1)});
-      for (int64_t chain = 1; chain < chains; ++chain) {
-        Value zero = f(b, loc, 0.0f);
-        acc.push_back({zero, zero, zero, zero});
-      }
-    }
-    int64_t stepIndex = 0;
-    for (const Term &term : terms) {
-      for (int64_t step = 0; step < term.depth / 16; ++step, ++stepIndex) {
-        DenseMap<int64_t, SmallVector<Value>> aFragments, bFragments;
-        for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
-          SmallVector<Value> &a = aFragments[groupRows[i]];
-          if (a.empty())
-            a = fragmentA(b, loc, term, firstRow(groupRows[i]), step);
-          SmallVector<Value> &bFrag = bFragments[groupCols[i]];
-          if (bFrag.empty())
-            bFrag = fragmentB(b, loc, term, firstColumn(groupCols[i]), step);
-          multiplyAccumulate(b, loc, a, bFrag,
-                             acc[i * chains + stepIndex % chains]);
+    for (const ProductOutput &output : outputs) {
+      for (int64_t i = 0; i < tiles; ++i) {
+        Value row0 = aRow(groupRows[i]);
+        Value row1 = add(b, loc, row0, c(b, loc, 8));
+        Value col0 = outputColumn(groupCols[i]);
+        Value col1 = add(b, loc, col0, c(b, loc, 1));
+        acc.push_back(
+            {output.init(b, loc, row0, col0), output.init(b, loc, row0, col1),
+             output.init(b, loc, row1, col0), output.init(b, loc, row1, col1)});
+        for (int64_t chain = 1; chain < chains; ++chain) {
+          Value zero = f(b, loc, 0.0f);
+          acc.push_back({zero, zero, zero, zero});
         }
       }
     }
-    for (int64_t i = 0; i < static_cast<int64_t>(groupRows.size()); ++i) {
-      SmallVector<Value> sum = acc[i * chains];
-      for (int64_t chain = 1; chain < chains; ++chain)
-        for (int64_t e = 0; e < 4; ++e)
-          sum[e] = arith::AddFOp::create(b, loc, sum[e],
-                                         acc[i * chains + chain][e]);
-      Value row0 = aRow(groupRows[i]);
-      Value row1 = add(b, loc, row0, c(b, loc, 8));
-      Value col0 = outputColumn(groupCols[i]);
-      epilogue(b, loc, row0, col0, sum[0], sum[1]);
-      epilogue(b, loc, row1, col0, sum[2], sum[3]);
+    int64_t stepIndex = 0;
+    for (size_t t = 0; t < outputs.front().terms.size(); ++t) {
+      const Term &shared = outputs.front().terms[t];
+      for (int64_t step = 0; step < shared.depth / 16; ++step, ++stepIndex) {
+        // B fragments are loaded once for all outputs.
+        DenseMap<int64_t, SmallVector<Value>> bFragments;
+        for (int64_t o = 0; o < count; ++o) {
+          const Term &term = outputs[o].terms[t];
+          DenseMap<int64_t, SmallVector<Value>> aFragments;
+          for (int64_t i = 0; i < tiles; ++i) {
+            SmallVector<Value> &a = aFragments[groupRows[i]];
+            if (a.empty())
+              a = fragmentA(b, loc, term, firstRow(groupRows[i]), step);
+            SmallVector<Value> &bFrag = bFragments[groupCols[i]];
+            if (bFrag.empty())
+              bFrag = fragmentB(b, loc, term, firstColumn(groupCols[i]), step);
+            multiplyAccumulate(
+                b, loc, a, bFrag,
+                acc[(o * tiles + i) * chains + stepIndex % chains]);
+          }
+        }
+      }
+    }
+    for (int64_t o = 0; o < count; ++o) {
+      for (int64_t i = 0; i < tiles; ++i) {
+        int64_t first = (o * tiles + i) * chains;
+        SmallVector<Value> sum = acc[first];
+        for (int64_t chain = 1; chain < chains; ++chain)
+          for (int64_t e = 0; e < 4; ++e)
+            sum[e] =
+                arith::AddFOp::create(b, loc, sum[e], acc[first + chain][e]);
+        Value row0 = aRow(groupRows[i]);
+        Value row1 = add(b, loc, row0, c(b, loc, 8));
+        Value col0 = outputColumn(groupCols[i]);
+        outputs[o].epilogue(b, loc, row0, col0, sum[0], sum[1]);
+        outputs[o].epilogue(b, loc, row1, col0, sum[2], sum[3]);
+      }
     }
   };
   // A group of a single tile would be one chain of dependent mma.sync: two

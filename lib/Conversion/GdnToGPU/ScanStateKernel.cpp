@@ -236,32 +236,33 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         auto zeroInit = [&](OpBuilder &nb, Location nl, Value, Value) {
           return f(nb, nl, 0.0f);
         };
-        product(chunk, tile,
-                {Term{keyDim, inSlot(kS, slot), sB, false,
-                      /*bDepthMajor=*/true}},
-                zeroInit,
-                [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
-                    Value second) {
-                  Value decay = factor(nb, nl, 1, r);
-                  auto minusDecayed = [&](Value dot, Value column) {
-                    Value v = widen(nb, nl,
-                                    load(nb, nl, vB.halves, {slot, r, column}));
-                    return arith::SubFOp::create(
-                        nb, nl, v, arith::MulFOp::create(nb, nl, decay, dot));
-                  };
-                  Value next = add(nb, nl, col, c(nb, nl, 1));
-                  storePair(nb, nl, minusDecayed(first, col),
-                            minusDecayed(second, next), xB.halves, {r, col});
-                });
-        product(chunk, tile,
-                {Term{keyDim, inSlot(qB, slot), sB, false,
-                      /*bDepthMajor=*/true}},
-                zeroInit,
-                [&](OpBuilder &nb, Location nl, Value r, Value col,
-                    Value first, Value second) {
-                  scaledPair(nb, nl, factor(nb, nl, 1, r), first, second, ys,
-                             {r, col});
-                });
+        // One pass over S's fragments for both (products()).
+        Term keysTimesState{keyDim, inSlot(kS, slot), sB, false,
+                            /*bDepthMajor=*/true};
+        Term queriesTimesState{keyDim, inSlot(qB, slot), sB, false,
+                               /*bDepthMajor=*/true};
+        PairEpilogue storeX = [&](OpBuilder &nb, Location nl, Value r,
+                                  Value col, Value first, Value second) {
+          Value decay = factor(nb, nl, 1, r);
+          // v's two elements in one 4-byte load.
+          Value pair = vector::LoadOp::create(
+              nb, nl, VectorType::get({2}, nb.getBF16Type()), vB.halves,
+              ValueRange{slot, r, col}, false, llvm::Align(4));
+          auto minusDecayed = [&](Value dot, int64_t e) {
+            Value v = widen(nb, nl, vector::ExtractOp::create(nb, nl, pair, e));
+            return arith::SubFOp::create(
+                nb, nl, v, arith::MulFOp::create(nb, nl, decay, dot));
+          };
+          storePair(nb, nl, minusDecayed(first, 0), minusDecayed(second, 1),
+                    xB.halves, {r, col});
+        };
+        PairEpilogue storeY = [&](OpBuilder &nb, Location nl, Value r,
+                                  Value col, Value first, Value second) {
+          scaledPair(nb, nl, factor(nb, nl, 1, r), first, second, ys, {r, col});
+        };
+        products(chunk, tile,
+                 {ProductOutput{keysTimesState, zeroInit, storeX},
+                  ProductOutput{queriesTimesState, zeroInit, storeY}});
         computeBarrier(b, loc);
 
         // Vnew = T diag(beta) X (= U - W S), in bf16 and with its rows
