@@ -86,7 +86,7 @@
 // The compute warps (threads 0-127) walk the chunks with the f32 state
 // tile in registers, 64 elements per thread carried by the chunk loop:
 // each chunk starts at the hand-over barrier of all 192 threads; then
-// X = V - e^G K S and Y, a barrier of the 128, Vnew = T diag(beta) X,
+// X = V - e^G K S and Y = e^G Q S, a barrier of the 128, Vnew = T diag(beta) X,
 // another barrier, the state update and O; no global load.
 // CHECK: %[[COMPUTES:.+]] = arith.cmpi ult, %{{.+}}, %c128
 // CHECK: scf.if %[[COMPUTES]] {
@@ -94,10 +94,11 @@
 // CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c192_i32
 // CHECK-NOT: nvvm.barrier
 // CHECK-NOT: vector.load
+// K S and Q S in one pass over S's fragments; v's pairs in 4-byte loads.
 // CHECK: nvgpu.ldmatrix %[[KSLOTS]]
-// CHECK: nvvm.mma.sync
-// CHECK: memref.load %[[VSLOTS]]
 // CHECK: nvgpu.ldmatrix %[[QSLOTS]]
+// CHECK: nvvm.mma.sync
+// CHECK: vector.load %[[VSLOTS]][{{.+}}] {alignment = 4 : i64} : memref<2x64x72xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
 // CHECK-NOT: nvvm.barrier
 // CHECK: nvgpu.ldmatrix %[[TSLOTS]]
