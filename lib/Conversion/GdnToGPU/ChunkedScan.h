@@ -46,6 +46,10 @@ constexpr int64_t kChunkMaxGroup = 4;
 /// groupRows x groupCols.
 struct ProductPlan {
   int64_t regionRows, regionCols, groupRows, groupCols, cost;
+  bool operator==(const ProductPlan &other) const {
+    return regionRows == other.regionRows && regionCols == other.regionCols &&
+           groupRows == other.groupRows && groupCols == other.groupCols;
+  }
 };
 /// The plan for an [m, n] product with the fewest fragment bytes, groups
 /// of at most `maxGroup` tiles; none where the tiles do not divide evenly
@@ -102,30 +106,41 @@ struct ScanShape {
   bool stateInRegisters() const {
     return planProduct(keyDim, valueTile, warps, kStateMaxGroup).has_value();
   }
+  /// Whether the state kernel keeps Y = exp(G) Q S in registers from the
+  /// product that makes it (paired with K S) to the one that adds P Vnew:
+  /// where both deal the output tiles to the lanes alike. Otherwise Y goes
+  /// through workgroup memory.
+  bool outputInRegisters() const {
+    std::optional<ProductPlan> paired =
+        planProduct(chunk, valueTile, warps, kStateMaxGroup / 2);
+    return paired &&
+           paired == planProduct(chunk, valueTile, warps, kStateMaxGroup);
+  }
   static int64_t floatBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kPad) * 4;
   }
   static int64_t halfBytes(int64_t rows, int64_t cols) {
     return rows * (cols + kHalfPad) * 2;
   }
-  /// The WY kernel: bf16 K and Q [C, K]; f32 A, then T [C, C]; three
-  /// chunk vectors; f32 diagonal blocks of T [C, 17].
+  /// The WY kernel: bf16 K [C, K]; Q [C, K], later f32 diagonal blocks of
+  /// T [C, 17] in its place; f32 A, then T [C, C]; three chunk vectors.
   int64_t chunkKernelBytes() const {
-    return 2 * halfBytes(chunk, keyDim) + floatBytes(chunk, chunk) +
-           3 * chunk * 4 + chunk * 17 * 4;
+    return halfBytes(chunk, keyDim) +
+           std::max(halfBytes(chunk, keyDim), chunk * 17 * 4) +
+           floatBytes(chunk, chunk) + 3 * chunk * 4;
   }
   /// The state pass, every operand of a chunk in two slots (the next
   /// chunk's arrive by cp.async during this chunk's products): bf16 Q and K
   /// [C, K], T diag(beta) and P [C, C], V [C, Vt]; the chunk's f32
   /// log-decays G [C] and row factors exp(G_C - G), exp(G) [2, C]; then
   /// bf16 X = V - diag(exp(G)) K S, Vnew and diag(exp(G_C - G)) Vnew [C,
-  /// Vt], S [K, Vt]; f32 exp(G) Q S [C, Vt] and, where it is not kept in
-  /// registers, S [K, Vt].
+  /// Vt], S [K, Vt]; f32 exp(G) Q S [C, Vt] and S [K, Vt] where they are
+  /// not kept in registers.
   int64_t stateKernelBytes() const {
     return 2 * (2 * halfBytes(chunk, keyDim) + 2 * halfBytes(chunk, chunk) +
                 halfBytes(chunk, valueTile) + 3 * chunk * 4) +
            3 * halfBytes(chunk, valueTile) + halfBytes(keyDim, valueTile) +
-           floatBytes(chunk, valueTile) +
+           (outputInRegisters() ? 0 : floatBytes(chunk, valueTile)) +
            (stateInRegisters() ? 0 : floatBytes(keyDim, valueTile));
   }
 };

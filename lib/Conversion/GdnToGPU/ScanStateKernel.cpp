@@ -21,6 +21,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   // One block per multiprocessor: registers to spare for larger groups.
   maxGroup = kStateMaxGroup;
   bool stateInRegisters = s.stateInRegisters();
+  bool outputInRegisters = s.outputInRegisters();
   Value blockX = launch.getBlockIds().x;
   Value batch = launch.getBlockIds().y;
   Value head = arith::DivUIOp::create(b, loc, blockX, c(b, loc, valueTiles));
@@ -42,7 +43,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   vN = carveHalves(chunk, tile, offset);
   vD = carveHalves(chunk, tile, offset);
   sB = carveHalves(keyDim, tile, offset);
-  ys = carveFloats(chunk, tile, offset);
+  if (!outputInRegisters)
+    ys = carveFloats(chunk, tile, offset);
   if (!stateInRegisters)
     ss = carveFloats(keyDim, tile, offset);
   assert(offset == s.stateKernelBytes() && "layout and size disagree");
@@ -256,9 +258,18 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           storePair(nb, nl, minusDecayed(first, 0), minusDecayed(second, 1),
                     xB.halves, {r, col});
         };
+        // Y's elements stay with the lanes that O's product gives them to
+        // (outputInRegisters), in the same order.
+        SmallVector<Value> outputStart;
         PairEpilogue storeY = [&](OpBuilder &nb, Location nl, Value r,
                                   Value col, Value first, Value second) {
-          scaledPair(nb, nl, factor(nb, nl, 1, r), first, second, ys, {r, col});
+          Value decay = factor(nb, nl, 1, r);
+          if (!outputInRegisters) {
+            scaledPair(nb, nl, decay, first, second, ys, {r, col});
+            return;
+          }
+          outputStart.append({arith::MulFOp::create(nb, nl, first, decay),
+                              arith::MulFOp::create(nb, nl, second, decay)});
         };
         products(chunk, tile,
                  {ProductOutput{keysTimesState, zeroInit, storeX},
@@ -302,11 +313,14 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         yield->setOperands(nextState);
         // O = scale (Y + P Vnew), for the rows inside the sequence.
         Value scaleValue = f(b, loc, m.scale);
+        size_t outputElement = 0;
         product(
             chunk, tile,
             {Term{chunk, inSlot(pB, slot), vN, false,
                   /*bDepthMajor=*/true}},
             [&](OpBuilder &nb, Location nl, Value r, Value col) {
+              if (outputInRegisters)
+                return outputStart[outputElement++];
               return load(nb, nl, ys, {r, col});
             },
             [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,

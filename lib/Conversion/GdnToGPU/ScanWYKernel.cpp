@@ -130,14 +130,17 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
 
   int64_t offset = 0;
   kB = carveHalves(chunk, keyDim, offset);
-  qB = carveHalves(chunk, keyDim, offset);
+  // The solve's diagonal blocks take Q's place: the P product, Q's last
+  // reader, is done by then. Rows of 17 floats: the 16 threads of two
+  // diagonal blocks store to different banks.
+  int64_t qOffset = offset, diagonalOffset = offset;
+  qB = carveHalves(chunk, keyDim, qOffset);
+  ds = carve({chunk, 17}, f32, diagonalOffset);
+  offset = std::max(qOffset, diagonalOffset);
   ms = carveFloats(chunk, chunk, offset);
   gRaw = carve({chunk}, f32, offset);
   betas = carve({chunk}, f32, offset);
   gCum = carve({chunk}, f32, offset);
-  // Rows of 17 floats: the 16 threads of two diagonal blocks store to
-  // different banks.
-  ds = carve({chunk, 17}, f32, offset);
   assert(offset == s.chunkKernelBytes() && "layout and size disagree");
 
   Value zero = f(b, loc, 0.0f);
