@@ -99,15 +99,19 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             copyThreads);
       };
       // The chunk's rows of an operand ([B, T, heads, width]) from column
-      // `firstCol` on, zeros past the end of the sequence.
+      // `firstCol` on; with `partial`, zeros past the end of the sequence.
       auto copyTokens = [&](const HalfTile &tileTo, int64_t width, Value source,
-                            Value sourceHead, Value firstCol) {
+                            Value sourceHead, Value firstCol, bool partial) {
         forEachVector(
             chunk, width,
             [&](OpBuilder &nb, Location nl, Value r, Value col) {
-              auto [t, inside] = token(nb, nl, start, tokens, r);
-              Value elements = arith::SelectOp::create(
-                  nb, nl, inside, c(nb, nl, 8), c(nb, nl, 0));
+              Value t = add(nb, nl, start, r), elements;
+              if (partial) {
+                auto [clamped, inside] = token(nb, nl, start, tokens, r);
+                t = clamped;
+                elements = arith::SelectOp::create(nb, nl, inside, c(nb, nl, 8),
+                                                   c(nb, nl, 0));
+              }
               Value from = firstCol ? add(nb, nl, firstCol, col) : col;
               nvgpu::DeviceAsyncCopyOp::create(
                   nb, nl, tokenType, tileTo.halves, tileTo.at(r, col), source,
@@ -116,11 +120,29 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             },
             copyThreads);
       };
-      copyTokens(inSlot(qB, slot), keyDim, m.qHalves, keyHead, Value());
-      copyTokens(inSlot(kS, slot), keyDim, m.kHalves, keyHead, Value());
+      // Only the last chunk can reach past the end of the sequence: the
+      // others copy without clamping, so that a thread's source addresses
+      // move by constants (one address register per operand instead of a
+      // clamp, a select and an address per copy).
+      Value whole =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                add(b, loc, start, c(b, loc, chunk)), tokens);
+      auto wholeOrPartial = scf::IfOp::create(b, loc, TypeRange(), whole,
+                                              /*withElseRegion=*/true);
+      for (bool partial : {false, true}) {
+        OpBuilder::InsertionGuard branchGuard(b);
+        Block *branch =
+            partial ? wholeOrPartial.elseBlock() : wholeOrPartial.thenBlock();
+        b.setInsertionPoint(branch->getTerminator());
+        copyTokens(inSlot(qB, slot), keyDim, m.qHalves, keyHead, Value(),
+                   partial);
+        copyTokens(inSlot(kS, slot), keyDim, m.kHalves, keyHead, Value(),
+                   partial);
+        copyTokens(inSlot(vB, slot), tile, m.vHalves, head, firstColumn,
+                   partial);
+      }
       copyChunkRows(inSlot(tB, slot), m.tb);
       copyChunkRows(inSlot(pB, slot), m.p);
-      copyTokens(inSlot(vB, slot), tile, m.vHalves, head, firstColumn);
       scf::IfOp::create(b, loc, gateThread, [&](OpBuilder &nb, Location nl) {
         Value first = mul(nb, nl, copyThreads.thread, c(nb, nl, 4));
         nvgpu::DeviceAsyncCopyOp::create(

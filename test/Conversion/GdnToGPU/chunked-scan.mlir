@@ -112,17 +112,25 @@
 // CHECK: %[[PAIR:.+]] = vector.from_elements %[[FINAL]]#0, %[[FINAL]]#1 : vector<2xf32>
 // CHECK-NEXT: vector.store %[[PAIR]], %{{.+}} {alignment = 8 : i64} : memref<?x4x128x128xf32>, vector<2xf32>
 // The copy warps put every operand of a chunk into its slot by cp.async,
-// q, k and v straight from the operands (zero-filled past the end of the
-// sequence): chunk 0 first, then in each iteration the wait for the
-// chunk's copies, a barrier of the 64 copy threads, the chunk's row factors,
-// the hand-over, and the next chunk's copies into the other slots.
+// q, k and v straight from the operands: a whole chunk without clamping, the
+// last (partial) one zero-filled past the end of the sequence. Chunk 0
+// first, then in each iteration the wait for the chunk's copies, a
+// barrier of the 64 copy threads, the chunk's row factors, the hand-over,
+// and the next chunk's copies into the other slots.
 // CHECK: } else {
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[QSLOTS]][%c0{{[_0-9]*}}, {{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[WHOLE:.+]] = arith.cmpi ule, %{{.+}}, %dim
+// CHECK: scf.if %[[WHOLE]] {
+// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[QSLOTS]][%c0{{[_0-9]*}}, {{.+}}], 8 {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[KSLOTS]][{{.+}}], 8 {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[VSLOTS]][{{.+}}], 8 {bypassL1} : memref<?x?x4x128xbf16> to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: } else {
+// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[QSLOTS]][{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[KSLOTS]][{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[VSLOTS]][{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x4x128xbf16> to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: }
 // CHECK: nvgpu.device_async_copy %[[TB]][{{.+}}], %[[TSLOTS]]
 // CHECK: nvgpu.device_async_copy %[[P]][{{.+}}], %[[PSLOTS]]
-// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[VSLOTS]][{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x?x4x128xbf16> to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %[[G]][{{.+}}], %[[GSLOTS]][{{.+}}], 4 {bypassL1} : memref<?x4x?xf32> to memref<2x64xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
 // CHECK: scf.for {{.+}} iter_args(%[[CARRIED:.+]] = %[[GROUP]])
