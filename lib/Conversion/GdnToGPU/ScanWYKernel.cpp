@@ -147,6 +147,25 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   auto widen = [&](OpBuilder &nb, Location nl, Value x) {
     return convertFloat(nb, nl, x, f32);
   };
+  // The gates' loads first (a thread per row, zeros past the end of the
+  // sequence): they are in flight while the copies issue, and only their
+  // stores, after the copies, wait for them.
+  Value rowThread = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          tid, c(b, loc, chunk));
+  auto gates = scf::IfOp::create(
+      b, loc, rowThread,
+      [&](OpBuilder &nb, Location nl) {
+        auto [t, inside] = token(nb, nl, start, tokens, tid);
+        Value g = widen(nb, nl, load(nb, nl, m.g, {batch, t, head}));
+        Value beta = widen(nb, nl, load(nb, nl, m.beta, {batch, t, head}));
+        scf::YieldOp::create(
+            nb, nl,
+            ValueRange{arith::SelectOp::create(nb, nl, inside, g, zero),
+                       arith::SelectOp::create(nb, nl, inside, beta, zero)});
+      },
+      [&](OpBuilder &nb, Location nl) {
+        scf::YieldOp::create(nb, nl, ValueRange{zero, zero});
+      });
   // bf16 q and k go by cp.async straight into their tiles (zeros past the
   // end of the sequence), in flight while the gates are loaded and summed;
   // other types go through registers to be rounded.
@@ -155,33 +174,44 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   if (copyInputs) {
     Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
     auto copyRows = [&](Value source, Value sourceHead, int64_t width,
-                        const HalfTile &to) {
+                        const HalfTile &to, bool partial) {
       forEachVector(chunk, width,
                     [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                      auto [t, inside] = token(nb, nl, start, tokens, r);
-                      Value elements = arith::SelectOp::create(
-                          nb, nl, inside, c(nb, nl, 8), c(nb, nl, 0));
+                      Value t = add(nb, nl, start, r), elements;
+                      if (partial) {
+                        auto [clamped, inside] =
+                            token(nb, nl, start, tokens, r);
+                        t = clamped;
+                        elements = arith::SelectOp::create(
+                            nb, nl, inside, c(nb, nl, 8), c(nb, nl, 0));
+                      }
                       nvgpu::DeviceAsyncCopyOp::create(
                           nb, nl, tokenType, to.halves, ValueRange{r, col},
                           source, ValueRange{batch, t, sourceHead, col},
                           nb.getIndexAttr(8), elements, nb.getUnitAttr());
                     });
     };
-    copyRows(m.q, keyHead, keyDim, qB);
-    copyRows(m.k, keyHead, keyDim, kB);
+    // Only the last chunk is clamped and zero-filled: the others' source
+    // addresses move by constants.
+    Value whole =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                              add(b, loc, start, c(b, loc, chunk)), tokens);
+    auto wholeOrPartial = scf::IfOp::create(b, loc, TypeRange(), whole,
+                                            /*withElseRegion=*/true);
+    for (bool partial : {false, true}) {
+      OpBuilder::InsertionGuard branchGuard(b);
+      b.setInsertionPoint(
+          (partial ? wholeOrPartial.elseBlock() : wholeOrPartial.thenBlock())
+              ->getTerminator());
+      copyRows(m.q, keyHead, keyDim, qB, partial);
+      copyRows(m.k, keyHead, keyDim, kB, partial);
+    }
     inputCopies = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
                                                           ValueRange{});
   }
-  Value rowThread = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                          tid, c(b, loc, chunk));
   scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
-    auto [t, inside] = token(nb, nl, start, tokens, tid);
-    Value g = widen(nb, nl, load(nb, nl, m.g, {batch, t, head}));
-    Value beta = widen(nb, nl, load(nb, nl, m.beta, {batch, t, head}));
-    store(nb, nl, arith::SelectOp::create(nb, nl, inside, g, zero), gRaw,
-          {tid});
-    store(nb, nl, arith::SelectOp::create(nb, nl, inside, beta, zero), betas,
-          {tid});
+    store(nb, nl, gates.getResult(0), gRaw, {tid});
+    store(nb, nl, gates.getResult(1), betas, {tid});
     scf::YieldOp::create(nb, nl);
   });
   barrier(b, loc);

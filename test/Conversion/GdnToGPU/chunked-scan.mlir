@@ -33,15 +33,25 @@
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.+}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[TS:.+]] = memref.view {{.+}} to memref<64x68xf32, #gpu.address_space<workgroup>>
-// bf16 q and k go by cp.async into row-major tiles, 16 bytes per copy,
-// zero-filled past the end of the sequence, in flight while the gates are
-// loaded and summed; the cumulative log-decays go to global memory. v is
-// not read.
+// The gates' loads issue first (zeros past the end of the sequence); bf16
+// q and k go by cp.async into row-major tiles, 16 bytes per copy (a whole
+// chunk without clamping, the last one zero-filled past the end of the
+// sequence), in flight while the gates are stored and summed; the
+// cumulative log-decays go to global memory. v is not read.
+// CHECK: %[[GATES:.+]]:2 = scf.if
+// CHECK: memref.load %{{.+}} : memref<?x?x4xf32>
+// CHECK: %[[WHOLE:.+]] = arith.cmpi ule, %{{.+}}, %dim
+// CHECK: scf.if %[[WHOLE]] {
+// CHECK: nvgpu.device_async_copy %{{.+}}, %{{.+}}, 8 {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: } else {
 // CHECK: %[[INSIDE:.+]] = arith.cmpi ult, %{{.+}}, %dim
 // CHECK: %[[ELEMENTS:.+]] = arith.select %[[INSIDE]], %c8{{[_0-9]*}}, %c0
 // CHECK: nvgpu.device_async_copy %{{.+}}, %{{.+}}, 8, %[[ELEMENTS]] {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK-NOT: memref<?x?x4x128xbf16> to
 // CHECK: %[[INPUTS:.+]] = nvgpu.device_async_create_group
+// CHECK: memref.store %[[GATES]]#0
+// CHECK: memref.store %[[GATES]]#1
+// CHECK: gpu.barrier
 // CHECK: memref.store %{{.+}}, %[[G]]
 // CHECK: nvgpu.device_async_wait %[[INPUTS]] {numGroups = 0 : i32}
 // CHECK-NEXT: gpu.barrier
