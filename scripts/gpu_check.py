@@ -67,6 +67,8 @@ CASES = [
     # f16 q, k, v: staged through registers and rounded to bf16 tiles.
     ("h2_hv4_k64_v128_f16", 3, 127, True, "design"),
     ("h16_hv32_k128_v128_f16", 1, 200, True, "strong"),
+    # An empty sequence: the state comes back as it went in.
+    ("h2_hv4_k64_v128_bf16", 2, 0, True, "design"),
 ]
 QUICK = [0, 3, 6, 11]
 

@@ -137,8 +137,15 @@ class CudaKernels:
         o = torch.empty_like(x["v"])
         state = torch.empty((b, hv, x["q"].shape[-1], vd),
                             dtype=torch.float32, device=x["v"].device)
-        self._call(PREFILL_SYMBOL, (x["q"], x["k"], x["v"], x["g"], x["beta"],
-                                    x["initial_state"], o, state))
+        if t == 0:
+            # An empty sequence leaves the state as it was; the compiled
+            # prefill is not called (its grid over zero chunks would have no
+            # blocks to launch).
+            state.copy_(x["initial_state"])
+        else:
+            self._call(PREFILL_SYMBOL, (x["q"], x["k"], x["v"], x["g"],
+                                        x["beta"], x["initial_state"], o,
+                                        state))
         if from_numpy:
             return o.float().cpu().numpy(), state.cpu().numpy()
         return o, state
