@@ -60,16 +60,17 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     - the WY kernel, grid (chunks, Hv, B), computes the state-independent
       part of every chunk of 64 tokens at once: G (cumulative log-decay),
       A = strict_lower(beta exp(G_i - G_j) K K^T), T = (I + A)^-1 (blocked
-      forward substitution in f32), -W = -(T diag(beta exp G)) K,
-      U = (T diag(beta)) V, P = lower(exp(G_i - G_j) Q K^T) and the scaled
-      operands of the state pass, diag(exp G) Q and diag(exp(G_C - G)) K;
+      forward substitution in f32) and P = lower(exp(G_i - G_j) Q K^T),
+      and leaves T diag(beta), P and G in scratch;
     - the state kernel, grid (Hv x V / value tile, B), walks the chunks in
-      order with its state tile S in f32 workgroup memory:
-      Vnew = U - W S, O = scale (diag(exp G) Q S + P Vnew),
-      S = exp(G_C) S + (diag(exp(G_C - G)) K)^T Vnew. Two copy warps
-      beside the compute warps bring the next chunk's operands by cp.async
-      into a second slot during this chunk's products, and hand them over
-      at a named barrier.
+      order with its state tile S in f32 registers (in workgroup memory
+      where the state product's tiles do not divide among the warps):
+      Vnew = T diag(beta) (V - diag(exp G) K S), which is the U - W S of
+      the WY form without forming W or U, O = scale (diag(exp G) Q S +
+      P Vnew), S = exp(G_C) S + K^T diag(exp(G_C - G)) Vnew. Two copy
+      warps beside the compute warps bring the next chunk's q, k, v,
+      T diag(beta), P and G by cp.async into a second slot during this
+      chunk's products, and hand them over at a named barrier.
 
     Every product runs on tensor cores (`nvvm.mma.sync` m16n8k16, bf16
     operands, f32 accumulation) with fragments loaded by ldmatrix from bf16

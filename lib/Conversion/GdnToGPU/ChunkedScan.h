@@ -48,7 +48,8 @@ struct ProductPlan {
   int64_t regionRows, regionCols, groupRows, groupCols, cost;
   bool operator==(const ProductPlan &other) const {
     return regionRows == other.regionRows && regionCols == other.regionCols &&
-           groupRows == other.groupRows && groupCols == other.groupCols;
+           groupRows == other.groupRows && groupCols == other.groupCols &&
+           cost == other.cost;
   }
 };
 /// The plan for an [m, n] product with the fewest fragment bytes, groups
@@ -110,7 +111,7 @@ struct ScanShape {
   /// product that makes it (paired with K S) to the one that adds P Vnew:
   /// where both deal the output tiles to the lanes alike. Otherwise Y goes
   /// through workgroup memory.
-  bool outputInRegisters() const {
+  bool yInRegisters() const {
     std::optional<ProductPlan> paired =
         planProduct(chunk, valueTile, warps, kStateMaxGroup / 2);
     return paired &&
@@ -140,7 +141,7 @@ struct ScanShape {
     return 2 * (2 * halfBytes(chunk, keyDim) + 2 * halfBytes(chunk, chunk) +
                 halfBytes(chunk, valueTile) + 3 * chunk * 4) +
            3 * halfBytes(chunk, valueTile) + halfBytes(keyDim, valueTile) +
-           (outputInRegisters() ? 0 : floatBytes(chunk, valueTile)) +
+           (yInRegisters() ? 0 : floatBytes(chunk, valueTile)) +
            (stateInRegisters() ? 0 : floatBytes(keyDim, valueTile));
   }
 };
@@ -176,10 +177,10 @@ public:
       : b(b), loc(loc), s(shape) {}
 
   /// Grid (chunks, Hv, B): the state-independent part of every chunk (A,
-  /// T, -W, U, P and G), all chunks at once.
+  /// T and P; T diag(beta), P and G to scratch), all chunks at once.
   void buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m);
   /// Grid (Hv x V / Vt, B): the chunks of one sequence in order, with the
-  /// state tile in workgroup memory.
+  /// f32 state tile in registers (stateInRegisters) or workgroup memory.
   void buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                         int64_t valueTiles);
 
@@ -265,8 +266,10 @@ private:
     PairEpilogue epilogue;
   };
   /// Several [M, N] products whose terms share their B operands (and
-  /// differ in A), in one pass: each warp loads a B fragment once for all
-  /// of them and has their independent mma.sync chains in flight at once.
+  /// differ in A), in one pass where planProduct has a plan: each warp
+  /// loads a B fragment once for all of them and has their independent
+  /// mma.sync chains in flight at once (one tile loop per output
+  /// otherwise).
   void products(int64_t m, int64_t n, ArrayRef<ProductOutput> outputs);
   /// ldmatrix of `count` 8 x 8 bf16 matrices of `tile`, this lane giving
   /// the address of (row, col): one 32-bit fragment register per matrix.
@@ -341,6 +344,23 @@ private:
   };
   SmallVector<VectorPosition> vectorPositions(int64_t rows, int64_t width,
                                               Dealing dealing = {});
+  /// The rows of a token-indexed operand for the chunk from token `start`
+  /// ([B, T, heads, width] at `batch` and `sourceHead`, from column
+  /// `firstCol` if given) into `to` by cp.async, 16 bytes per copy, dealt
+  /// as in forEachVector. With `partial`, rows are clamped into the
+  /// sequence and zero-filled past its end.
+  struct TokenRows {
+    Value source, batch, sourceHead, firstCol;
+  };
+  void copyTokenRows(const HalfTile &to, int64_t width, const TokenRows &rows,
+                     Value start, Value tokens, bool partial,
+                     Dealing dealing = {});
+  /// `body(partial)` twice, under scf.if (the chunk from token `start` lies
+  /// inside the sequence): only the last chunk can be partial, and the
+  /// others' copies then move by constants (one address register per
+  /// operand instead of a clamp, a select and an address per copy).
+  void wholeOrPartialChunk(Value start, Value tokens,
+                           function_ref<void(bool partial)> body);
   /// `body` where `position` is inside its block.
   void ifValid(const VectorPosition &position,
                function_ref<void(OpBuilder &, Location)> body);
@@ -360,10 +380,10 @@ private:
   HalfTile kB, qB;
   Value ms, ds;
   Value gRaw, betas, gCum;
-  // State kernel: two slots of bf16 Q (qB), K, T diag(beta), P, V and of
+  // State kernel: two slots of bf16 Q (qB), K (kB), T diag(beta), P, V and of
   // the f32 log-decays and row factors; bf16 X, Vnew, its rows decayed to
   // the chunk's end, and S; f32 exp(G) Q S and S.
-  HalfTile kS, tB, pB, vB, xB, vN, vD, sB;
+  HalfTile tB, pB, vB, xB, vN, vD, sB;
   Value gateRows, rowFactors, ys, ss;
 };
 

@@ -14,11 +14,13 @@
 // Vnew is the U - W S of the WY form (W = T diag(beta exp(G)) K, U =
 // T diag(beta) V) with T diag(beta) factored out, so that W and U are never
 // formed: the WY kernel computes A, T and P of every chunk at once and
-// leaves T diag(beta), P and G in global scratch (16 KiB a chunk instead of
-// the 48 of -W, U and P); the state kernel, a block per (value head x
-// value-column tile, batch), walks the chunks of its sequence in order
-// with the state tile S [K, Vt] in f32 registers and computes the last
-// three lines from q, k and v as given.
+// leaves T diag(beta), P and G in global scratch (at K = V = 128, 16 KiB a
+// chunk instead of the 40 of -W, U and P); the state kernel, a block per
+// (value head x value-column tile, batch), walks the chunks of its
+// sequence in order with the state tile S [K, Vt] in f32 registers (in
+// workgroup memory where the state product's tiles do not divide among the
+// warps) and computes the last three lines from q, k and v as given (bf16
+// copies of other 16-bit types, made by the WY kernel).
 //
 // Every matrix product runs on tensor cores (mma.sync m16n8k16, bf16
 // operands, f32 accumulation): each warp takes a fixed group of 16 x 8
@@ -154,26 +156,27 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
         return alloc.getMemref();
       };
       qHalves = copyOf(qType);
-      kHalves = copyOf(qType);
+      kHalves = copyOf(cast<RankedTensorType>(op.getK().getType()));
       vHalves = copyOf(vType);
     }
     gpu::WaitOp::create(b, loc, Type(), ValueRange{ready});
-    ScanBuffers buffers{qm,
-                        km,
-                        vm,
-                        gm,
-                        betam,
-                        statem,
-                        om,
-                        sm,
-                        scratch[0],
-                        scratch[1],
-                        scratch[2],
-                        qHalves,
-                        kHalves,
-                        vHalves,
-                        static_cast<int64_t>(op.getGroupSize()),
-                        op.getScale().convertToFloat()};
+    ScanBuffers buffers;
+    buffers.q = qm;
+    buffers.k = km;
+    buffers.v = vm;
+    buffers.g = gm;
+    buffers.beta = betam;
+    buffers.state = statem;
+    buffers.o = om;
+    buffers.finalState = sm;
+    buffers.tb = scratch[0];
+    buffers.p = scratch[1];
+    buffers.gates = scratch[2];
+    buffers.qHalves = qHalves;
+    buffers.kHalves = kHalves;
+    buffers.vHalves = vHalves;
+    buffers.groupSize = op.getGroupSize();
+    buffers.scale = op.getScale().convertToFloat();
     auto mapping = [&](OpBuilder &lb, const ScanShape &tiled, StringRef role) {
       return lb.getDictionaryAttr({
           lb.getNamedAttr("kernel", lb.getStringAttr(role)),
@@ -225,10 +228,11 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     // idle: the widest of value-tile, /2 (not below 32 columns) whose grid
     // has a block for (nearly) every multiprocessor, chosen at run time
     // from B; the narrowest when none has. A wider tile reads each chunk's
-    // W, Q and K once for more value columns, so a narrower one adds
-    // traffic. Measured on the H200 (K = V = 128): at B = 1, Hv = 32, tile
-    // 32 with 128 blocks beats tile 64 with 64 blocks by 17%; at B = 1,
-    // Hv = 16, tile 32 with 64 blocks beats tile 16 with 128 by 7%.
+    // Q, K, T diag(beta) and P once for more value columns, so a narrower
+    // one adds traffic. Measured on the H200 (K = V = 128, fifth run in
+    // docs/performance.md): at B = 1, Hv = 32, tile 32 with 128 blocks
+    // beats tile 64 with 64 blocks by 18%; at B = 1, Hv = 16, tile 32 with
+    // 64 blocks beats tile 64 with 32 by 26%.
     SmallVector<ScanShape> tilings = {shape};
     for (int64_t narrower = shape.valueTile / 2;
          narrower >= 32 && tilings.size() < 2; narrower /= 2) {

@@ -131,6 +131,7 @@ void ScanKernel::products(int64_t m, int64_t n,
                       llvm::all_of(llvm::zip(output.terms, first), [](auto p) {
                         auto [term, shared] = p;
                         return term.b.halves == shared.b.halves &&
+                               term.b.slot == shared.b.slot &&
                                term.depth == shared.depth &&
                                term.bDepthMajor == shared.bDepthMajor;
                       });
@@ -368,6 +369,44 @@ ScanKernel::vectorPositions(int64_t rows, int64_t width, Dealing dealing) {
     positions.push_back({valid, r, col});
   }
   return positions;
+}
+
+void ScanKernel::copyTokenRows(const HalfTile &to, int64_t width,
+                               const TokenRows &rows, Value start, Value tokens,
+                               bool partial, Dealing dealing) {
+  Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  forEachVector(
+      s.chunk, width,
+      [&](OpBuilder &nb, Location nl, Value r, Value col) {
+        Value t = add(nb, nl, start, r), elements;
+        if (partial) {
+          auto [clamped, inside] = token(nb, nl, start, tokens, r);
+          t = clamped;
+          elements = arith::SelectOp::create(nb, nl, inside, c(nb, nl, 8),
+                                             c(nb, nl, 0));
+        }
+        Value from = rows.firstCol ? add(nb, nl, rows.firstCol, col) : col;
+        nvgpu::DeviceAsyncCopyOp::create(
+            nb, nl, tokenType, to.halves, to.at(r, col), rows.source,
+            ValueRange{rows.batch, t, rows.sourceHead, from},
+            nb.getIndexAttr(8), elements, nb.getUnitAttr());
+      },
+      dealing);
+}
+
+void ScanKernel::wholeOrPartialChunk(Value start, Value tokens,
+                                     function_ref<void(bool)> body) {
+  Value whole =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                            add(b, loc, start, c(b, loc, s.chunk)), tokens);
+  auto branches = scf::IfOp::create(b, loc, TypeRange(), whole,
+                                    /*withElseRegion=*/true);
+  for (bool partial : {false, true}) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint((partial ? branches.elseBlock() : branches.thenBlock())
+                            ->getTerminator());
+    body(partial);
+  }
 }
 
 void ScanKernel::ifValid(const VectorPosition &position,

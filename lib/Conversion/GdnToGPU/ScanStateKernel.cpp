@@ -13,15 +13,28 @@ using namespace mlir;
 using namespace mlir::gdn;
 using namespace mlir::gdn::scan;
 
+namespace {
+/// The rows of a slot of the row factors.
+enum RowFactor : int64_t {
+  /// exp(G_C - G): decays Vnew's rows to the chunk's end.
+  kToChunkEnd = 0,
+  /// exp(G): decays the rows of K S and Q S; its last entry, exp(G_C),
+  /// decays the state.
+  kFromChunkStart = 1,
+};
+} // namespace
+
 void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                                   int64_t valueTiles) {
   Type f32 = b.getF32Type();
   int64_t chunk = s.chunk, keyDim = s.keyDim, tile = s.valueTile;
   setUp(launch);
-  // One block per multiprocessor: registers to spare for larger groups.
+  // One block per multiprocessor: registers to spare for larger groups. The
+  // register-resident state and Y (stateInRegisters, yInRegisters) rely on
+  // the plans that this group size gives.
   maxGroup = kStateMaxGroup;
   bool stateInRegisters = s.stateInRegisters();
-  bool outputInRegisters = s.outputInRegisters();
+  bool yInRegisters = s.yInRegisters();
   Value blockX = launch.getBlockIds().x;
   Value batch = launch.getBlockIds().y;
   Value head = arith::DivUIOp::create(b, loc, blockX, c(b, loc, valueTiles));
@@ -33,7 +46,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
 
   int64_t offset = 0;
   qB = carveHalfSlots(2, chunk, keyDim, offset);
-  kS = carveHalfSlots(2, chunk, keyDim, offset);
+  kB = carveHalfSlots(2, chunk, keyDim, offset);
   tB = carveHalfSlots(2, chunk, chunk, offset);
   pB = carveHalfSlots(2, chunk, chunk, offset);
   vB = carveHalfSlots(2, chunk, tile, offset);
@@ -43,7 +56,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   vN = carveHalves(chunk, tile, offset);
   vD = carveHalves(chunk, tile, offset);
   sB = carveHalves(keyDim, tile, offset);
-  if (!outputInRegisters)
+  if (!yInRegisters)
     ys = carveFloats(chunk, tile, offset);
   if (!stateInRegisters)
     ss = carveFloats(keyDim, tile, offset);
@@ -98,49 +111,17 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             },
             copyThreads);
       };
-      // The chunk's rows of an operand ([B, T, heads, width]) from column
-      // `firstCol` on; with `partial`, zeros past the end of the sequence.
-      auto copyTokens = [&](const HalfTile &tileTo, int64_t width, Value source,
-                            Value sourceHead, Value firstCol, bool partial) {
-        forEachVector(
-            chunk, width,
-            [&](OpBuilder &nb, Location nl, Value r, Value col) {
-              Value t = add(nb, nl, start, r), elements;
-              if (partial) {
-                auto [clamped, inside] = token(nb, nl, start, tokens, r);
-                t = clamped;
-                elements = arith::SelectOp::create(nb, nl, inside, c(nb, nl, 8),
-                                                   c(nb, nl, 0));
-              }
-              Value from = firstCol ? add(nb, nl, firstCol, col) : col;
-              nvgpu::DeviceAsyncCopyOp::create(
-                  nb, nl, tokenType, tileTo.halves, tileTo.at(r, col), source,
-                  ValueRange{batch, t, sourceHead, from}, nb.getIndexAttr(8),
-                  elements, nb.getUnitAttr());
-            },
-            copyThreads);
-      };
-      // Only the last chunk can reach past the end of the sequence: the
-      // others copy without clamping, so that a thread's source addresses
-      // move by constants (one address register per operand instead of a
-      // clamp, a select and an address per copy).
-      Value whole =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                                add(b, loc, start, c(b, loc, chunk)), tokens);
-      auto wholeOrPartial = scf::IfOp::create(b, loc, TypeRange(), whole,
-                                              /*withElseRegion=*/true);
-      for (bool partial : {false, true}) {
-        OpBuilder::InsertionGuard branchGuard(b);
-        Block *branch =
-            partial ? wholeOrPartial.elseBlock() : wholeOrPartial.thenBlock();
-        b.setInsertionPoint(branch->getTerminator());
-        copyTokens(inSlot(qB, slot), keyDim, m.qHalves, keyHead, Value(),
-                   partial);
-        copyTokens(inSlot(kS, slot), keyDim, m.kHalves, keyHead, Value(),
-                   partial);
-        copyTokens(inSlot(vB, slot), tile, m.vHalves, head, firstColumn,
-                   partial);
-      }
+      wholeOrPartialChunk(start, tokens, [&](bool partial) {
+        copyTokenRows(inSlot(qB, slot), keyDim,
+                      {m.qHalves, batch, keyHead, Value()}, start, tokens,
+                      partial, copyThreads);
+        copyTokenRows(inSlot(kB, slot), keyDim,
+                      {m.kHalves, batch, keyHead, Value()}, start, tokens,
+                      partial, copyThreads);
+        copyTokenRows(inSlot(vB, slot), tile,
+                      {m.vHalves, batch, head, firstColumn}, start, tokens,
+                      partial, copyThreads);
+      });
       copyChunkRows(inSlot(tB, slot), m.tb);
       copyChunkRows(inSlot(pB, slot), m.p);
       scf::IfOp::create(b, loc, gateThread, [&](OpBuilder &nb, Location nl) {
@@ -157,10 +138,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                                                      ValueRange{})
           .getResult();
     };
-    // The row factors of the chunk in `slot`, from its log-decays G (once
-    // every copy thread's copies have landed): exp(G_C - G), which decays
-    // Vnew's rows to the chunk's end for the state update, and exp(G),
-    // which decays Y's rows and whose last entry decays the state.
+    // The row factors (RowFactor) of the chunk in `slot`, from its
+    // log-decays G, once every copy thread's copies have landed.
     auto computeFactors = [&](Value slot) {
       namedBarrier(b, loc, /*id=*/3, 32 * s.copyWarps);
       Value total = load(b, loc, gateRows, {slot, c(b, loc, chunk - 1)});
@@ -171,9 +150,9 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             Value g = load(lb, ll, gateRows, {slot, r});
             store(lb, ll,
                   exponential(lb, ll, arith::SubFOp::create(lb, ll, total, g)),
-                  rowFactors, {slot, c(lb, ll, 0), r});
+                  rowFactors, {slot, c(lb, ll, kToChunkEnd), r});
             store(lb, ll, exponential(lb, ll, g), rowFactors,
-                  {slot, c(lb, ll, 1), r});
+                  {slot, c(lb, ll, kFromChunkStart), r});
             scf::YieldOp::create(lb, ll);
           });
     };
@@ -261,13 +240,13 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           return f(nb, nl, 0.0f);
         };
         // One pass over S's fragments for both (products()).
-        Term keysTimesState{keyDim, inSlot(kS, slot), sB, false,
+        Term keysTimesState{keyDim, inSlot(kB, slot), sB, false,
                             /*bDepthMajor=*/true};
         Term queriesTimesState{keyDim, inSlot(qB, slot), sB, false,
                                /*bDepthMajor=*/true};
         PairEpilogue storeX = [&](OpBuilder &nb, Location nl, Value r,
                                   Value col, Value first, Value second) {
-          Value decay = factor(nb, nl, 1, r);
+          Value decay = factor(nb, nl, kFromChunkStart, r);
           // v's two elements in one 4-byte load.
           Value pair = vector::LoadOp::create(
               nb, nl, VectorType::get({2}, nb.getBF16Type()), vB.halves,
@@ -281,12 +260,12 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                     xB.halves, {r, col});
         };
         // Y's elements stay with the lanes that O's product gives them to
-        // (outputInRegisters), in the same order.
+        // (yInRegisters), in the same order.
         SmallVector<Value> outputStart;
         PairEpilogue storeY = [&](OpBuilder &nb, Location nl, Value r,
                                   Value col, Value first, Value second) {
-          Value decay = factor(nb, nl, 1, r);
-          if (!outputInRegisters) {
+          Value decay = factor(nb, nl, kFromChunkStart, r);
+          if (!yInRegisters) {
             scaledPair(nb, nl, decay, first, second, ys, {r, col});
             return;
           }
@@ -307,18 +286,19 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                 [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
                     Value second) {
                   storePair(nb, nl, first, second, vN.halves, {r, col});
-                  scaledPair(nb, nl, factor(nb, nl, 0, r), first, second,
-                             vD.halves, {r, col});
+                  scaledPair(nb, nl, factor(nb, nl, kToChunkEnd, r), first,
+                             second, vD.halves, {r, col});
                 });
         computeBarrier(b, loc);
 
         // S = exp(G_C) S + K^T diag(exp(G_C - G)) Vnew, in place (each
         // element is read, then written, by the same lane), and in bf16.
-        Value stateDecay = factor(b, loc, 1, c(b, loc, chunk - 1));
+        Value stateDecay =
+            factor(b, loc, kFromChunkStart, c(b, loc, chunk - 1));
         size_t element = 0;
         SmallVector<Value> nextState;
         product(
-            keyDim, tile, {Term{chunk, inSlot(kS, slot), vD, true, true}},
+            keyDim, tile, {Term{chunk, inSlot(kB, slot), vD, true, true}},
             [&](OpBuilder &nb, Location nl, Value r, Value col) {
               Value old = stateInRegisters ? state[element++]
                                            : load(nb, nl, ss, {r, col});
@@ -332,6 +312,9 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                 storePair(nb, nl, first, second, ss, {r, col});
               storePair(nb, nl, first, second, sB.halves, {r, col});
             });
+        assert((!stateInRegisters || (element == state.size() &&
+                                      nextState.size() == state.size())) &&
+               "the state product hands every element out and back");
         yield->setOperands(nextState);
         // O = scale (Y + P Vnew), for the rows inside the sequence.
         Value scaleValue = f(b, loc, m.scale);
@@ -341,7 +324,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             {Term{chunk, inSlot(pB, slot), vN, false,
                   /*bDepthMajor=*/true}},
             [&](OpBuilder &nb, Location nl, Value r, Value col) {
-              if (outputInRegisters)
+              if (yInRegisters)
                 return outputStart[outputElement++];
               return load(nb, nl, ys, {r, col});
             },
@@ -361,6 +344,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                   };
               scf::IfOp::create(nb, nl, position.second, storeRow);
             });
+        assert(outputElement == outputStart.size() &&
+               "O's product takes every element of Y");
       });
   if (stateInRegisters) {
     // Each lane stores the elements it holds, in the product's order.
@@ -376,6 +361,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           storePair(nb, nl, first, second, m.finalState,
                     {batch, head, r, add(nb, nl, firstColumn, col)});
         });
+    assert(element == finalState.size() && "every element is stored");
   } else {
     // The final state is stored with another thread mapping than the
     // products wrote it in.

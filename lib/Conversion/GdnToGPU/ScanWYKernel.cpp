@@ -152,7 +152,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   // stores, after the copies, wait for them.
   Value rowThread = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                           tid, c(b, loc, chunk));
-  auto gates = scf::IfOp::create(
+  auto rawGates = scf::IfOp::create(
       b, loc, rowThread,
       [&](OpBuilder &nb, Location nl) {
         auto [t, inside] = token(nb, nl, start, tokens, tid);
@@ -173,45 +173,18 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   Value inputCopies;
   if (copyInputs) {
     Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
-    auto copyRows = [&](Value source, Value sourceHead, int64_t width,
-                        const HalfTile &to, bool partial) {
-      forEachVector(chunk, width,
-                    [&](OpBuilder &nb, Location nl, Value r, Value col) {
-                      Value t = add(nb, nl, start, r), elements;
-                      if (partial) {
-                        auto [clamped, inside] =
-                            token(nb, nl, start, tokens, r);
-                        t = clamped;
-                        elements = arith::SelectOp::create(
-                            nb, nl, inside, c(nb, nl, 8), c(nb, nl, 0));
-                      }
-                      nvgpu::DeviceAsyncCopyOp::create(
-                          nb, nl, tokenType, to.halves, ValueRange{r, col},
-                          source, ValueRange{batch, t, sourceHead, col},
-                          nb.getIndexAttr(8), elements, nb.getUnitAttr());
-                    });
-    };
-    // Only the last chunk is clamped and zero-filled: the others' source
-    // addresses move by constants.
-    Value whole =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                              add(b, loc, start, c(b, loc, chunk)), tokens);
-    auto wholeOrPartial = scf::IfOp::create(b, loc, TypeRange(), whole,
-                                            /*withElseRegion=*/true);
-    for (bool partial : {false, true}) {
-      OpBuilder::InsertionGuard branchGuard(b);
-      b.setInsertionPoint(
-          (partial ? wholeOrPartial.elseBlock() : wholeOrPartial.thenBlock())
-              ->getTerminator());
-      copyRows(m.q, keyHead, keyDim, qB, partial);
-      copyRows(m.k, keyHead, keyDim, kB, partial);
-    }
+    wholeOrPartialChunk(start, tokens, [&](bool partial) {
+      copyTokenRows(qB, keyDim, {m.q, batch, keyHead, Value()}, start, tokens,
+                    partial);
+      copyTokenRows(kB, keyDim, {m.k, batch, keyHead, Value()}, start, tokens,
+                    partial);
+    });
     inputCopies = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
                                                           ValueRange{});
   }
   scf::IfOp::create(b, loc, rowThread, [&](OpBuilder &nb, Location nl) {
-    store(nb, nl, gates.getResult(0), gRaw, {tid});
-    store(nb, nl, gates.getResult(1), betas, {tid});
+    store(nb, nl, rawGates.getResult(0), gRaw, {tid});
+    store(nb, nl, rawGates.getResult(1), betas, {tid});
     scf::YieldOp::create(nb, nl);
   });
   barrier(b, loc);
