@@ -4,6 +4,8 @@
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
 #include "gdn/Pipelines/Pipelines.h"
 
+#include "ResultsToOutParams.h"
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -63,12 +65,7 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
   // ownership transfer, and the kernels write o and the final state directly
   // into the caller's buffers (no copy, also for dynamic shapes).
   if (options.resultsAsOutParams) {
-    bufferization::BufferResultsToOutParamsPassOptions outParamOptions;
-    outParamOptions.hoistStaticAllocs = true;
-    outParamOptions.hoistDynamicAllocs = true;
-    outParamOptions.modifyPublicFunctions = true;
-    pm.addPass(
-        bufferization::createBufferResultsToOutParamsPass(outParamOptions));
+    addResultsToOutParams(pm);
   }
   // Temporaries are freed again.
   bufferization::buildBufferDeallocationPipeline(pm);

@@ -4,6 +4,8 @@
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
 #include "gdn/Pipelines/Pipelines.h"
 
+#include "ResultsToOutParams.h"
+
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -54,12 +56,7 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
     // whose result shapes are dynamic.
     pm.addNestedPass<func::FuncOp>(createGdnManagedHostBuffersPass());
   } else {
-    bufferization::BufferResultsToOutParamsPassOptions outParamOptions;
-    outParamOptions.hoistStaticAllocs = true;
-    outParamOptions.hoistDynamicAllocs = true;
-    outParamOptions.modifyPublicFunctions = true;
-    pm.addPass(
-        bufferization::createBufferResultsToOutParamsPass(outParamOptions));
+    addResultsToOutParams(pm);
   }
   pm.addPass(createCanonicalizerPass());
 

@@ -94,16 +94,22 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
         op.getInitialState() ? toBuffer(b, loc, op.getInitialState()) : Value();
     Value batch = memref::DimOp::create(b, loc, vm, 0);
     Value tokens = memref::DimOp::create(b, loc, vm, 1);
-    SmallVector<Value> oSizes, sSizes;
-    if (oType.isDynamicDim(0))
-      oSizes.push_back(batch);
-    if (oType.isDynamicDim(1))
-      oSizes.push_back(tokens);
+    // The dynamic sizes of a [B, T, ...] type (o, and the bf16 copies of q,
+    // k and v).
+    auto tokenSizes = [&](RankedTensorType type) {
+      SmallVector<Value> sizes;
+      if (type.isDynamicDim(0))
+        sizes.push_back(batch);
+      if (type.isDynamicDim(1))
+        sizes.push_back(tokens);
+      return sizes;
+    };
+    SmallVector<Value> sSizes;
     if (stateType.isDynamicDim(0))
       sSizes.push_back(batch);
     Value om = memref::AllocOp::create(
         b, loc, MemRefType::get(oType.getShape(), oType.getElementType()),
-        oSizes);
+        tokenSizes(oType));
     Value sm = memref::AllocOp::create(
         b, loc, MemRefType::get(stateType.getShape(), b.getF32Type()),
         sSizes);
@@ -142,14 +148,9 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     Value qHalves = qm, kHalves = km, vHalves = vm;
     if (!element.isBF16()) {
       auto copyOf = [&](RankedTensorType type) {
-        SmallVector<Value> sizes;
-        if (type.isDynamicDim(0))
-          sizes.push_back(batch);
-        if (type.isDynamicDim(1))
-          sizes.push_back(tokens);
         auto alloc = gpu::AllocOp::create(
             b, loc, MemRefType::get(type.getShape(), b.getBF16Type()),
-            tokenType, ValueRange{ready}, sizes, ValueRange{},
+            tokenType, ValueRange{ready}, tokenSizes(type), ValueRange{},
             /*hostShared=*/nullptr);
         scratch.push_back(alloc.getMemref());
         ready = alloc.getAsyncToken();
