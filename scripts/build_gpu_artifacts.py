@@ -2,6 +2,7 @@
 with a manifest (see scripts/build-gpu-artifacts.sh)."""
 
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -15,7 +16,8 @@ from gdn.compiled import module_source
 
 # (H, Hv, K, V) of the CPU test matrix plus the large K = V = 128 models.
 HEADS = [(1, 1, 16, 16), (4, 4, 64, 64), (2, 4, 64, 128), (4, 4, 128, 128),
-         (16, 16, 128, 128), (32, 32, 128, 128), (16, 32, 128, 128)]
+         (16, 16, 128, 128), (32, 32, 128, 128), (16, 32, 128, 128),
+         (2, 8, 128, 128)]
 ELEMENT_TYPES = ["f32", "bf16"]
 # f16 q, k, v (rounded to bf16 on the way into the chunked scan's tiles).
 F16_HEADS = [(2, 4, 64, 128), (16, 32, 128, 128)]
@@ -163,45 +165,47 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--compiler", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="compilations run at once (default: the cores)")
     args = parser.parse_args()
-    manifest = {}
+    # (name, config, extra options) of every library, in manifest order.
+    jobs = []
+
+    def config_of(h, hv, k, v, et):
+        return dict(heads=h, value_heads=hv, key_dim=k, value_dim=v,
+                    element_type=et, beta_element_type="f32",
+                    scale=k ** -0.5)
     for (h, hv, k, v) in HEADS:
         for et in ELEMENT_TYPES:
-            name = config_name(h, hv, k, v, et)
-            config = dict(heads=h, value_heads=hv, key_dim=k, value_dim=v,
-                          element_type=et, beta_element_type="f32",
-                          scale=k ** -0.5)
-            manifest[name] = compile_config(args.compiler, args.out, name,
-                                            config)
+            jobs.append((config_name(h, hv, k, v, et),
+                         config_of(h, hv, k, v, et), []))
     for (h, hv, k, v) in F16_HEADS:
-        name = config_name(h, hv, k, v, "f16")
-        config = dict(heads=h, value_heads=hv, key_dim=k, value_dim=v,
-                      element_type="f16", beta_element_type="f32",
-                      scale=k ** -0.5)
-        manifest[name] = compile_config(args.compiler, args.out, name, config)
-    base = config_name(16, 32, 128, 128, "bf16")
+        jobs.append((config_name(h, hv, k, v, "f16"),
+                     config_of(h, hv, k, v, "f16"), []))
     for splits in KEY_SPLIT_VARIANTS:
-        name = f"{base}_ks{splits}"
-        manifest[name] = compile_config(
-            args.compiler, args.out, name, manifest[base]["config"],
-            [f"--cuda-key-splits={splits}"])
+        jobs.append((f"{config_name(16, 32, 128, 128, 'bf16')}_ks{splits}",
+                     config_of(16, 32, 128, 128, "bf16"),
+                     [f"--cuda-key-splits={splits}"]))
     for (h, hv, k, v) in RECURRENT_VARIANTS:
-        base = config_name(h, hv, k, v, "bf16")
-        manifest[f"{base}_recurrent"] = compile_config(
-            args.compiler, args.out, f"{base}_recurrent",
-            manifest[base]["config"], ["--cuda-chunked-prefill=false"])
+        jobs.append((f"{config_name(h, hv, k, v, 'bf16')}_recurrent",
+                     config_of(h, hv, k, v, "bf16"),
+                     ["--cuda-chunked-prefill=false"]))
     # Tiling variants of the chunked scan: (value tile, warps).
     for suffix, options in SCAN_VARIANTS:
         for (h, hv, k, v) in RECURRENT_VARIANTS:
-            base = config_name(h, hv, k, v, "bf16")
-            name = f"{base}_{suffix}"
-            manifest[name] = compile_config(
-                args.compiler, args.out, name, manifest[base]["config"],
-                options)
+            jobs.append((f"{config_name(h, hv, k, v, 'bf16')}_{suffix}",
+                         config_of(h, hv, k, v, "bf16"), options))
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        entries = list(pool.map(
+            lambda job: compile_config(args.compiler, args.out, *job), jobs))
+    manifest = {name: entry for (name, _, _), entry in zip(jobs, entries)}
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
-    executables = {spec[0]: build_executable(args.compiler, args.out, *spec)
-                   for spec in EXECUTABLES}
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        built = list(pool.map(
+            lambda spec: build_executable(args.compiler, args.out, *spec),
+            EXECUTABLES))
+    executables = {spec[0]: entry for spec, entry in zip(EXECUTABLES, built)}
     with open(os.path.join(args.out, EXECUTABLE_MANIFEST), "w") as f:
         json.dump(executables, f, indent=1)
 

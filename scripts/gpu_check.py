@@ -16,12 +16,15 @@ on any failure.
   python3 gpu_check.py --quick      # a few cases and the other checks
   python3 gpu_check.py --profile h32_hv32_k128_v128_bf16:1:8192
                                     # only calls one kernel (for ncu)
+  python3 gpu_check.py --sanitize   # memcheck, racecheck, synccheck and
+                                    # initcheck over the sanitizer cases
 """
 
 import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -71,6 +74,24 @@ CASES = [
     ("h2_hv4_k64_v128_bf16", 2, 0, True, "design"),
 ]
 QUICK = [0, 3, 6, 11]
+
+# Run under each compute-sanitizer tool (--sanitize): every kernel kind
+# (the f32 recurrence, both chunked-scan kernels with bf16 and f16 inputs,
+# the K = 16 workgroup-memory state, decode), partial chunks, an empty
+# sequence, and the (B, T, H, Hv) = (1, 32768, 2, 8) head split at a length
+# the slow tools finish (the same blocks per SM, fewer chunks).
+SANITIZE_CASES = [
+    ("h1_hv1_k16_v16_f32", 2, 5, True, "design"),
+    ("h2_hv4_k64_v128_f32", 1, 70, True, "design"),
+    ("h1_hv1_k16_v16_bf16", 1, 70, True, "design"),
+    ("h2_hv4_k64_v128_bf16", 2, 130, True, "design"),
+    ("h4_hv4_k128_v128_bf16", 1, 200, False, "strong"),
+    ("h16_hv32_k128_v128_bf16", 1, 64, True, "design"),
+    ("h2_hv4_k64_v128_f16", 1, 100, True, "design"),
+    ("h2_hv8_k128_v128_bf16", 1, 4096, False, "design"),
+    ("h2_hv4_k64_v128_bf16", 1, 0, True, "design"),
+]
+SANITIZER_TOOLS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 
 # Timing shapes (bf16 q/k/v, f32 g and state): (config, B, T); the first
 # `PREFIX` tokens of each run are checked against the reference too.
@@ -470,6 +491,47 @@ def profile(kernels, spec, repeat):
     return 0
 
 
+def sanitize(tools):
+    """Runs SANITIZE_CASES under each compute-sanitizer tool, on gdn's
+    kernels only (torch's own are not ours to fix), and prints one line per
+    tool with its error summary; non-zero if any tool reports an error or
+    a check fails."""
+    sanitizer = shutil.which("compute-sanitizer") or \
+        "/usr/local/cuda/bin/compute-sanitizer"
+    if not os.path.exists(sanitizer):
+        sys.exit("--sanitize: compute-sanitizer not found")
+    summary, bad = [], 0
+    for tool in tools:
+        command = [sanitizer, "--tool", tool, "--kernel-name", "kns=gdn",
+                   "--error-exitcode", "99", "--print-limit", "20"]
+        if tool == "racecheck":
+            command += ["--racecheck-report", "all"]
+        if tool == "initcheck":
+            command += ["--track-unused-memory", "no"]
+        command += [sys.executable, os.path.abspath(__file__),
+                    "--sanitize-cases"]
+        start = time.time()
+        run = subprocess.run(command, capture_output=True, text=True)
+        seconds = time.time() - start
+        text = run.stdout + run.stderr
+        found = re.findall(r"ERROR SUMMARY: (\d+) error", text)
+        hazards = re.findall(r"RACECHECK SUMMARY: (\d+) hazard", text)
+        checks = re.search(r"(\d+) passed, (\d+) failed", text)
+        errors = int(found[-1]) if found else -1
+        ok = run.returncode == 0 and errors == 0 and checks is not None \
+            and checks.group(2) == "0"
+        bad += not ok
+        if not ok:
+            print(text[-6000:])
+        summary.append(f"{'PASS' if ok else 'FAIL'} {tool:<10} "
+                       f"errors={errors} "
+                       f"{'hazards=' + hazards[-1] + ' ' if hazards else ''}"
+                       f"checks={checks.group(0) if checks else 'none'} "
+                       f"exit={run.returncode} {seconds:.0f} s")
+    print("\n".join(summary))
+    return 1 if bad else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -482,8 +544,23 @@ def main():
                         "prefill kernels whose name contains SUBSTRING")
     parser.add_argument("--profile", metavar="CONFIG:B:T",
                         help="only call this prefill --repeat times")
+    parser.add_argument("--sanitize", nargs="?", const=",".join(
+        SANITIZER_TOOLS), metavar="TOOL,...",
+        help="run the sanitizer cases under compute-sanitizer's tools "
+        "(default: all four) and report their errors")
+    parser.add_argument("--sanitize-cases", action="store_true",
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.sanitize:
+        return sanitize(args.sanitize.split(","))
     kernels = cuda.load_artifacts(HERE)
+    if args.sanitize_cases:
+        passed = failed = 0
+        for seed, case in enumerate(SANITIZE_CASES):
+            for ok in check_case(kernels, *case, seed=seed):
+                passed, failed = passed + ok, failed + (not ok)
+        print(f"{passed} passed, {failed} failed")
+        return 1 if failed else 0
     if args.profile:
         return profile(kernels, args.profile, args.repeat)
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")

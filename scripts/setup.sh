@@ -13,7 +13,8 @@ LLVM=/usr/lib/llvm-22
 
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
-  libomp-22-dev cmake ninja-build python3-numpy python3-pytest
+  libomp-22-dev libclang-rt-22-dev cmake ninja-build python3-numpy
+  python3-pytest
 )
 
 missing=()

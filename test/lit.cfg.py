@@ -32,7 +32,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.gdn_tools_dir, append_path=True)
 
 tool_dirs = [config.gdn_tools_dir, config.llvm_tools_dir]
-tools = ["gdn-opt", "gdn-compile", "mlir-opt", "mlir-runner", "mlir-translate", "llvm-nm", "llvm-readelf"]
+tools = ["gdn-opt", "gdn-compile", "clang", "mlir-opt", "mlir-runner", "mlir-translate", "llvm-nm", "llvm-readelf"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # CUDA toolkit (ptxas, stub libcuda) and the project's CUDA runtime archive:

@@ -1,6 +1,7 @@
 //===- Compiler.cpp - the library behind gdn-compile ----------------------===//
 
 #include "gdn/Compiler/Compiler.h"
+#include "gdn/Compiler/OutputFile.h"
 
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
 
@@ -10,18 +11,17 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
@@ -32,20 +32,12 @@ using namespace mlir;
 using namespace mlir::gdn;
 
 namespace {
-/// Writes text produced by `print` to the output path, atomically: the file
-/// only appears when everything was written.
+/// Writes text produced by `print` to the output path (OutputFile.h: the
+/// file only appears when everything was written).
 LogicalResult writeText(ModuleOp module, StringRef path,
                         function_ref<void(llvm::raw_ostream &)> print) {
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(path, &error);
-  if (!out)
-    return module.emitError() << "cannot open output '" << path
-                              << "': " << error;
-  print(out->os());
-  out->os().flush();
-  if (out->os().has_error())
-    return module.emitError() << "cannot write output '" << path << "'";
-  out->keep();
+  if (llvm::Error error = writeOutputStream(path, print))
+    return module.emitError() << llvm::toString(std::move(error));
   return success();
 }
 
@@ -69,17 +61,24 @@ void addCInterfaces(ModuleOp module) {
                     UnitAttr::get(module.getContext()));
 }
 
-FailureOr<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(ModuleOp module, StringRef cpuName) {
+llvm::Expected<const llvm::Target *> hostTarget(const llvm::Triple &triple) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return module.emitError() << "no LLVM target for '" << triple.str()
-                              << "': " << error;
+    return llvm::createStringError("no LLVM target for '" + triple.str() +
+                                   "': " + error);
+  return target;
+}
+
+FailureOr<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(ModuleOp module, StringRef cpuName) {
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  if (llvm::Error error = checkCPUName(cpuName))
+    return module.emitError() << llvm::toString(std::move(error));
+  const llvm::Target *target = cantFail(hostTarget(triple));
   std::string cpu = cpuName.str();
   std::string features;
   if (cpuName == "native") {
@@ -101,50 +100,56 @@ createTargetMachine(ModuleOp module, StringRef cpuName) {
 
 LogicalResult emitObject(ModuleOp module, llvm::Module &llvmModule,
                          llvm::TargetMachine &machine, StringRef path) {
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(path, &error);
-  if (!out)
-    return module.emitError() << "cannot open output '" << path
-                              << "': " << error;
-  llvm::legacy::PassManager codegen;
-  if (machine.addPassesToEmitFile(codegen, out->os(), nullptr,
-                                  llvm::CodeGenFileType::ObjectFile))
-    return module.emitError() << "the target cannot emit object files";
-  codegen.run(llvmModule);
-  out->os().flush();
-  if (out->os().has_error())
-    return module.emitError() << "cannot write object file '" << path << "'";
-  out->keep();
+  // Object emission needs a seekable stream, so it always writes a file
+  // (OutputFile.h copies it into a device or standard output).
+  llvm::Error error = writeOutputFile(path, [&](StringRef file) -> llvm::Error {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(file, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return llvm::createStringError("cannot open '" + file +
+                                     "': " + ec.message());
+    llvm::legacy::PassManager codegen;
+    if (machine.addPassesToEmitFile(codegen, os, nullptr,
+                                    llvm::CodeGenFileType::ObjectFile))
+      return llvm::createStringError("the target cannot emit object files");
+    codegen.run(llvmModule);
+    os.flush();
+    if (os.has_error()) {
+      ec = os.error();
+      os.clear_error();
+      return llvm::createStringError("cannot write object file '" + path +
+                                     "': " + ec.message());
+    }
+    return llvm::Error::success();
+  });
+  if (error)
+    return module.emitError() << llvm::toString(std::move(error));
   return success();
 }
 
-/// Runs the linker driver with `args`, writing `output` through a
-/// temporary file renamed into place on success.
+/// Runs the linker driver with `args`, writing `output` (OutputFile.h).
 LogicalResult runLinker(ModuleOp module, const CompileOptions &options,
                         ArrayRef<std::string> args, StringRef output) {
   auto linker = llvm::sys::findProgramByName(options.linker);
   if (!linker)
     return module.emitError() << "cannot find the linker driver '"
                               << options.linker << "'";
-  std::string partial = (output + ".partial").str();
-  SmallVector<StringRef> argv = {*linker};
-  argv.append(args.begin(), args.end());
-  argv.append({"-o", partial});
-  std::string message;
-  int status = llvm::sys::ExecuteAndWait(*linker, argv, std::nullopt, {}, 0,
-                                         0, &message);
-  if (status != 0) {
-    llvm::sys::fs::remove(partial);
-    return module.emitError() << "linking '" << output << "' failed ("
-                              << options.linker << " exited with " << status
-                              << (message.empty() ? "" : ": ") << message
-                              << ")";
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(partial, output)) {
-    llvm::sys::fs::remove(partial);
-    return module.emitError() << "cannot write '" << output
-                              << "': " << ec.message();
-  }
+  llvm::Error error = writeOutputFile(output, [&](StringRef file) -> llvm::Error {
+    SmallVector<StringRef> argv = {*linker};
+    argv.append(args.begin(), args.end());
+    argv.append({"-o", file});
+    std::string message;
+    int status = llvm::sys::ExecuteAndWait(*linker, argv, std::nullopt, {}, 0,
+                                           0, &message);
+    if (status == 0)
+      return llvm::Error::success();
+    return llvm::createStringError(
+        "linking '" + output + "' failed (" + options.linker +
+        " exited with " + std::to_string(status) +
+        (message.empty() ? "" : ": " + message) + ")");
+  });
+  if (error)
+    return module.emitError() << llvm::toString(std::move(error));
   return success();
 }
 
@@ -187,19 +192,16 @@ LogicalResult link(ModuleOp module, const CompileOptions &options,
   return runLinker(module, options, args, output);
 }
 
-/// Copies `from` to `to` through a temporary file renamed into place.
+/// Copies `from` to `to` (OutputFile.h).
 LogicalResult copyFile(ModuleOp module, StringRef from, StringRef to) {
-  std::string partial = (to + ".partial").str();
-  if (std::error_code ec = llvm::sys::fs::copy_file(from, partial)) {
-    llvm::sys::fs::remove(partial);
-    return module.emitError() << "cannot copy '" << from << "' to '" << to
-                              << "': " << ec.message();
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(partial, to)) {
-    llvm::sys::fs::remove(partial);
-    return module.emitError() << "cannot write '" << to
-                              << "': " << ec.message();
-  }
+  llvm::Error error = writeOutputFile(to, [&](StringRef file) -> llvm::Error {
+    if (std::error_code ec = llvm::sys::fs::copy_file(from, file))
+      return llvm::createStringError("cannot copy '" + from + "' to '" + to +
+                                     "': " + ec.message());
+    return llvm::Error::success();
+  });
+  if (error)
+    return module.emitError() << llvm::toString(std::move(error));
   return success();
 }
 
@@ -237,6 +239,27 @@ LogicalResult writeModelDirectory(ModuleOp module,
   return copyFile(module, options.modelHeader, inDir(kModelHeaderName));
 }
 } // namespace
+
+llvm::Error mlir::gdn::checkCPUName(StringRef cpu) {
+  if (cpu == "native")
+    return llvm::Error::success();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  llvm::Expected<const llvm::Target *> target = hostTarget(triple);
+  if (!target)
+    return target.takeError();
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      (*target)->createMCSubtargetInfo(triple, "", ""));
+  if (info && info->isCPUStringValid(cpu))
+    return llvm::Error::success();
+  std::string names;
+  if (info)
+    for (const llvm::SubtargetSubTypeKV &kv :
+         info->getAllProcessorDescriptions())
+      names += (names.empty() ? "" : ", ") + std::string(kv.Key);
+  return llvm::createStringError("--cpu: '" + cpu + "' is not a CPU of " +
+                                 triple.str() + "; valid names: native" +
+                                 (names.empty() ? "" : ", ") + names);
+}
 
 /// LLVM IR, object and linking, shared by both targets: `module` is in the
 /// LLVM dialect.

@@ -9,6 +9,7 @@
 #include "gdn/Frontend/Safetensors.h"
 
 #include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
 
@@ -33,6 +34,13 @@ static int64_t elementBytes(StringRef dtype) {
 }
 
 llvm::Expected<SafetensorsFile> SafetensorsFile::open(StringRef path) {
+  // Only a regular file has a size to check the header against: a device
+  // or a FIFO would be read until its end, which may never come.
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return fileError(path, "cannot read: " + ec.message());
+  if (!llvm::sys::fs::is_regular_file(status))
+    return fileError(path, "not a regular file");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)

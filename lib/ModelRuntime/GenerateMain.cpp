@@ -141,8 +141,9 @@ int main(int argc, char **argv) {
     return error("-n must be >= 0, got " + llvm::Twine(numTokens));
   if (temperature < 0 || !std::isfinite(temperature))
     return error("--temperature must be a finite number >= 0");
-  if (batchSize < 1)
-    return error("--batch must be >= 1, got " + llvm::Twine(batchSize));
+  if (batchSize < 1 || batchSize > GDN_MODEL_MAX_BATCH)
+    return error("--batch must be 1.." + llvm::Twine(GDN_MODEL_MAX_BATCH) +
+                 ", got " + llvm::Twine(batchSize));
 
   auto loadStart = Clock::now();
   gdn_model *model = gdn_model_load(
@@ -175,6 +176,15 @@ int main(int argc, char **argv) {
     return error("the prompt is empty");
 
   int64_t batch = batchSize, promptLength = promptIds.size();
+  // The whole run must fit the context, checked before any work: the last
+  // token sampled is not decoded.
+  int64_t maxContext = gdn_model_max_context(model);
+  if (promptLength > maxContext ||
+      (numTokens > 0 && numTokens - 1 > maxContext - promptLength))
+    return error("max_context: the prompt's " + llvm::Twine(promptLength) +
+                 " tokens and -n " + llvm::Twine(numTokens) +
+                 " (all but the last one decoded) exceed the model's " +
+                 llvm::Twine(maxContext) + " tokens");
   std::vector<int64_t> ids;
   for (int64_t b = 0; b < batch; ++b)
     ids.insert(ids.end(), promptIds.begin(), promptIds.end());

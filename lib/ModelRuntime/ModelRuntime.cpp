@@ -15,6 +15,9 @@
 
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -57,13 +60,69 @@ private:
   llvm::SmallVector<int64_t, 11> words;
 };
 
+/// The product of `sizes`, or -1 if it overflows int64_t.
+int64_t checkedProduct(llvm::ArrayRef<int64_t> sizes) {
+  int64_t n = 1;
+  for (int64_t size : sizes)
+    if (size < 0 || __builtin_mul_overflow(n, size, &n))
+      return -1;
+  return n;
+}
+
+/// Floats whose allocation may fail without ending the process: the
+/// runtime is built without exceptions, where std::vector aborts instead.
+class FloatBuffer {
+public:
+  FloatBuffer() = default;
+  FloatBuffer(const FloatBuffer &) = delete;
+  FloatBuffer &operator=(const FloatBuffer &) = delete;
+  FloatBuffer(FloatBuffer &&other) noexcept
+      : values(other.values), count(other.count) {
+    other.values = nullptr;
+    other.count = 0;
+  }
+  FloatBuffer &operator=(FloatBuffer &&other) noexcept {
+    std::swap(values, other.values);
+    std::swap(count, other.count);
+    return *this;
+  }
+  ~FloatBuffer() { std::free(values); }
+
+  /// Makes room for `n` floats (the first ones kept); false if `n` is
+  /// negative or the memory cannot be had.
+  bool resize(int64_t n) {
+    if (n < 0 || uint64_t(n) > SIZE_MAX / sizeof(float))
+      return false;
+    if (n == count)
+      return true;
+    // realloc(p, 0) may free p and return NULL: keep one float.
+    void *grown = std::realloc(values, std::max<int64_t>(n, 1) * sizeof(float));
+    if (!grown)
+      return false;
+    values = static_cast<float *>(grown);
+    count = n;
+    return true;
+  }
+  bool assignZeros(int64_t n) {
+    if (!resize(n))
+      return false;
+    std::fill(values, values + n, 0.0f);
+    return true;
+  }
+  float *data() const { return values; }
+
+private:
+  float *values = nullptr;
+  int64_t count = 0;
+};
+
 /// One cache tensor of one layer; the batch and, for MLA, the token count
 /// vary.
 struct Cache {
   bool growsWithTokens;
   /// The shape without the batch; the token dimension of MLA caches is 0.
   llvm::SmallVector<int64_t> innerShape;
-  std::vector<float> data;
+  FloatBuffer data;
 
   llvm::SmallVector<int64_t> shape(int64_t batch, int64_t tokens) const {
     llvm::SmallVector<int64_t> result = {batch};
@@ -79,6 +138,13 @@ int64_t product(llvm::ArrayRef<int64_t> shape) {
     n *= s;
   return n;
 }
+
+int failAllocation(llvm::StringRef what, llvm::ArrayRef<int64_t> shape) {
+  std::string dims;
+  for (int64_t size : shape)
+    dims += (dims.empty() ? "" : "x") + std::to_string(size);
+  return fail("cannot allocate the " + what.str() + " [" + dims + "] (f32)");
+}
 } // namespace
 
 struct gdn_model {
@@ -89,7 +155,7 @@ struct gdn_model {
   /// The weights do not move: their descriptors are built once, at load.
   std::vector<Descriptor> weights;
   std::vector<Cache> caches, next;
-  std::vector<float> logits;
+  FloatBuffer logits;
   int64_t batch = 0, tokens = 0, position = 0;
 };
 
@@ -141,6 +207,8 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
   auto model = std::make_unique<gdn_model>();
   model->config = std::move(*config);
   model->file = std::move(*file);
+  model->caches = emptyCaches(model->config);
+  model->next = emptyCaches(model->config);
   // The step takes the weights in the order of the sorted names.
   for (const auto &[name, shape] : expectedWeightShapes(model->config)) {
     const SafetensorsTensor &tensor = model->file.tensors().find(name)->second;
@@ -170,65 +238,93 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
 
 extern "C" void gdn_model_free(gdn_model *model) { delete model; }
 
+/// The accessors of a NULL model return -1 and say so.
+static int64_t nullModel() {
+  fail("model is NULL");
+  return -1;
+}
+
 extern "C" int64_t gdn_model_vocab_size(const gdn_model *model) {
-  return model->config.vocabSize;
+  return model ? model->config.vocabSize : nullModel();
 }
 
 extern "C" int64_t gdn_model_max_context(const gdn_model *model) {
-  return model->config.maxContext;
+  return model ? model->config.maxContext : nullModel();
 }
 
 extern "C" int gdn_model_byte_tokenizer(const gdn_model *model) {
+  if (!model)
+    return static_cast<int>(nullModel());
   return model->config.byteTokenizer ? 1 : 0;
 }
 
 extern "C" int64_t gdn_model_position(const gdn_model *model) {
-  return model->position;
+  return model ? model->position : nullModel();
 }
 
 extern "C" int64_t gdn_model_batch(const gdn_model *model) {
-  return model->batch;
+  return model ? model->batch : nullModel();
 }
 
-/// Runs the model's step on `tokens` more tokens of `batch` sequences.
-static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
-                   int64_t tokens) {
+/// Checks the arguments of a step of `tokens` tokens of `batch` sequences
+/// after `past` tokens, before anything is read through `ids` or allocated:
+/// the sizes first (so that `ids` is never scanned past what the caller can
+/// own), then the token ids.
+static int checkStep(const gdn_model *model, const int64_t *ids,
+                     int64_t batch, int64_t tokens, int64_t past) {
   const ModelConfig &config = model->config;
   if (!ids)
     return fail("ids is NULL");
-  if (batch < 1 || tokens < 1)
-    return fail("expected at least one sequence and one token, got batch " +
-                std::to_string(batch) + " and " + std::to_string(tokens) +
-                " tokens");
-  for (int64_t i = 0; i < batch * tokens; ++i)
+  if (batch < 1 || batch > GDN_MODEL_MAX_BATCH)
+    return fail("batch: expected 1.." + std::to_string(GDN_MODEL_MAX_BATCH) +
+                " sequences, got " + std::to_string(batch));
+  if (tokens < 1)
+    return fail("tokens: expected at least one token, got " +
+                std::to_string(tokens));
+  if (tokens > config.maxContext - past)
+    return fail("max_context: " + std::to_string(past) + " + " +
+                std::to_string(tokens) + " tokens exceed the model's " +
+                std::to_string(config.maxContext));
+  int64_t count = checkedProduct({batch, tokens});
+  if (count < 0)
+    return fail("batch x tokens overflows");
+  for (int64_t i = 0; i < count; ++i)
     if (ids[i] < 0 || ids[i] >= config.vocabSize)
       return fail("token id " + std::to_string(ids[i]) + " (sequence " +
                   std::to_string(i / tokens) + ", position " +
                   std::to_string(i % tokens) +
                   ") is outside the vocabulary 0.." +
                   std::to_string(config.vocabSize - 1));
-  if (model->position + tokens > config.maxContext)
-    return fail("max_context: " + std::to_string(model->position + tokens) +
-                " tokens exceed the model's " +
-                std::to_string(config.maxContext));
+  return 0;
+}
 
+/// Runs the model's step on `tokens` more tokens of `batch` sequences, the
+/// arguments checked. On failure (memory) the model is as it was.
+static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
+                   int64_t tokens) {
+  const ModelConfig &config = model->config;
   int64_t past = model->position, total = past + tokens;
+  // The outputs go to the second set of buffers (kept across steps, so
+  // decode allocates nothing once the MLA caches have room); the logits
+  // last, so that a failure leaves the previous ones in place.
+  for (Cache &cache : model->next) {
+    auto shape = cache.shape(batch, total);
+    if (!cache.data.resize(checkedProduct(shape)))
+      return failAllocation("cache", shape);
+  }
+  llvm::SmallVector<int64_t> logitsShape = {batch, tokens, config.vocabSize};
+  if (!model->logits.resize(checkedProduct(logitsShape)))
+    return failAllocation("logits", logitsShape);
+
   // The step's arguments: ids, the caches, the weights, then the outputs
   // (logits and the new caches).
   std::vector<Descriptor> inputs, outputs;
   inputs.emplace_back(ids, llvm::ArrayRef<int64_t>{batch, tokens});
   for (Cache &cache : model->caches)
     inputs.emplace_back(cache.data.data(), cache.shape(batch, past));
-  llvm::SmallVector<int64_t> logitsShape = {batch, tokens, config.vocabSize};
-  model->logits.resize(product(logitsShape));
   outputs.emplace_back(model->logits.data(), logitsShape);
-  // The outputs go to the second set of buffers (kept across steps, so
-  // decode allocates nothing once the MLA caches have room).
-  for (Cache &cache : model->next) {
-    auto shape = cache.shape(batch, total);
-    cache.data.resize(product(shape));
-    outputs.emplace_back(cache.data.data(), shape);
-  }
+  for (Cache &cache : model->next)
+    outputs.emplace_back(cache.data.data(), cache.shape(batch, total));
   std::vector<void *> addresses;
   for (auto *group : {&inputs, &model->weights, &outputs})
     for (Descriptor &d : *group)
@@ -245,12 +341,25 @@ extern "C" int gdn_model_prefill(gdn_model *model, const int64_t *ids,
                                  int64_t batch, int64_t tokens) {
   if (!model)
     return fail("model is NULL");
-  model->caches = emptyCaches(model->config);
-  model->next = emptyCaches(model->config);
-  for (Cache &cache : model->caches)
-    cache.data.assign(product(cache.shape(batch, 0)), 0.0f);
-  model->batch = model->position = model->tokens = 0;
-  return runStep(model, ids, batch, tokens);
+  if (checkStep(model, ids, batch, tokens, /*past=*/0))
+    return -1;
+  std::vector<Cache> fresh = emptyCaches(model->config);
+  for (Cache &cache : fresh) {
+    auto shape = cache.shape(batch, 0);
+    if (!cache.data.assignZeros(checkedProduct(shape)))
+      return failAllocation("cache", shape);
+  }
+  // The new sequences start from zero caches; if the step cannot run, the
+  // previous sequences stay as they were.
+  std::swap(model->caches, fresh);
+  int64_t position = model->position;
+  model->position = 0;
+  if (runStep(model, ids, batch, tokens)) {
+    std::swap(model->caches, fresh);
+    model->position = position;
+    return -1;
+  }
+  return 0;
 }
 
 extern "C" int gdn_model_extend(gdn_model *model, const int64_t *ids,
@@ -258,11 +367,13 @@ extern "C" int gdn_model_extend(gdn_model *model, const int64_t *ids,
   if (!model)
     return fail("model is NULL");
   if (model->position == 0)
-    return gdn_model_prefill(model, ids, batch, tokens);
+    return fail("no sequences to extend: call gdn_model_prefill first");
   if (batch != model->batch)
     return fail("batch: the sequences have batch " +
                 std::to_string(model->batch) + ", got " +
                 std::to_string(batch));
+  if (checkStep(model, ids, batch, tokens, model->position))
+    return -1;
   return runStep(model, ids, batch, tokens);
 }
 
@@ -271,21 +382,28 @@ extern "C" int gdn_model_decode(gdn_model *model, const int64_t *ids) {
     return fail("model is NULL");
   if (model->position == 0)
     return fail("no sequences to decode: call gdn_model_prefill first");
+  if (checkStep(model, ids, model->batch, 1, model->position))
+    return -1;
   return runStep(model, ids, model->batch, 1);
 }
 
 extern "C" const float *gdn_model_logits(const gdn_model *model,
                                          int64_t *batch, int64_t *tokens) {
+  if (!model)
+    fail("model is NULL");
+  bool any = model && model->position;
   if (batch)
-    *batch = model->batch;
+    *batch = any ? model->batch : 0;
   if (tokens)
-    *tokens = model->tokens;
-  return model->position ? model->logits.data() : nullptr;
+    *tokens = any ? model->tokens : 0;
+  return any ? model->logits.data() : nullptr;
 }
 
 extern "C" int64_t gdn_model_cache_bytes(const gdn_model *model,
                                          int64_t *gdnBytes,
                                          int64_t *mlaBytes) {
+  if (!model)
+    return nullModel();
   int64_t bytes[2] = {0, 0};
   std::vector<Cache> layout = emptyCaches(model->config);
   for (auto [i, cache] : llvm::enumerate(layout)) {

@@ -14,8 +14,35 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/Support/Regex.h"
+
 using namespace mlir;
 using namespace mlir::gdn;
+
+llvm::Error
+mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
+  // CUDA 13's ptxas compiles for sm_75 and newer; 'a' and 'f' name the
+  // architecture- and family-specific variants (sm_90a for wgmma).
+  static const llvm::Regex chipPattern("^sm_([0-9]+)[af]?$");
+  SmallVector<StringRef> chipParts;
+  unsigned version = 0;
+  if (!chipPattern.match(options.chip, &chipParts) ||
+      chipParts[1].getAsInteger(10, version) || version < 75)
+    return llvm::createStringError(
+        "chip: '" + options.chip +
+        "' is not a GPU architecture CUDA 13 compiles for; expected sm_<NN> "
+        "with NN >= 75, optionally with an 'a' or 'f' suffix (for example "
+        "sm_90a, sm_100a)");
+  static const llvm::Regex featuresPattern("^(\\+ptx[0-9]+)?$");
+  if (!featuresPattern.match(options.features))
+    return llvm::createStringError("features: '" + options.features +
+                                   "' is not a PTX version such as +ptx80");
+  if (!llvm::is_contained({"fatbin", "bin", "isa"},
+                          StringRef(options.binaryFormat)))
+    return llvm::createStringError("binary-format: '" + options.binaryFormat +
+                                   "' is not one of fatbin, bin, isa");
+  return llvm::Error::success();
+}
 
 void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
                                       const CUDAPipelineOptions &options) {

@@ -433,6 +433,12 @@ def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False):
         raise ValueError("state must be a [B, Hv, K, V] float32 array, "
                          "got None")
     _check_array("state", state, 4, "[B, Hv, K, V]")
+    if inplace and not state.flags.writeable:
+        # Writing anyway would modify memory the caller does not own (an
+        # immutable bytes object under np.frombuffer, a read-only view).
+        raise ValueError("inplace=True writes the new state into state, "
+                         "which is read-only (state.flags.writeable is "
+                         "False); pass a writeable array or inplace=False")
     batch, heads, key_dim = q.shape
     _check_shape("k", k, q.shape, "like q")
     if v.shape[0] != batch:

@@ -427,6 +427,27 @@ def test_step_rejects(no_compiler, name, changes, message):
         gdn.delta_rule_step(**args)
 
 
+@pytest.mark.parametrize("kind", ["flag", "frombuffer"])
+def test_in_place_step_refuses_read_only_state(no_compiler, kind):
+    """inplace=True never writes into memory the caller marked read-only,
+    such as an immutable bytes object seen through np.frombuffer."""
+    args = _step_args()
+    shape = args["state"].shape
+    if kind == "flag":
+        state = np.zeros(shape, np.float32)
+        state.flags.writeable = False
+    else:
+        raw = bytes(int(np.prod(shape)) * 4)
+        state = np.frombuffer(raw, np.float32).reshape(shape)
+    args["state"] = state
+    before = state.copy()
+    with pytest.raises(ValueError, match=r"state.*read-only"):
+        gdn.delta_rule_step(**args, inplace=True)
+    np.testing.assert_array_equal(state, before)
+    if kind == "frombuffer":
+        assert raw == bytes(len(raw))
+
+
 def test_empty_sequence_returns_initial_state(no_compiler):
     args = _prefill_args(tokens=0)
     o, s = gdn.delta_rule(**args)

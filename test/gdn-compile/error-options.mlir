@@ -18,8 +18,24 @@
 // RUN: not gdn-compile %s --emit=obj -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
 // RUN: not gdn-compile %s --emit=shared -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
 // RUN: not gdn-compile %s --emit=exe -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
+// RUN: not gdn-compile %s --cpu=nonsense -o %t.out 2>&1 | FileCheck %s --check-prefix=CPU
+// RUN: not test -e %t.out
+// RUN: not gdn-compile %s --target=cuda --cuda-chip= -o %t.out 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not gdn-compile %s --target=cuda --cuda-chip=sm_50 -o %t.out 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not test -e %t.out
+// RUN: not gdn-compile %s --target=cuda --cuda-binary-format=bogus -o %t.out 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: not test -e %t.out
+// The same checks in the named pipeline.
+// RUN: not gdn-opt %s --gdn-lower-to-cuda='binary-format=isa chip=' 2>&1 | FileCheck %s --check-prefix=PIPELINE-CHIP
+// RUN: not gdn-opt %s --gdn-lower-to-cuda=binary-format=bogus -o %t.out 2>&1 | FileCheck %s --check-prefix=PIPELINE-FORMAT
+// RUN: not test -e %t.out
 
 // Invalid options fail before anything is written.
+// CPU: gdn-compile: error: --cpu: 'nonsense' is not a CPU of x86_64{{.*}}; valid names: native, {{.*}}skylake-avx512
+// CHIP: gdn-compile: error: --cuda-chip: '{{(sm_50)?}}' is not a GPU architecture CUDA 13 compiles for; expected sm_<NN> with NN >= 75
+// FORMAT: gdn-compile: error: --cuda-binary-format: 'bogus' is not one of fatbin, bin, isa
+// PIPELINE-CHIP: gdn-lower-to-cuda: chip: '' is not a GPU architecture
+// PIPELINE-FORMAT: gdn-lower-to-cuda: binary-format: 'bogus' is not one of fatbin, bin, isa
 
 // EMIT: gdn-compile: for the --emit option: Cannot find option named 'bogus'!
 // CHUNK: gdn-compile: error: --chunk-size must be positive, but got 0{{$}}

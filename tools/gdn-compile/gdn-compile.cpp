@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gdn/Compiler/Compiler.h"
+#include "gdn/Compiler/OutputFile.h"
 #include "gdn/Frontend/ModelGraph.h"
 #include "gdn/Frontend/Safetensors.h"
 #include "gdn/InitAllGdn.h"
@@ -195,6 +196,16 @@ int main(int argc, char **argv) {
     return optionError("--num-threads must be 0 (runtime default) or "
                        "positive, but got " +
                        llvm::Twine(numThreads));
+  if (llvm::Error error = checkCPUName(cpu))
+    return optionError(llvm::toString(std::move(error)));
+  if (target == CompileTarget::CUDA) {
+    CUDAPipelineOptions cudaOptions;
+    cudaOptions.chip = cudaChip;
+    cudaOptions.binaryFormat = cudaBinaryFormat;
+    // The pipeline's option names, as gdn-compile spells them.
+    if (llvm::Error error = verifyCUDAPipelineOptions(cudaOptions))
+      return optionError("--cuda-" + llvm::toString(std::move(error)));
+  }
   bool isModel = llvm::StringRef(inputFilename).ends_with(".json");
   // A model description compiles to its directory unless told otherwise.
   if (isModel && emitAction.getNumOccurrences() == 0)
@@ -214,6 +225,18 @@ int main(int argc, char **argv) {
                        ": exists and is not a directory (a model description "
                        "compiles to a directory with its executable, "
                        "library and header)");
+
+  // An output that cannot be written is reported before any work, not
+  // after a compile of a minute.
+  if (emitAction != EmitAction::ModelSummary) {
+    bool modelDirectory = isModel && emitAction == EmitAction::Executable;
+    llvm::Error unwritable = modelDirectory
+                                 ? checkOutputDirectory(outputFilename)
+                                 : checkOutputPath(outputFilename,
+                                                   !binaryOutput);
+    if (unwritable)
+      return optionError(llvm::toString(std::move(unwritable)));
+  }
 
   DialectRegistry registry;
   registerAllGdnDialects(registry);

@@ -81,6 +81,10 @@ inline constexpr const char *kModelLibraryName = "libgdn-model.so";
 inline constexpr const char *kModelExecutableName = "gdn-model";
 inline constexpr const char *kModelHeaderName = "gdn_model.h";
 
+/// Checks that `cpu` names a CPU of the host's LLVM target (or is
+/// "native"); the error lists the valid names.
+llvm::Error checkCPUName(StringRef cpu);
+
 /// Lowers `module` to `options.emit` and writes the result to
 /// `options.outputPath`. Errors are emitted as diagnostics on the module's
 /// context; nothing is left at the output path on failure.

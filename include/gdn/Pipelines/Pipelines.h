@@ -9,6 +9,8 @@
 
 #include "mlir/Pass/PassOptions.h"
 
+#include "llvm/Support/Error.h"
+
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
@@ -123,6 +125,11 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
                      "tensors)"),
       llvm::cl::init(false)};
 };
+
+/// Checks what the CUDA pipeline's passes would otherwise reject late or not
+/// at all (the chip, PTX features and binary format): the message names the
+/// option and the accepted values.
+llvm::Error verifyCUDAPipelineOptions(const CUDAPipelineOptions &options);
 
 /// Lowers a module of func.func ops containing gdn ops on tensors to GPU
 /// kernels embedded as gpu.binary and host code in the LLVM dialect, whose

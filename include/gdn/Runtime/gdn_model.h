@@ -9,7 +9,10 @@
 |* (per GDN layer: conv state and delta-rule state, constant in the context   *|
 |* length; per MLA layer: latent and RoPE key of every token so far).         *|
 |* Functions that can fail return 0 on success and -1 on failure, with the    *|
-|* message in gdn_model_last_error(). One gdn_model must not be used from     *|
+|* message in gdn_model_last_error(); a failed call leaves the model as it    *|
+|* was. Every argument is checked before memory is read through it; on a      *|
+|* NULL model the accessors return -1 (gdn_model_logits: NULL).               *|
+|* One gdn_model must not be used from                                        *|
 |* two threads at once; the compiled code itself runs on OpenMP threads.      *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
@@ -24,6 +27,10 @@ extern "C" {
 #endif
 
 typedef struct gdn_model gdn_model;
+
+/* The most sequences one gdn_model holds; larger batches are refused before
+ * anything is allocated. */
+#define GDN_MODEL_MAX_BATCH 65536
 
 /* The model description (JSON) the library was compiled from. */
 const char *gdn_model_description(void);
@@ -53,7 +60,7 @@ int gdn_model_prefill(gdn_model *model, const int64_t *ids, int64_t batch,
 
 /* Continues the sequences by `tokens` more tokens each, `ids` [batch,
  * tokens] (a prompt prefilled in chunks); `batch` must be the batch of the
- * sequences. */
+ * sequences, and there must be sequences (a prefill first). */
 int gdn_model_extend(gdn_model *model, const int64_t *ids, int64_t batch,
                      int64_t tokens);
 
