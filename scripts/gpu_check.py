@@ -491,7 +491,7 @@ def profile(kernels, spec, repeat):
     return 0
 
 
-def sanitize(tools):
+def sanitize(tools, cases, log_dir=None):
     """Runs SANITIZE_CASES under each compute-sanitizer tool, on gdn's
     kernels only (torch's own are not ours to fix), and prints one line per
     tool with its error summary; non-zero if any tool reports an error or
@@ -503,18 +503,25 @@ def sanitize(tools):
     summary, bad = [], 0
     for tool in tools:
         command = [sanitizer, "--tool", tool, "--kernel-name", "kns=gdn",
-                   "--error-exitcode", "99", "--print-limit", "20"]
+                   "--error-exitcode", "99", "--print-limit", "10000"]
         if tool == "racecheck":
             command += ["--racecheck-report", "all"]
-        if tool == "initcheck":
-            command += ["--track-unused-memory", "no"]
         command += [sys.executable, os.path.abspath(__file__),
                     "--sanitize-cases"]
+        for case in cases:
+            command += ["--case", case]
         start = time.time()
         run = subprocess.run(command, capture_output=True, text=True)
         seconds = time.time() - start
         text = run.stdout + run.stderr
-        found = re.findall(r"ERROR SUMMARY: (\d+) error", text)
+        if log_dir:
+            with open(os.path.join(log_dir, f"{tool}.log"), "w") as f:
+                f.write(text)
+        # racecheck sums up its own way: "RACECHECK SUMMARY: N hazards
+        # displayed (E errors, W warnings)".
+        found = re.findall(r"ERROR SUMMARY: (\d+) error", text) or \
+            re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed "
+                       r"\((\d+) error", text)
         hazards = re.findall(r"RACECHECK SUMMARY: (\d+) hazard", text)
         checks = re.search(r"(\d+) passed, (\d+) failed", text)
         errors = int(found[-1]) if found else -1
@@ -522,7 +529,28 @@ def sanitize(tools):
             and checks.group(2) == "0"
         bad += not ok
         if not ok:
-            print(text[-6000:])
+            # One line per kind of report: what, where, in which library.
+            kinds = {}
+            current = None
+            for line in text.splitlines():
+                line = re.sub(r"^=+\s*", "", line).strip()
+                if re.match(r"(Error|Invalid|Barrier error|Uninitialized)",
+                            line):
+                    current = [re.sub(r"0x[0-9a-f]+ in block \(.*\)",
+                                      "ADDR", line)]
+                elif current is not None and re.match(
+                        r"(Write|Read|at|by) ", line) and " at " in line:
+                    current.append(re.sub(r"\(\d+,\d+,\d+\)", "(T)",
+                                          line))
+                elif current is not None and "Host Frame: mgpuLaunch" in line:
+                    current.append(line.split(" in ")[-1])
+                    key = " | ".join(current)
+                    kinds[key] = kinds.get(key, 0) + 1
+                    current = None
+            for key, count in sorted(kinds.items(), key=lambda kv: -kv[1]):
+                print(f"  {count:6d} x {key}")
+            if not kinds:
+                print(text[-3000:])
         summary.append(f"{'PASS' if ok else 'FAIL'} {tool:<10} "
                        f"errors={errors} "
                        f"{'hazards=' + hazards[-1] + ' ' if hazards else ''}"
@@ -550,13 +578,24 @@ def main():
         "(default: all four) and report their errors")
     parser.add_argument("--sanitize-cases", action="store_true",
                         help=argparse.SUPPRESS)
+    parser.add_argument("--sanitize-log", metavar="DIR",
+                        help="with --sanitize: write each tool's whole "
+                        "output to DIR/TOOL.log")
+    parser.add_argument("--case", action="append", metavar="CONFIG:B:T",
+                        help="with --sanitize: these cases instead of the "
+                        "sanitizer cases (repeatable)")
     args = parser.parse_args()
     if args.sanitize:
-        return sanitize(args.sanitize.split(","))
+        return sanitize(args.sanitize.split(","), args.case or [],
+                        args.sanitize_log)
     kernels = cuda.load_artifacts(HERE)
     if args.sanitize_cases:
         passed = failed = 0
-        for seed, case in enumerate(SANITIZE_CASES):
+        cases = SANITIZE_CASES
+        if args.case:
+            cases = [(name, int(b), int(t), True, "design") for name, b, t
+                     in (spec.split(":") for spec in args.case)]
+        for seed, case in enumerate(cases):
             for ok in check_case(kernels, *case, seed=seed):
                 passed, failed = passed + ok, failed + (not ok)
         print(f"{passed} passed, {failed} failed")

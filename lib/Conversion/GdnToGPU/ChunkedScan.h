@@ -213,6 +213,20 @@ private:
   void barrier(OpBuilder &nb, Location nl) { gpu::BarrierOp::create(nb, nl); }
   /// bar.sync `id` for `threads` threads: a barrier that only some warps
   /// take part in (the others run elsewhere and never reach it).
+  /// A named barrier that warps reach from different code (the copy and
+  /// the compute warps' hand-over): the unaligned `barrier.sync`. The
+  /// aligned `bar.sync` of namedBarrier promises that every warp of one
+  /// barrier generation runs the same instruction; broken, the barrier's
+  /// behaviour is undefined (synccheck: "divergent thread(s) in block").
+  void rolesBarrier(OpBuilder &nb, Location nl, int64_t id, int64_t threads) {
+    Type i32 = nb.getI32Type();
+    LLVM::CallIntrinsicOp::create(
+        nb, nl, nb.getStringAttr("llvm.nvvm.barrier.cta.sync.count"),
+        ValueRange{
+            arith::ConstantOp::create(nb, nl, nb.getIntegerAttr(i32, id)),
+            arith::ConstantOp::create(nb, nl,
+                                      nb.getIntegerAttr(i32, threads))});
+  }
   void namedBarrier(OpBuilder &nb, Location nl, int64_t id, int64_t threads) {
     Type i32 = nb.getI32Type();
     NVVM::BarrierOp::create(

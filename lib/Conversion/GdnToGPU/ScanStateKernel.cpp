@@ -77,7 +77,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   // and the compute warps are done with chunk i - 1, whose slots the copy
   // warps fill next.
   auto handOver = [&](OpBuilder &nb, Location nl) {
-    namedBarrier(nb, nl, /*id=*/1, s.stateThreads());
+    rolesBarrier(nb, nl, /*id=*/1, s.stateThreads());
   };
   Value computes = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
                                          c(b, loc, s.threads()));
@@ -138,24 +138,6 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                                                      ValueRange{})
           .getResult();
     };
-    // The row factors (RowFactor) of the chunk in `slot`, from its
-    // log-decays G, once every copy thread's copies have landed.
-    auto computeFactors = [&](Value slot) {
-      namedBarrier(b, loc, /*id=*/3, 32 * s.copyWarps);
-      Value total = load(b, loc, gateRows, {slot, c(b, loc, chunk - 1)});
-      scf::ForOp::create(
-          b, loc, copyThreads.thread, c(b, loc, chunk),
-          c(b, loc, 32 * s.copyWarps), ValueRange{},
-          [&](OpBuilder &lb, Location ll, Value r, ValueRange) {
-            Value g = load(lb, ll, gateRows, {slot, r});
-            store(lb, ll,
-                  exponential(lb, ll, arith::SubFOp::create(lb, ll, total, g)),
-                  rowFactors, {slot, c(lb, ll, kToChunkEnd), r});
-            store(lb, ll, exponential(lb, ll, g), rowFactors,
-                  {slot, c(lb, ll, kFromChunkStart), r});
-            scf::YieldOp::create(lb, ll);
-          });
-    };
     auto waitForCopies = [&](Value group) {
       nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
     };
@@ -166,16 +148,24 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           OpBuilder::InsertionGuard loopGuard(b);
           Value slot = arith::RemUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
           Value nextSlot = arith::SubIOp::create(lb, ll, c(lb, ll, 1), slot);
-          // The last iteration fetches its own chunk again (into slots
-          // nobody reads afterwards) rather than branch.
-          Value next = arith::MinUIOp::create(
-              lb, ll, add(lb, ll, chunkIndex, c(lb, ll, 1)), lastChunk);
+          // The last iteration fetches nothing: a copy after the last
+          // hand-over would write slots whose readers no barrier orders it
+          // after (racecheck: a write-after-read hazard).
+          Value more = arith::CmpIOp::create(
+              lb, ll, arith::CmpIPredicate::ult, chunkIndex, lastChunk);
           auto yield = scf::YieldOp::create(lb, ll, carried);
           b.setInsertionPoint(yield);
           waitForCopies(carried[0]);
-          computeFactors(slot);
           handOver(b, loc);
-          yield->setOperands(ValueRange{copyChunkAsync(next, nextSlot)});
+          auto fetch = scf::IfOp::create(b, loc, TypeRange{tokenType}, more,
+                                         /*withElseRegion=*/true);
+          b.setInsertionPointToStart(fetch.thenBlock());
+          scf::YieldOp::create(
+              b, loc,
+              copyChunkAsync(add(b, loc, chunkIndex, c(b, loc, 1)), nextSlot));
+          b.setInsertionPointToStart(fetch.elseBlock());
+          scf::YieldOp::create(b, loc, carried[0]);
+          yield->setOperands(fetch.getResults());
         });
     waitForCopies(loop.getResult(0));
   }
@@ -224,6 +214,29 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         auto yield = scf::YieldOp::create(lb, ll);
         b.setInsertionPoint(yield);
         handOver(b, loc);
+        // The chunk's row factors (RowFactor), one per compute thread, from
+        // its log-decays G. They are computed here rather than by the copy
+        // warps, so that no plain store of one role is read by the other:
+        // only the copies' cp.async data crosses the hand-over.
+        Value total = load(b, loc, gateRows, {slot, c(b, loc, chunk - 1)});
+        forEachThread(b, loc, 2 * chunk,
+                      [&](OpBuilder &nb, Location nl, Value i) {
+                        Value toEnd = arith::CmpIOp::create(
+                            nb, nl, arith::CmpIPredicate::ult, i,
+                            c(nb, nl, chunk));
+                        Value r = arith::RemUIOp::create(nb, nl, i,
+                                                         c(nb, nl, chunk));
+                        Value g = load(nb, nl, gateRows, {slot, r});
+                        Value exponent = arith::SelectOp::create(
+                            nb, nl, toEnd,
+                            arith::SubFOp::create(nb, nl, total, g), g);
+                        Value kind = arith::SelectOp::create(
+                            nb, nl, toEnd, c(nb, nl, kToChunkEnd),
+                            c(nb, nl, kFromChunkStart));
+                        store(nb, nl, exponential(nb, nl, exponent),
+                              rowFactors, {slot, kind, r});
+                      });
+        computeBarrier(b, loc);
 
         // X = V - diag(exp(G)) K S in bf16, and Y = exp(G) Q S.
         auto factor = [&](OpBuilder &nb, Location nl, int64_t kind, Value r) {

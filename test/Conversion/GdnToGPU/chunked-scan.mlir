@@ -94,13 +94,19 @@
 // CHECK-NOT: xf32, #gpu.address_space<workgroup>>
 // The compute warps (threads 0-127) walk the chunks with the f32 state
 // tile in registers, 64 elements per thread carried by the chunk loop:
-// each chunk starts at the hand-over barrier of all 192 threads; then
+// each chunk starts at the hand-over barrier of all 192 threads (the
+// unaligned barrier.sync: the copy warps reach it from other code); then
+// the chunk's row factors from its gates and a barrier of the 128,
 // X = V - e^G K S and Y = e^G Q S, a barrier of the 128, Vnew = T diag(beta) X,
 // another barrier, the state update and O; no global load.
 // CHECK: %[[COMPUTES:.+]] = arith.cmpi ult, %{{.+}}, %c128
 // CHECK: scf.if %[[COMPUTES]] {
 // CHECK: %[[FINAL:.+]]:64 = scf.for {{.+}} -> (f32, f32,
-// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c192_i32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"(%c1_i32, %c192_i32)
+// CHECK: memref.load %[[GSLOTS]]
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: memref.store %{{.+}}, %[[FSLOTS]]
+// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
 // CHECK-NOT: nvvm.barrier
 // CHECK-NOT: vector.load
 // K S and Q S in one pass over S's fragments; v's pairs in 4-byte loads.
@@ -124,9 +130,9 @@
 // The copy warps put every operand of a chunk into its slot by cp.async,
 // q, k and v straight from the operands: a whole chunk without clamping, the
 // last (partial) one zero-filled past the end of the sequence. Chunk 0
-// first, then in each iteration the wait for the chunk's copies, a
-// barrier of the 64 copy threads, the chunk's row factors, the hand-over,
-// and the next chunk's copies into the other slots.
+// first, then in each iteration the wait for the chunk's copies, the
+// hand-over, and the next chunk's copies into the other slots: the copy
+// warps store nothing but by cp.async.
 // CHECK: } else {
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: %[[WHOLE:.+]] = arith.cmpi ule, %{{.+}}, %dim
@@ -145,9 +151,8 @@
 // CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
 // CHECK: scf.for {{.+}} iter_args(%[[CARRIED:.+]] = %[[GROUP]])
 // CHECK: nvgpu.device_async_wait %[[CARRIED]] {numGroups = 0 : i32}
-// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c64_i32
-// CHECK: memref.store %{{.+}}, %[[FSLOTS]]
-// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c192_i32
+// CHECK-NOT: memref.store
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"(%c1_i32{{[_0-9]*}}, %c192_i32{{[_0-9]*}})
 // CHECK: nvgpu.device_async_copy %{{.+}}, %[[QSLOTS]]
 // CHECK: nvgpu.device_async_create_group
 // CHECK: scf.yield
@@ -182,7 +187,7 @@
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX: gpu.binary @prefill_kernel_0 {{.+}}.minnctapersm 1
-// PTX-SAME: bar.sync {{[^;]+}}, 192;
+// PTX-SAME: barrier.sync {{[^;]+}}, 192;
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-SAME: bar.sync {{[^;]+}}, 128;
