@@ -1,13 +1,13 @@
 //===- PackedCInterface.cpp - C interfaces with one pointer argument ------===//
 
-#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/ABI/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNPACKEDCINTERFACEPASS
-#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+#include "gdn/ABI/Passes.h.inc"
 } // namespace mlir::gdn
 
 using namespace mlir;

@@ -1,12 +1,12 @@
 //===- ReadOnlyArguments.cpp - value semantics at function boundaries -----===//
 
-#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/ABI/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNREADONLYARGUMENTSPASS
-#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+#include "gdn/ABI/Passes.h.inc"
 } // namespace mlir::gdn
 
 using namespace mlir;

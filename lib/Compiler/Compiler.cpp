@@ -3,7 +3,6 @@
 #include "gdn/Compiler/Compiler.h"
 #include "gdn/Compiler/OutputFile.h"
 
-#include "gdn/Dialect/Gdn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -50,15 +49,6 @@ LogicalResult runPipeline(ModuleOp module, StringRef stage,
   if (failed(pm.run(module)))
     return module.emitError() << "lowering failed in stage '" << stage << "'";
   return success();
-}
-
-/// Marks every public function with llvm.emit_c_interface so the shared
-/// library exports _mlir_ciface_<name> wrappers with memref descriptors.
-void addCInterfaces(ModuleOp module) {
-  for (auto func : module.getOps<func::FuncOp>())
-    if (func.isPublic() && !func.isExternal())
-      func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
-                    UnitAttr::get(module.getContext()));
 }
 
 llvm::Expected<const llvm::Target *> hostTarget(const llvm::Triple &triple) {
@@ -127,6 +117,15 @@ LogicalResult emitObject(ModuleOp module, llvm::Module &llvmModule,
   return success();
 }
 
+/// LLVM Support and what it needs, linked statically, its symbols hidden:
+/// a compiled model runs on machines without LLVM.
+SmallVector<std::string> llvmSupportLibraries(const CompileOptions &options) {
+  return {options.llvmLibDir + "/libLLVMSupport.a",
+          options.llvmLibDir + "/libLLVMDemangle.a",
+          "-Wl,--exclude-libs,libGdnModelDescription.a:libLLVMSupport.a:"
+          "libLLVMDemangle.a"};
+}
+
 /// Runs the linker driver with `args`, writing `output` (OutputFile.h).
 LogicalResult runLinker(ModuleOp module, const CompileOptions &options,
                         ArrayRef<std::string> args, StringRef output) {
@@ -154,21 +153,22 @@ LogicalResult runLinker(ModuleOp module, const CompileOptions &options,
 }
 
 /// The libraries the CPU code of `object` needs, after it on the command
-/// line.
+/// line: none of LLVM or MLIR at run time (libc, libstdc++, libm, libomp).
 SmallVector<std::string> cpuLibraries(const CompileOptions &options) {
   SmallVector<std::string> args;
-  if (options.model)
+  if (options.model) {
     // The C API of gdn_model.h, then what it needs: the description and
-    // weights validation, and LLVM Support (libLLVM).
-    // The whole runtime archive: nothing in the model's code refers to
-    // the API, but the library must export it.
+    // weights validation on LLVM Support, linked statically and kept out of
+    // the library's exports. The whole runtime archive: nothing in the
+    // model's code refers to the API, but the library must export it.
     args.append({"-Wl,--whole-archive", options.modelRuntimeLibrary,
                  "-Wl,--no-whole-archive", options.modelDescriptionLibrary});
-  // memref.copy of strided views calls memrefCopy in the C runner utils.
-  args.append({"-L" + options.llvmLibDir, "-Wl,-rpath," + options.llvmLibDir,
-               "-lomp", "-lmlir_c_runner_utils", "-lm"});
-  if (options.model)
-    args.push_back("-lLLVM");
+    args.append(llvmSupportLibraries(options));
+  }
+  // memrefCopy (strided copies) and printMemref*, instead of MLIR's runner
+  // utilities.
+  args.append({options.cpuRuntimeLibrary, "-L" + options.llvmLibDir,
+               "-Wl,-rpath," + options.llvmLibDir, "-lomp", "-lm"});
   return args;
 }
 
@@ -185,9 +185,6 @@ LogicalResult link(ModuleOp module, const CompileOptions &options,
                  "-L" + options.cudaRoot + "/lib64/stubs", "-lcuda"});
   } else {
     args.append(cpuLibraries(options));
-    // Executables print through the MLIR runner utilities (printMemref*).
-    if (options.emit == EmitAction::Executable)
-      args.push_back("-lmlir_runner_utils");
   }
   return runLinker(module, options, args, output);
 }
@@ -229,10 +226,10 @@ LogicalResult writeModelDirectory(ModuleOp module,
   args.append(cpuLibraries(options));
   if (failed(runLinker(module, options, args, library)))
     return failure();
-  SmallVector<std::string> mainArgs = {
-      options.modelMainLibrary,    library,
-      "-Wl,-rpath,$ORIGIN",        "-L" + options.llvmLibDir,
-      "-Wl,-rpath," + options.llvmLibDir, "-lLLVM"};
+  // The executable parses its options with LLVM Support, linked in too.
+  SmallVector<std::string> mainArgs = {options.modelMainLibrary, library,
+                                       "-Wl,-rpath,$ORIGIN"};
+  mainArgs.append(llvmSupportLibraries(options));
   if (failed(runLinker(module, options, mainArgs,
                        inDir(kModelExecutableName))))
     return failure();
@@ -326,7 +323,11 @@ static LogicalResult prepareMain(ModuleOp module) {
 
 static LogicalResult compileForCUDA(ModuleOp module,
                                     const CompileOptions &options) {
-  auto printModule = [&](llvm::raw_ostream &os) { module.print(os); };
+  // As gdn-opt prints it, so that the two tools' outputs compare equal.
+  auto printModule = [&](llvm::raw_ostream &os) {
+    module.print(os);
+    os << '\n';
+  };
   if (options.model)
     return module.emitError()
            << "--target=cuda compiles .mlir files; model descriptions "
@@ -355,14 +356,13 @@ static LogicalResult compileForCUDA(ModuleOp module,
   // @main makes and prints its tensors on the host, where kernels must
   // reach them.
   pipeline.managedHostBuffers = executable;
+  pipeline.cInterfaces = options.emit == EmitAction::SharedLibrary;
   if (failed(runPipeline(module, "gdn-to-gpu", [&](OpPassManager &pm) {
         buildGdnToGPUPipeline(pm, pipeline);
       })))
     return failure();
   if (options.emit == EmitAction::MLIRLinalg)
     return writeText(module, options.outputPath, printModule);
-  if (options.emit == EmitAction::SharedLibrary)
-    addCInterfaces(module);
   if (failed(runPipeline(module, "gpu-to-llvm", [&](OpPassManager &pm) {
         buildGdnGPUToLLVMPipeline(pm, pipeline);
       })))
@@ -374,7 +374,11 @@ static LogicalResult compileForCUDA(ModuleOp module,
 
 LogicalResult mlir::gdn::compileModule(ModuleOp module,
                                        const CompileOptions &options) {
-  auto printModule = [&](llvm::raw_ostream &os) { module.print(os); };
+  // As gdn-opt prints it, so that the two tools' outputs compare equal.
+  auto printModule = [&](llvm::raw_ostream &os) {
+    module.print(os);
+    os << '\n';
+  };
   if (options.chunkSize < 1)
     return module.emitError() << "the chunk size must be positive, but got "
                               << options.chunkSize;
@@ -394,6 +398,7 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
       options.emit == EmitAction::SharedLibrary ||
       (options.model && options.emit == EmitAction::Executable);
   pipeline.resultsAsOutParams = exportsCInterfaces;
+  pipeline.cInterfaces = exportsCInterfaces;
 
   if (failed(runPipeline(module, "gdn-to-linalg", [&](OpPassManager &pm) {
         buildGdnToLinalgPipeline(pm, pipeline);
@@ -402,12 +407,11 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
   if (options.emit == EmitAction::MLIRLinalg)
     return writeText(module, options.outputPath, printModule);
 
-  if (exportsCInterfaces)
-    addCInterfaces(module);
   if (options.model) {
     for (StringRef archive :
-         {options.modelRuntimeLibrary, options.modelDescriptionLibrary,
-          options.modelMainLibrary, options.modelHeader})
+         {StringRef(options.modelRuntimeLibrary),
+          StringRef(options.modelDescriptionLibrary),
+          StringRef(options.modelMainLibrary), StringRef(options.modelHeader)})
       if (options.emit >= EmitAction::SharedLibrary &&
           !llvm::sys::fs::exists(archive))
         return module.emitError()
@@ -418,10 +422,14 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
              failed(prepareMain(module))) {
     return failure();
   }
+  if (options.emit >= EmitAction::SharedLibrary &&
+      !llvm::sys::fs::exists(options.cpuRuntimeLibrary))
+    return module.emitError()
+           << "the CPU runtime library '" << options.cpuRuntimeLibrary
+           << "' does not exist (is gdn-compile in a complete build or "
+              "install tree?)";
   if (failed(runPipeline(module, "linalg-to-llvm", [&](OpPassManager &pm) {
         buildGdnLinalgToLLVMCPUPipeline(pm, pipeline);
-        if (exportsCInterfaces)
-          pm.addPass(createGdnPackedCInterfacePass());
       })))
     return failure();
   if (options.emit == EmitAction::MLIRLLVM)

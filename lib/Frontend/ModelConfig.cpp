@@ -1,8 +1,10 @@
 //===- ModelConfig.cpp - the model description (JSON) ---------------------===//
 
 #include "gdn/Frontend/ModelConfig.h"
+#include "gdn/Frontend/StrictJSON.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
@@ -31,29 +33,39 @@ public:
 
   bool has(StringRef field) const { return object.get(field) != nullptr; }
 
-  llvm::Expected<int64_t> integer(StringRef field, int64_t minimum) {
+  /// An integer in [minimum, maximum]; the upper bounds (ModelConfig.h)
+  /// keep every size product the compiler forms far from overflow.
+  llvm::Expected<int64_t> integer(StringRef field, int64_t minimum,
+                                  int64_t maximum) {
     known.insert(field);
     const json::Value *value = object.get(field);
+    std::string range =
+        "an integer in " + std::to_string(minimum) + ".." +
+        std::to_string(maximum);
     if (!value)
-      return fieldError(name(field), "missing (an integer >= " +
-                                         llvm::Twine(minimum) + ")");
+      return fieldError(name(field), "missing (" + range + ")");
     std::optional<int64_t> number = value->getAsInteger();
-    if (!number || *number < minimum)
-      return fieldError(name(field), "expected an integer >= " +
-                                         llvm::Twine(minimum) + ", got " +
-                                         describe(*value));
+    if (!number || *number < minimum || *number > maximum)
+      return fieldError(name(field),
+                        "expected " + range + ", got " + describe(*value));
     return *number;
   }
 
-  llvm::Expected<double> positiveNumber(StringRef field) {
+  /// A number in [minimum, maximum], bounds chosen so that the value stays
+  /// a normal, finite float32 where the compiled code uses it.
+  llvm::Expected<double> number(StringRef field, double minimum,
+                                double maximum) {
     known.insert(field);
     const json::Value *value = object.get(field);
+    std::string range;
+    llvm::raw_string_ostream(range)
+        << llvm::format("a number in [%g, %g]", minimum, maximum);
     if (!value)
-      return fieldError(name(field), "missing (a number > 0)");
+      return fieldError(name(field), "missing (" + range + ")");
     std::optional<double> number = value->getAsNumber();
-    if (!number || !(*number > 0) || !std::isfinite(*number))
+    if (!number || !(*number >= minimum && *number <= maximum))
       return fieldError(name(field),
-                        "expected a number > 0, got " + describe(*value));
+                        "expected " + range + ", got " + describe(*value));
     return *number;
   }
 
@@ -121,7 +133,7 @@ Error assign(T &target, llvm::Expected<T> value) {
 } // namespace
 
 llvm::Expected<ModelConfig> mlir::gdn::parseModelConfig(StringRef text) {
-  llvm::Expected<json::Value> parsed = json::parse(text);
+  llvm::Expected<json::Value> parsed = parseStrictJSON(text);
   if (!parsed)
     return fieldError("model description",
                       "not valid JSON: " + llvm::toString(parsed.takeError()));
@@ -131,17 +143,17 @@ llvm::Expected<ModelConfig> mlir::gdn::parseModelConfig(StringRef text) {
 
   ModelConfig config;
   FieldReader top(*root, "");
-  if (Error e = assign(config.vocabSize, top.integer("vocab_size", 1)))
+  if (Error e = assign(config.vocabSize, top.integer("vocab_size", 1, kMaxVocabulary)))
     return std::move(e);
-  if (Error e = assign(config.dModel, top.integer("d_model", 1)))
+  if (Error e = assign(config.dModel, top.integer("d_model", 1, kMaxDimension)))
     return std::move(e);
-  if (Error e = assign(config.numLayers, top.integer("num_layers", 1)))
+  if (Error e = assign(config.numLayers, top.integer("num_layers", 1, kMaxLayers)))
     return std::move(e);
-  if (Error e = assign(config.mlpHiddenSize, top.integer("mlp_hidden_size", 1)))
+  if (Error e = assign(config.mlpHiddenSize, top.integer("mlp_hidden_size", 1, kMaxDimension)))
     return std::move(e);
-  if (Error e = assign(config.maxContext, top.integer("max_context", 1)))
+  if (Error e = assign(config.maxContext, top.integer("max_context", 1, kMaxContext)))
     return std::move(e);
-  if (Error e = assign(config.normEps, top.positiveNumber("norm_eps")))
+  if (Error e = assign(config.normEps, top.number("norm_eps", kMinNormEps, kMaxNormEps)))
     return std::move(e);
   if (Error e = assign(config.tieEmbeddings, top.boolean("tie_embeddings")))
     return std::move(e);
@@ -198,11 +210,11 @@ llvm::Expected<ModelConfig> mlir::gdn::parseModelConfig(StringRef text) {
       return fieldError("gdn", "expected an object");
     FieldReader reader(*object, "gdn.");
     GdnSettings settings;
-    if (Error e = assign(settings.numHeads, reader.integer("num_heads", 1)))
+    if (Error e = assign(settings.numHeads, reader.integer("num_heads", 1, kMaxHeads)))
       return std::move(e);
-    if (Error e = assign(settings.headDim, reader.integer("head_dim", 1)))
+    if (Error e = assign(settings.headDim, reader.integer("head_dim", 1, kMaxHeadDim)))
       return std::move(e);
-    if (Error e = assign(settings.convSize, reader.integer("conv_size", 1)))
+    if (Error e = assign(settings.convSize, reader.integer("conv_size", 1, kMaxConvSize)))
       return std::move(e);
     if (Error e = reader.rejectUnknown())
       return std::move(e);
@@ -224,22 +236,22 @@ llvm::Expected<ModelConfig> mlir::gdn::parseModelConfig(StringRef text) {
       return fieldError("mla", "expected an object");
     FieldReader reader(*object, "mla.");
     MlaSettings settings;
-    if (Error e = assign(settings.numHeads, reader.integer("num_heads", 1)))
+    if (Error e = assign(settings.numHeads, reader.integer("num_heads", 1, kMaxHeads)))
       return std::move(e);
-    if (Error e = assign(settings.qLoraRank, reader.integer("q_lora_rank", 0)))
+    if (Error e = assign(settings.qLoraRank, reader.integer("q_lora_rank", 0, kMaxDimension)))
       return std::move(e);
     if (Error e =
-            assign(settings.kvLoraRank, reader.integer("kv_lora_rank", 1)))
+            assign(settings.kvLoraRank, reader.integer("kv_lora_rank", 1, kMaxDimension)))
       return std::move(e);
     if (Error e = assign(settings.qkNopeHeadDim,
-                         reader.integer("qk_nope_head_dim", 1)))
+                         reader.integer("qk_nope_head_dim", 1, kMaxHeadDim)))
       return std::move(e);
     if (Error e = assign(settings.qkRopeHeadDim,
-                         reader.integer("qk_rope_head_dim", 2)))
+                         reader.integer("qk_rope_head_dim", 2, kMaxHeadDim)))
       return std::move(e);
-    if (Error e = assign(settings.vHeadDim, reader.integer("v_head_dim", 1)))
+    if (Error e = assign(settings.vHeadDim, reader.integer("v_head_dim", 1, kMaxHeadDim)))
       return std::move(e);
-    if (Error e = assign(settings.ropeTheta, reader.positiveNumber("rope_theta")))
+    if (Error e = assign(settings.ropeTheta, reader.number("rope_theta", kMinRopeTheta, kMaxRopeTheta)))
       return std::move(e);
     if (Error e = reader.rejectUnknown())
       return std::move(e);

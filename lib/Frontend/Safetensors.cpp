@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gdn/Frontend/Safetensors.h"
+#include "gdn/Frontend/StrictJSON.h"
 
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
@@ -61,7 +62,7 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(StringRef path) {
                                llvm::Twine(bytes.size()) + " bytes)");
   StringRef header = bytes.substr(8, headerSize);
   StringRef data = bytes.substr(8 + headerSize);
-  llvm::Expected<json::Value> parsed = json::parse(header);
+  llvm::Expected<json::Value> parsed = parseStrictJSON(header);
   if (!parsed)
     return fileError(path, "the header is not valid JSON: " +
                                llvm::toString(parsed.takeError()));
@@ -84,6 +85,11 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(StringRef path) {
     const json::Object *info = entry.second.getAsObject();
     if (!info)
       return tensorError("the header entry is not an object");
+    for (const auto &field : *info)
+      if (!llvm::is_contained({"dtype", "shape", "data_offsets"},
+                              field.first.str()))
+        return tensorError("unknown entry field '" + field.first.str() +
+                           "' (dtype, shape, data_offsets)");
     std::optional<StringRef> dtype = info->getString("dtype");
     int64_t itemBytes = dtype ? elementBytes(*dtype) : 0;
     if (!itemBytes)
@@ -96,13 +102,15 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(StringRef path) {
       return tensorError("'shape' must be a list of sizes");
     SafetensorsTensor tensor;
     tensor.dtype = dtype->str();
-    int64_t elements = 1;
+    int64_t elements = 1, bytesNeeded = itemBytes;
     for (const json::Value &size : *shapeList) {
       std::optional<int64_t> n = size.getAsInteger();
       if (!n || *n < 0)
         return tensorError("'shape' must be a list of sizes >= 0");
       tensor.shape.push_back(*n);
-      elements *= *n;
+      if (__builtin_mul_overflow(elements, *n, &elements) ||
+          __builtin_mul_overflow(elements, itemBytes, &bytesNeeded))
+        return tensorError("'shape' has more elements than a file can hold");
     }
     const json::Array *offsets = info->getArray("data_offsets");
     std::optional<int64_t> begin, end;
@@ -113,10 +121,10 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(StringRef path) {
     if (!begin || !end || *begin < 0 || *end < *begin)
       return tensorError("'data_offsets' must be [begin, end] with 0 <= "
                          "begin <= end");
-    if (*end - *begin != elements * itemBytes)
+    if (*end - *begin != bytesNeeded)
       return tensorError("'data_offsets' cover " +
                          llvm::Twine(*end - *begin) + " bytes, but shape and "
-                         "dtype need " + llvm::Twine(elements * itemBytes));
+                         "dtype need " + llvm::Twine(bytesNeeded));
     if (static_cast<uint64_t>(*end) > data.size())
       return tensorError("data ends at byte " + llvm::Twine(*end) +
                          " of the data section, which has only " +
@@ -127,7 +135,9 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(StringRef path) {
                        static_cast<uint64_t>(*end), name});
     file.tensorMap[name] = std::move(tensor);
   }
-  // Tensors may not share bytes: a header that lies about offsets.
+  // Tensors may not share bytes: a header that lies about offsets. A
+  // tensor of no elements holds no bytes, wherever its offset.
+  llvm::erase_if(extents, [](const Extent &e) { return e.begin == e.end; });
   std::sort(extents.begin(), extents.end(),
             [](const Extent &a, const Extent &b) { return a.begin < b.begin; });
   for (size_t i = 1; i < extents.size(); ++i)
@@ -135,6 +145,16 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(StringRef path) {
       return fileError(path, "tensors '" + extents[i - 1].name + "' and '" +
                                  extents[i].name +
                                  "' overlap in the data section");
+  // The format indexes the whole data section: bytes after the last tensor
+  // are a truncated header or a different file.
+  uint64_t used = extents.empty() ? 0 : extents.back().end;
+  for (const Extent &e : extents)
+    used = std::max(used, e.end);
+  if (used < data.size())
+    return fileError(path, llvm::Twine(data.size() - used) +
+                               " bytes after the last tensor's data (the "
+                               "header indexes " + llvm::Twine(used) +
+                               " of " + llvm::Twine(data.size()) + ")");
   return std::move(file);
 }
 

@@ -1,6 +1,8 @@
 //===- CPUPipeline.cpp - gdn-lower-to-cpu ---------------------------------===//
 
 #include "gdn/Conversion/Passes.h"
+#include "gdn/ABI/Passes.h"
+#include "gdn/Codegen/CPU/Passes.h"
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
 #include "gdn/Pipelines/Pipelines.h"
 
@@ -49,6 +51,8 @@ static VectorTransferToSCFOptions vectorToSCFOptions() {
 
 void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
     OpPassManager &pm, const CPUPipelineOptions &options) {
+  if (options.cInterfaces)
+    pm.addPass(createGdnExportCInterfacesPass());
   // Whole-module bufferization so that function arguments and results become
   // memrefs with the identity layout, the form the C ABI wrappers expect.
   // Callers keep their inputs: results never reuse argument buffers.
@@ -121,6 +125,9 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
   // Vectorization leaves ub.poison as the padding of transfers.
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // Model runtimes call the step through one array of descriptors.
+  if (options.cInterfaces)
+    pm.addPass(createGdnPackedCInterfacePass());
 }
 
 void mlir::gdn::buildGdnToCPUPipeline(OpPassManager &pm,

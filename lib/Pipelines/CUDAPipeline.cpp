@@ -1,7 +1,8 @@
 //===- CUDAPipeline.cpp - gdn-lower-to-cuda -------------------------------===//
 
 #include "gdn/Conversion/Passes.h"
-#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/ABI/Passes.h"
+#include "gdn/Codegen/GPU/Passes.h"
 #include "gdn/Pipelines/Pipelines.h"
 
 #include "ResultsToOutParams.h"
@@ -68,6 +69,8 @@ void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
 
 void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
                                           const CUDAPipelineOptions &options) {
+  if (options.cInterfaces)
+    pm.addPass(createGdnExportCInterfacesPass());
   // The host function's arguments are device buffers that stay unmodified,
   // and its results become caller-allocated device buffers: an allocation
   // left in host code would be host memory, which kernels cannot use.
@@ -88,7 +91,7 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 
   // Kernel outlining, NVVM, the cubin by ptxas, and host code calling the
-  // mgpu* runtime (lib/Runtime).
+  // mgpu* runtime (runtime/CUDA).
   gpu::GPUToNVVMPipelineOptions nvvmOptions;
   nvvmOptions.cubinChip = options.chip;
   nvvmOptions.cubinFeatures = options.features;

@@ -1,6 +1,9 @@
 //===- InitAllGdn.cpp - register gdn and what its pipelines use -----------===//
 
 #include "gdn/InitAllGdn.h"
+#include "gdn/ABI/Passes.h"
+#include "gdn/Codegen/CPU/Passes.h"
+#include "gdn/Codegen/GPU/Passes.h"
 #include "gdn/Conversion/Passes.h"
 #include "gdn/Dialect/Gdn/IR/GdnDialect.h"
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
@@ -25,6 +28,9 @@ void mlir::gdn::registerAllGdnDialects(DialectRegistry &registry) {
 void mlir::gdn::registerAllGdnPasses() {
   registerAllPasses();
   registerGdnPasses();
+  registerGdnCPUPasses();
+  registerGdnGPUPasses();
+  registerGdnABIPasses();
   registerGdnConversionPasses();
   registerGdnPipelines();
 }

@@ -348,12 +348,17 @@ def _check_scale(scale):
     return value
 
 
+# The compiler's bound (gdn-chunk-delta-rule): larger chunks only grow the
+# generated code.
+MAX_CHUNK_SIZE = 1024
+
+
 def _check_chunk_size(chunk_size):
     if (isinstance(chunk_size, bool)
             or not isinstance(chunk_size, numbers.Integral)
-            or chunk_size <= 0):
-        raise ValueError(f"chunk_size must be a positive int, got "
-                         f"{chunk_size!r}")
+            or not 0 < chunk_size <= MAX_CHUNK_SIZE):
+        raise ValueError(f"chunk_size must be a positive int of at most "
+                         f"{MAX_CHUNK_SIZE}, got {chunk_size!r}")
     return int(chunk_size)
 
 

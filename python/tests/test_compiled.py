@@ -387,7 +387,7 @@ def test_prefill_rejects(no_compiler, name, changes, message):
         gdn.delta_rule(**args)
 
 
-@pytest.mark.parametrize("chunk_size", [0, -16, 1.5, 64.0, "64", None, True])
+@pytest.mark.parametrize("chunk_size", [0, -16, 1.5, 64.0, "64", None, True, 1025, 10**6])
 def test_prefill_rejects_chunk_size(no_compiler, chunk_size):
     with pytest.raises(ValueError, match=r"chunk_size must be a positive int"):
         gdn.delta_rule(**_prefill_args(), chunk_size=chunk_size)

@@ -18,6 +18,9 @@
 // RUN: not gdn-compile %s --emit=obj -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
 // RUN: not gdn-compile %s --emit=shared -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
 // RUN: not gdn-compile %s --emit=exe -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
+// RUN: not gdn-compile %s --chunk-size=1000000 -o %t.out 2>&1 | FileCheck %s --check-prefix=HUGE-CHUNK
+// RUN: not test -e %t.out
+// RUN: not gdn-opt %s --gdn-chunk-delta-rule=chunk-size=1000000 2>&1 | FileCheck %s --check-prefix=PASS-CHUNK
 // RUN: not gdn-compile %s --cpu=nonsense -o %t.out 2>&1 | FileCheck %s --check-prefix=CPU
 // RUN: not test -e %t.out
 // RUN: not gdn-compile %s --target=cuda --cuda-chip= -o %t.out 2>&1 | FileCheck %s --check-prefix=CHIP
@@ -31,6 +34,8 @@
 // RUN: not test -e %t.out
 
 // Invalid options fail before anything is written.
+// HUGE-CHUNK: gdn-compile: error: --chunk-size must be at most 1024, but got 1000000{{$}}
+// PASS-CHUNK: gdn-chunk-delta-rule: chunk-size must be 1..1024, but got 1000000
 // CPU: gdn-compile: error: --cpu: 'nonsense' is not a CPU of x86_64{{.*}}; valid names: native, {{.*}}skylake-avx512
 // CHIP: gdn-compile: error: --cuda-chip: '{{(sm_50)?}}' is not a GPU architecture CUDA 13 compiles for; expected sm_<NN> with NN >= 75
 // FORMAT: gdn-compile: error: --cuda-binary-format: 'bogus' is not one of fatbin, bin, isa

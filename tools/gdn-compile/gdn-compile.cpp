@@ -7,6 +7,7 @@
 
 #include "gdn/Compiler/Compiler.h"
 #include "gdn/Compiler/OutputFile.h"
+#include "gdn/Dialect/Gdn/Transforms/Transforms.h"
 #include "gdn/Frontend/ModelGraph.h"
 #include "gdn/Frontend/Safetensors.h"
 #include "gdn/InitAllGdn.h"
@@ -188,6 +189,10 @@ int main(int argc, char **argv) {
   if (chunkSize < 1)
     return optionError("--chunk-size must be positive, but got " +
                        llvm::Twine(chunkSize));
+  if (chunkSize > kMaxChunkSize)
+    return optionError("--chunk-size must be at most " +
+                       llvm::Twine(kMaxChunkSize) + ", but got " +
+                       llvm::Twine(chunkSize));
   if (recurrentBelow < 0)
     return optionError("--recurrent-below must be 0 (off) or positive, but "
                        "got " +
@@ -324,6 +329,7 @@ int main(int argc, char **argv) {
     return std::string(path);
   };
   options.cudaRuntimeLibrary = underPrefix({"lib", "libgdn_cuda_runtime.a"});
+  options.cpuRuntimeLibrary = underPrefix({"lib", "libgdn_cpu_runtime.a"});
   options.model = isModel;
   options.modelRuntimeLibrary = underPrefix({"lib", "libgdn_model_runtime.a"});
   options.modelDescriptionLibrary =

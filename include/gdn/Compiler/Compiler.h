@@ -69,6 +69,9 @@ struct CompileOptions {
   int64_t cudaValueTile = 64, cudaScanWarps = 4, cudaMultiprocessors = 132;
   std::string cudaRoot = "/usr/local/cuda";
   std::string cudaRuntimeLibrary;
+  /// What CPU code calls besides libc, libstdc++, libm and libomp
+  /// (runtime/CPU).
+  std::string cpuRuntimeLibrary;
   /// The module is a model's (gdn-compile model.json): its libraries carry
   /// the C API of gdn_model.h, from these archives and header.
   bool model = false;

@@ -21,6 +21,21 @@ namespace mlir::gdn {
 
 enum class LayerKind { GDN, MLA };
 
+/// Upper bounds of the description's sizes (docs/model-description.md):
+/// several times the largest published models', and small enough that
+/// every product of sizes the compiler forms (vocabulary x d_model, heads x
+/// head dims x context) stays far below 2^63.
+inline constexpr int64_t kMaxVocabulary = int64_t(1) << 24;
+inline constexpr int64_t kMaxDimension = int64_t(1) << 17;
+inline constexpr int64_t kMaxLayers = 1024;
+inline constexpr int64_t kMaxContext = int64_t(1) << 24;
+inline constexpr int64_t kMaxHeads = 1024;
+inline constexpr int64_t kMaxHeadDim = 1024;
+inline constexpr int64_t kMaxConvSize = 64;
+/// norm_eps and rope_theta stay normal, finite float32 values.
+inline constexpr double kMinNormEps = 1e-30, kMaxNormEps = 1.0;
+inline constexpr double kMinRopeTheta = 1.0, kMaxRopeTheta = 1e30;
+
 struct GdnSettings {
   int64_t numHeads = 0, headDim = 0, convSize = 0;
 };

@@ -75,6 +75,13 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "libraries); dynamically shaped results then cannot be "
                      "returned to callers inside the module"),
       llvm::cl::init(false)};
+  Option<bool> cInterfaces{
+      *this, "c-interfaces",
+      llvm::cl::desc("Export every public function through the C interface "
+                     "(_mlir_ciface_<name>, docs/c-abi.md) and the packed "
+                     "interface of model runtimes (_gdn_packed_<name>): "
+                     "what gdn-compile's shared libraries export"),
+      llvm::cl::init(false)};
 };
 
 /// Options of the gdn-lower-to-cuda pipeline.
@@ -123,6 +130,12 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::desc("Host buffers in managed memory, reachable by kernels "
                      "(for executables whose @main makes and prints "
                      "tensors)"),
+      llvm::cl::init(false)};
+  Option<bool> cInterfaces{
+      *this, "c-interfaces",
+      llvm::cl::desc("Export every public function through the C interface "
+                     "(_mlir_ciface_<name>, docs/c-abi.md), as gdn-compile's "
+                     "shared libraries do"),
       llvm::cl::init(false)};
 };
 

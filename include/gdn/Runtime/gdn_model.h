@@ -26,6 +26,14 @@
 extern "C" {
 #endif
 
+/* The library exports this API and nothing else (it is built with hidden
+ * visibility). */
+#if defined(__GNUC__)
+#define GDN_MODEL_API __attribute__((visibility("default")))
+#else
+#define GDN_MODEL_API
+#endif
+
 typedef struct gdn_model gdn_model;
 
 /* The most sequences one gdn_model holds; larger batches are refused before
@@ -33,53 +41,54 @@ typedef struct gdn_model gdn_model;
 #define GDN_MODEL_MAX_BATCH 65536
 
 /* The model description (JSON) the library was compiled from. */
-const char *gdn_model_description(void);
+GDN_MODEL_API const char *gdn_model_description(void);
 
 /* The weights file named at compile time (absolute path), the default for
  * gdn_model_load(NULL). */
-const char *gdn_model_default_weights(void);
+GDN_MODEL_API const char *gdn_model_default_weights(void);
 
 /* Loads and validates the weights (every tensor present, with its shape,
  * in f32 or bf16); NULL on failure. `weights_path` NULL: the default. */
-gdn_model *gdn_model_load(const char *weights_path);
+GDN_MODEL_API gdn_model *gdn_model_load(const char *weights_path);
 
-void gdn_model_free(gdn_model *model);
+GDN_MODEL_API void gdn_model_free(gdn_model *model);
 
 /* The message of the last failure on this thread ("" if none). */
-const char *gdn_model_last_error(void);
+GDN_MODEL_API const char *gdn_model_last_error(void);
 
-int64_t gdn_model_vocab_size(const gdn_model *model);
-int64_t gdn_model_max_context(const gdn_model *model);
+GDN_MODEL_API int64_t gdn_model_vocab_size(const gdn_model *model);
+GDN_MODEL_API int64_t gdn_model_max_context(const gdn_model *model);
 /* 1 if the model's tokenizer is byte-level (token id = byte value). */
-int gdn_model_byte_tokenizer(const gdn_model *model);
+GDN_MODEL_API int gdn_model_byte_tokenizer(const gdn_model *model);
 
 /* Starts `batch` new sequences from `ids` [batch, tokens] (row-major):
  * forgets the previous ones, computes the logits of every position. */
-int gdn_model_prefill(gdn_model *model, const int64_t *ids, int64_t batch,
-                      int64_t tokens);
+GDN_MODEL_API int gdn_model_prefill(gdn_model *model, const int64_t *ids,
+                                    int64_t batch, int64_t tokens);
 
 /* Continues the sequences by `tokens` more tokens each, `ids` [batch,
  * tokens] (a prompt prefilled in chunks); `batch` must be the batch of the
  * sequences, and there must be sequences (a prefill first). */
-int gdn_model_extend(gdn_model *model, const int64_t *ids, int64_t batch,
-                     int64_t tokens);
+GDN_MODEL_API int gdn_model_extend(gdn_model *model, const int64_t *ids,
+                                   int64_t batch, int64_t tokens);
 
 /* Decodes one token per sequence, `ids` [batch]. */
-int gdn_model_decode(gdn_model *model, const int64_t *ids);
+GDN_MODEL_API int gdn_model_decode(gdn_model *model, const int64_t *ids);
 
 /* The logits [batch, tokens, vocab] of the last prefill, extend or decode
  * (tokens = 1 after decode); valid until the next call on `model`. */
-const float *gdn_model_logits(const gdn_model *model, int64_t *batch,
-                              int64_t *tokens);
+GDN_MODEL_API const float *gdn_model_logits(const gdn_model *model,
+                                            int64_t *batch, int64_t *tokens);
 
 /* Tokens per sequence so far (prompt and generated). */
-int64_t gdn_model_position(const gdn_model *model);
-int64_t gdn_model_batch(const gdn_model *model);
+GDN_MODEL_API int64_t gdn_model_position(const gdn_model *model);
+GDN_MODEL_API int64_t gdn_model_batch(const gdn_model *model);
 
 /* Cache bytes of one sequence now: the GDN layers' states (constant) and
  * the MLA layers' latents and RoPE keys (growing with the position). */
-int64_t gdn_model_cache_bytes(const gdn_model *model, int64_t *gdn_bytes,
-                              int64_t *mla_bytes);
+GDN_MODEL_API int64_t gdn_model_cache_bytes(const gdn_model *model,
+                                            int64_t *gdn_bytes,
+                                            int64_t *mla_bytes);
 
 #ifdef __cplusplus
 }

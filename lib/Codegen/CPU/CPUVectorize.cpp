@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -19,7 +19,7 @@
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNCPUVECTORIZEPASS
-#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+#include "gdn/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::gdn
 
 using namespace mlir;

@@ -1,12 +1,12 @@
 //===- FlushDenormals.cpp - FTZ/DAZ around public functions ---------------===//
 
-#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNFLUSHDENORMALSPASS
-#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+#include "gdn/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::gdn
 
 using namespace mlir;

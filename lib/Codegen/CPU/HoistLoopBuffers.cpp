@@ -1,13 +1,13 @@
 //===- HoistLoopBuffers.cpp - scratch buffers out of sequential loops -----===//
 
-#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNHOISTLOOPBUFFERSPASS
-#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+#include "gdn/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::gdn
 
 using namespace mlir;

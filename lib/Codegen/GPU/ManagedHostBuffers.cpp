@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/Codegen/GPU/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -19,7 +19,7 @@
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNMANAGEDHOSTBUFFERSPASS
-#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+#include "gdn/Codegen/GPU/Passes.h.inc"
 } // namespace mlir::gdn
 
 using namespace mlir;

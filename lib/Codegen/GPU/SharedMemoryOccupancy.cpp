@@ -1,6 +1,6 @@
 //===- SharedMemoryOccupancy.cpp - minctasm from workgroup memory ---------===//
 
-#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/Codegen/GPU/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -9,7 +9,7 @@
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNSHAREDMEMORYOCCUPANCYPASS
-#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+#include "gdn/Codegen/GPU/Passes.h.inc"
 } // namespace mlir::gdn
 
 using namespace mlir;

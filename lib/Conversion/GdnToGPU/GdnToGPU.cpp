@@ -372,6 +372,19 @@ struct ConvertGdnToGPUPass
     // The walk driver neither folds nor hoists constants: the greedy driver
     // would move the kernel's index constants into the host function.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
+    // What is left of the dialect has no GPU lowering yet (the layer ops):
+    // said here, instead of as "op was not bufferized" two stages later.
+    WalkResult left = getOperation().walk([&](Operation *op) {
+      if (!isa<GdnDialect>(op->getDialect()))
+        return WalkResult::advance();
+      op->emitOpError()
+          << "has no CUDA lowering: the CUDA pipeline lowers gdn.delta_rule "
+             "and gdn.delta_rule_step; layer ops compile for the CPU "
+             "(gdn-lower-to-cpu, gdn-compile --target=cpu)";
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
   }
 };
 } // namespace

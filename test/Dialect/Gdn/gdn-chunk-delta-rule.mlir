@@ -138,7 +138,7 @@
 // REC-NEXT: tensor.parallel_insert_slice %[[RES]]#1
 // REC-NEXT: tensor.parallel_insert_slice %[[RES]]#0
 
-// BAD: error: gdn-chunk-delta-rule: chunk-size must be positive, but got 0{{$}}
+// BAD: error: gdn-chunk-delta-rule: chunk-size must be 1..1024, but got 0{{$}}
 
 func.func @grouped_f32(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x4x32xf32>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x4x8x32xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta : (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x4x32xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x4x8x32xf32>)

@@ -29,3 +29,11 @@ func.func @lm_head_vocab(%x: tensor<?x?x16xf32>, %w: tensor<50x16xf32>) {
   %l = gdn.lm_head %x, %w : (tensor<?x?x16xf32>, tensor<50x16xf32>) -> tensor<?x?x49xf32>
   return
 }
+
+// -----
+
+func.func @rms_norm_negative_eps(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{attribute 'eps' must be a positive finite number, but got -1}}
+  %n = gdn.rms_norm %x, %w {eps = -1.0 : f32} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return
+}

@@ -921,3 +921,46 @@ func.func @delta_rule_step_zero_value_dim(
       -> (tensor<2x4x0xf32>, tensor<2x4x16x0xf32>)
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Bounds and attribute values (hostile input)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @delta_rule_static_empty_batch(
+    %q: tensor<0x8x1x16xf32>, %k: tensor<0x8x1x16xf32>, %v: tensor<0x8x1x16xf32>,
+    %g: tensor<0x8x1xf32>, %beta: tensor<0x8x1xf32>) {
+  // expected-error @+1 {{the batch B must be positive when static, but got 0}}
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta
+      : (tensor<0x8x1x16xf32>, tensor<0x8x1x16xf32>, tensor<0x8x1x16xf32>,
+         tensor<0x8x1xf32>, tensor<0x8x1xf32>)
+      -> (tensor<0x8x1x16xf32>, tensor<0x1x16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @delta_rule_huge_key_dim(
+    %q: tensor<?x?x1x1099511627776xf32>, %k: tensor<?x?x1x1099511627776xf32>,
+    %v: tensor<?x?x1x16xf32>, %g: tensor<?x?x1xf32>, %beta: tensor<?x?x1xf32>) {
+  // expected-error @+1 {{K = 1099511627776 exceeds the largest supported size 1024}}
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta
+      : (tensor<?x?x1x1099511627776xf32>, tensor<?x?x1x1099511627776xf32>,
+         tensor<?x?x1x16xf32>, tensor<?x?x1xf32>, tensor<?x?x1xf32>)
+      -> (tensor<?x?x1x16xf32>, tensor<?x1x1099511627776x16xf32>)
+  return
+}
+
+// -----
+
+func.func @delta_rule_step_nan_scale(
+    %q: tensor<?x1x16xf32>, %k: tensor<?x1x16xf32>, %v: tensor<?x1x16xf32>,
+    %g: tensor<?x1xf32>, %beta: tensor<?x1xf32>, %h: tensor<?x1x16x16xf32>) {
+  // expected-error @+1 {{attribute 'scale' must be finite, but got nan}}
+  %o, %s = gdn.delta_rule_step %q, %k, %v, %g, %beta, %h {scale = 0x7FC00000 : f32}
+      : (tensor<?x1x16xf32>, tensor<?x1x16xf32>, tensor<?x1x16xf32>,
+         tensor<?x1xf32>, tensor<?x1xf32>, tensor<?x1x16x16xf32>)
+      -> (tensor<?x1x16xf32>, tensor<?x1x16x16xf32>)
+  return
+}

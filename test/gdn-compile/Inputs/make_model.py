@@ -4,7 +4,12 @@ gdn-compile model tests, optionally corrupted in one way:
   make_model.py OUT_DIR [fault]
 
 faults: missing-tensor, unexpected-tensor, wrong-shape, wrong-dtype,
-truncated, overlapping-offsets, header-too-long, bad-json, bad-config
+truncated, overlapping-offsets, header-too-long, bad-json, bad-config;
+hostile descriptions: duplicate-key, deep-nesting, leading-zero,
+too-many-layers, huge-eps; hostile weights: trailing-bytes,
+unknown-entry-field, deep-header, zero-size-shared (a valid zero-size
+tensor at an offset inside another tensor; the weights then have one
+tensor too many)
 """
 
 import json
@@ -58,8 +63,21 @@ def main():
     config = dict(CONFIG)
     if fault == "bad-config":
         config["gdn"] = dict(config["gdn"], num_heads=3)
+    if fault == "too-many-layers":
+        config.update(num_layers=1000000, layer_pattern="nenya",
+                      misspelt_field=1)
+        del config["layer_types"]
+    if fault == "huge-eps":
+        config["norm_eps"] = 1e300
+    text = json.dumps(config)
+    if fault == "duplicate-key":
+        text = text.replace('"d_model": 32', '"d_model": 32, "d_model": 64')
+    if fault == "leading-zero":
+        text = text.replace('"max_context": 256', '"max_context": 0256')
+    if fault == "deep-nesting":
+        text = text[:-1] + ', "x": ' + "[" * 100000 + "]" * 100000 + "}"
     with open(os.path.join(out_dir, "model.json"), "w") as f:
-        json.dump(config, f)
+        f.write(text)
     tensor_shapes = shapes(CONFIG)
     if fault == "missing-tensor":
         del tensor_shapes["model.layers.1.linear_attn.log_alpha"]
@@ -79,16 +97,26 @@ def main():
         header[name] = {"dtype": dtype, "shape": list(array.shape),
                         "data_offsets": [len(data), len(data) + array.nbytes]}
         data += array.tobytes()
+    if fault == "unknown-entry-field":
+        header["model.norm.weight"]["extra"] = 1
+    if fault == "zero-size-shared":
+        begin, _ = header["model.norm.weight"]["data_offsets"]
+        header["model.zero"] = {"dtype": "F32", "shape": [0],
+                                "data_offsets": [begin + 4, begin + 4]}
     if fault == "overlapping-offsets":
         begin, end = header["model.norm.weight"]["data_offsets"]
         header["model.norm.weight"]["data_offsets"] = [begin - 4, end - 4]
     text = json.dumps(header).encode()
+    if fault == "deep-header":
+        text = text[:-1] + b', "x": ' + b"[" * 100000 + b"]" * 100000 + b"}"
     if fault == "bad-json":
         text = text[:-1]
     length = len(text) + (1 << 40 if fault == "header-too-long" else 0)
     blob = struct.pack("<Q", length) + text + data
     if fault == "truncated":
         blob = blob[:-10]
+    if fault == "trailing-bytes":
+        blob += bytes(16)
     with open(os.path.join(out_dir, "model.safetensors"), "wb") as f:
         f.write(blob)
 

@@ -6,6 +6,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::gdn;
 
@@ -21,8 +23,39 @@ struct DeltaRuleSignature {
   StringRef stateName;
   Type o, newState;
   StringRef newStateName;
+  float scale;
 };
 } // namespace
+
+/// Upper bounds of the sizes the verifiers accept (docs/Dialect.md): far
+/// above any model's, and low enough that every size product the lowerings
+/// form stays far from overflow and every unrolled loop small.
+static constexpr int64_t kMaxHeadDim = 1024;
+static constexpr int64_t kMaxHeads = 65536;
+static constexpr int64_t kMaxLayerDim = int64_t(1) << 17;
+
+/// A float attribute that must be a positive, finite number (an epsilon, a
+/// RoPE base).
+static LogicalResult verifyPositiveFinite(Operation *op, StringRef name,
+                                          float value) {
+  if (std::isfinite(value) && value > 0)
+    return success();
+  return op->emitOpError() << "attribute '" << name
+                           << "' must be a positive finite number, but got "
+                           << value;
+}
+
+/// Integer attributes of sizes: at most `maximum`.
+static LogicalResult verifySizeAttrs(
+    Operation *op, ArrayRef<std::pair<StringRef, int64_t>> sizes,
+    int64_t maximum) {
+  for (auto [name, size] : sizes)
+    if (size > maximum)
+      return op->emitOpError() << "attribute '" << name << "' = " << size
+                               << " exceeds the largest supported size "
+                               << maximum;
+  return success();
+}
 
 static bool isActivationElementType(Type type) {
   return type.isF32() || type.isBF16() || type.isF16();
@@ -103,6 +136,22 @@ static LogicalResult verifyDeltaRule(Operation *op,
 
   int64_t heads = contract.lookup("H");
   int64_t valueHeads = contract.lookup("Hv");
+  for (auto [symbol, maximum] :
+       {std::pair<StringRef, int64_t>{"H", kMaxHeads}, {"Hv", kMaxHeads},
+        {"K", kMaxHeadDim}, {"V", kMaxHeadDim}})
+    if (contract.lookup(symbol) > maximum)
+      return op->emitOpError()
+             << symbol << " = " << contract.lookup(symbol)
+             << " exceeds the largest supported size " << maximum;
+  // A static empty batch has nothing to compute, and the lowerings index
+  // its first sequence; a dynamic one may be empty at run time.
+  if (contract.lookup("B") == 0)
+    return op->emitOpError() << "the batch B must be positive when static, "
+                                "but got 0 (operand 'v': "
+                             << sig.v.getType() << ")";
+  if (!std::isfinite(sig.scale))
+    return op->emitOpError()
+           << "attribute 'scale' must be finite, but got " << sig.scale;
   if (valueHeads % heads != 0)
     return op->emitOpError()
            << "value heads Hv = " << valueHeads
@@ -132,7 +181,8 @@ LogicalResult DeltaRuleOp::verify() {
                          "initial_state",
                          getO().getType(),
                          getFinalState().getType(),
-                         "final_state"};
+                         "final_state",
+                         getScale().convertToFloat()};
   return verifyDeltaRule(*this, sig, {"B", "T"});
 }
 
@@ -152,7 +202,8 @@ LogicalResult DeltaRuleStepOp::verify() {
                          "state",
                          getO().getType(),
                          getNewState().getType(),
-                         "new_state"};
+                         "new_state",
+                         getScale().convertToFloat()};
   return verifyDeltaRule(*this, sig, {"B"});
 }
 
@@ -170,6 +221,11 @@ LogicalResult GatedDeltaNetOp::verify() {
       "conv_k.weight",  "conv_k.bias",   "conv_v.weight",  "conv_v.bias",
       "conv_q.weight",  "conv_q.bias",   "norm.weight"};
   static_assert(std::size(names) == NumWeights, "one name per weight");
+  if (failed(verifySizeAttrs(
+          *this, {{"num_heads", static_cast<int64_t>(getNumHeads())}},
+          kMaxHeads)) ||
+      failed(verifyPositiveFinite(*this, "eps", getEps().convertToFloat())))
+    return failure();
   if (getWeights().size() != NumWeights)
     return emitOpError() << "expects " << static_cast<unsigned>(NumWeights)
                          << " weights (the reference state_dict: "
@@ -304,6 +360,8 @@ static LogicalResult verifyF32(Operation *op,
 }
 
 LogicalResult RmsNormOp::verify() {
+  if (failed(verifyPositiveFinite(*this, "eps", getEps().convertToFloat())))
+    return failure();
   auto type = cast<RankedTensorType>(getX().getType());
   if (type.getRank() < 1 || ShapedType::isDynamic(type.getShape().back()))
     return emitOpError() << "operand 'x' must have a static last dimension, "
@@ -372,6 +430,18 @@ LogicalResult MlaOp::verify() {
   int64_t vDim = static_cast<int64_t>(getVHeadDim());
   if (qLora < 0)
     return emitOpError() << "q_lora_rank must be >= 0, but got " << qLora;
+  if (failed(verifySizeAttrs(*this,
+                             {{"num_heads", n},
+                              {"q_lora_rank", qLora},
+                              {"kv_lora_rank", kvLora},
+                              {"qk_nope_head_dim", nope},
+                              {"qk_rope_head_dim", rope},
+                              {"v_head_dim", vDim}},
+                             kMaxLayerDim)) ||
+      failed(verifyPositiveFinite(*this, "rope_theta",
+                                  getRopeTheta().convertToFloat())) ||
+      failed(verifyPositiveFinite(*this, "eps", getEps().convertToFloat())))
+    return failure();
   if (rope % 2 != 0)
     return emitOpError() << "qk_rope_head_dim must be even (rotate-half "
                             "RoPE), but got "

@@ -590,10 +590,12 @@ struct GdnChunkDeltaRulePass
   using Base::Base;
 
   void runOnOperation() override {
-    if (chunkSize < 1) {
-      getOperation().emitError() << "gdn-chunk-delta-rule: chunk-size must be "
-                                    "positive, but got "
-                                 << static_cast<int64_t>(chunkSize);
+    // The chunk's matrices are [C, C] tiles unrolled into registers and
+    // loops: beyond 1024 tokens they cost gigabytes of IR for no gain.
+    if (chunkSize < 1 || chunkSize > kMaxChunkSize) {
+      getOperation().emitError()
+          << "gdn-chunk-delta-rule: chunk-size must be 1.." << kMaxChunkSize
+          << ", but got " << static_cast<int64_t>(chunkSize);
       return signalPassFailure();
     }
     if (recurrentBelow < 0) {

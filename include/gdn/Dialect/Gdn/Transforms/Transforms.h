@@ -7,6 +7,9 @@
 
 namespace mlir::gdn {
 
+/// The largest chunk size of the chunked delta rule.
+inline constexpr int64_t kMaxChunkSize = 1024;
+
 /// Adds the pattern that rewrites gdn.delta_rule into its chunkwise-parallel
 /// form with `chunkSize` tokens per chunk; sequences shorter than
 /// `recurrentBelow` tokens take the token recurrence at run time.

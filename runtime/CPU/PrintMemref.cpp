@@ -1,11 +1,11 @@
-//===- PrintMemref.cpp - printMemref* for CUDA executables ----------------===//
+//===- PrintMemref.cpp - printMemref* for executables ---------------------===//
 //
-// CUDA executables print their results with the printMemref* functions of
+// Executables print their results with the printMemref* functions of
 // MLIR's runner utilities, in the same text format, so that the same
-// FileCheck lines hold for CPU and CUDA executables. Debian's
-// libmlir_c_runner_utils needs libMLIR and libLLVM, which a GPU machine
-// without MLIR lacks; these few functions keep a CUDA executable's needs at
-// the driver's libcuda.so.1 and the C/C++ runtime.
+// FileCheck lines hold for CPU and CUDA executables and for mlir-runner.
+// Debian's libmlir_runner_utils needs libMLIR and libLLVM, which a machine
+// without MLIR lacks; these few functions keep an executable's needs at the
+// C/C++ runtime (and, for CUDA, the driver's libcuda.so.1).
 //
 //===----------------------------------------------------------------------===//
 

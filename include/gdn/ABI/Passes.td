@@ -1,0 +1,55 @@
+//===- Passes.td - C ABI passes ------------------------------*- tablegen -*-===//
+
+#ifndef GDN_ABI_PASSES_TD
+#define GDN_ABI_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def GdnReadOnlyArgumentsPass : Pass<"gdn-read-only-arguments",
+                                    "func::FuncOp"> {
+  let summary = "Keep the tensor arguments of public functions unmodified";
+  let description = [{
+    Marks every tensor argument of a public function with
+    `bufferization.writable = false`. One-shot bufferization otherwise treats
+    function arguments as writable and may compute results in the caller's
+    input buffers, for example the final state in `initial_state`; callers of
+    a compiled library expect value semantics.
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+  ];
+}
+
+def GdnExportCInterfacesPass : Pass<"gdn-export-c-interfaces", "ModuleOp"> {
+  let summary = "Export every public function through MLIR's C interface";
+  let description = [{
+    Sets `llvm.emit_c_interface` on every public `func.func` with a body, so
+    that the LLVM lowering adds `_mlir_ciface_<name>` wrappers taking memref
+    descriptors by pointer (docs/c-abi.md): the symbols a shared library
+    built by gdn-compile exports. Private functions and declarations are
+    left alone.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def GdnPackedCInterfacePass : Pass<"gdn-packed-c-interface", "ModuleOp"> {
+  let summary = "Export C-interface functions with one array-of-pointers "
+                "argument";
+  let description = [{
+    For every `llvm.func @_mlir_ciface_<name>` whose arguments are all
+    pointers (the memref descriptors of docs/c-abi.md, results as
+    out-parameters), adds
+
+      llvm.func @_gdn_packed_<name>(%arguments: !llvm.ptr)
+
+    which loads the i-th descriptor pointer from `%arguments[i]` and calls
+    the C interface. A runtime written once then calls functions whose
+    argument count depends on the compiled model (a weight per tensor, two
+    caches per layer) without generating C code per model or depending on
+    libffi. MLIR's ExecutionEngine makes a similar wrapper, but only inside
+    its JIT, on LLVM IR.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // GDN_ABI_PASSES_TD

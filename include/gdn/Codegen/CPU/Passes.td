@@ -1,0 +1,86 @@
+//===- Passes.td - CPU code generation passes ----------------*- tablegen -*-===//
+
+#ifndef GDN_CODEGEN_CPU_PASSES_TD
+#define GDN_CODEGEN_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
+  let summary = "Tile and vectorize bufferized linalg ops for AVX-512 CPUs";
+  let description = [{
+    Picks a schedule for every linalg op on memrefs whose iteration domain is
+    static and divides the register tiles, records it on the op as the
+    `gdn.cpu_schedule` attribute, and applies a transform-dialect schedule
+    that implements them:
+
+    - `matmul`: `linalg.matmul` tiled `[matmul-tile-m, matmul-tile-n, 1]`
+      (N outer), vectorized into named contractions, the accumulators hoisted
+      out of the reduction loop and lowered to outer products: a register
+      tile of FMAs with broadcast A elements and row-major B vectors;
+    - `vecmatN`: `linalg.vecmat` tiled `[N, 1]` with the widest N of 128,
+      64, 32 and 16 that divides the output (independent accumulators hide
+      the FMA latency along K), then as for matmuls;
+    - `rows`: two-dimensional element-wise ops, one vectorized row at a time;
+    - `whole`: one-dimensional element-wise ops, vectorized whole;
+    - `transpose`: `linalg.transpose` in 16 x 16 vectorized blocks.
+
+    `math.exp` is then replaced by its polynomial approximation so that it
+    vectorizes. Ops without a schedule are left for convert-linalg-to-loops.
+    `gdn-cpu-vectorize=annotate-only=true` only records the schedules, to
+    inspect what the pass would do.
+  }];
+  let options = [
+    Option<"annotateOnly", "annotate-only", "bool", /*default=*/"false",
+           "Only record the chosen schedules as gdn.cpu_schedule attributes">,
+    Option<"matmulTileM", "matmul-tile-m", "int64_t", /*default=*/"8",
+           "Rows of the matmul register tile">,
+    Option<"matmulTileN", "matmul-tile-n", "int64_t", /*default=*/"32",
+           "Columns of the matmul register tile (a multiple of 16)">,
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::transform::TransformDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+def GdnHoistLoopBuffersPass : Pass<"gdn-hoist-loop-buffers",
+                                   "func::FuncOp"> {
+  let summary = "Reuse per-iteration scratch buffers across sequential loops";
+  let description = [{
+    Moves a statically shaped `memref.alloc` out of an `scf.for` when the
+    buffer lives for one iteration only (it is freed by a `memref.dealloc` in
+    the same loop body and never yielded), together with its dealloc, which
+    goes after the loop. Applied until nothing moves, scratch tiles of the
+    chunk loop are allocated once per task instead of once per chunk.
+
+    Allocations never leave `scf.forall` or `scf.parallel` bodies: every
+    parallel task keeps scratch of its own. Unlike upstream
+    `buffer-loop-hoisting`, which moves allocations out of any loop, this
+    pass only crosses sequential loops.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def GdnFlushDenormalsPass : Pass<"gdn-flush-denormals", "func::FuncOp"> {
+  let summary = "Run public functions with x86 flush-to-zero and "
+                "denormals-are-zero";
+  let description = [{
+    Strong forget gates make the decayed terms of the delta rule underflow
+    into subnormal floats, and x86 cores take microcode assists on every
+    subnormal operand: the chunked scan then runs several times slower.
+    This pass sets MXCSR's FTZ and DAZ bits on entry to every public
+    function with a body (stmxcsr/ldmxcsr intrinsics in the LLVM dialect)
+    and restores the caller's MXCSR before every return. OpenMP worker
+    threads inherit the setting at the fork. Results change only for values
+    below 1.2e-38, which become 0.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // GDN_CODEGEN_CPU_PASSES_TD

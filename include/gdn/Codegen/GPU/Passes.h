@@ -1,0 +1,26 @@
+//===- Passes.h - Codegen/GPU passes ----------------------------*- C++ -*-===//
+//
+// GPU code generation: occupancy hints for ptxas, managed memory for the
+// host buffers of CUDA executables.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GDN_CODEGEN_GPU_PASSES_H
+#define GDN_CODEGEN_GPU_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::gdn {
+
+#define GEN_PASS_DECL
+#include "gdn/Codegen/GPU/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "gdn/Codegen/GPU/Passes.h.inc"
+
+} // namespace mlir::gdn
+
+#endif // GDN_CODEGEN_GPU_PASSES_H
