@@ -46,9 +46,15 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(StringRef path) {
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     return fileError(path, "cannot read: " + buffer.getError().message());
+  return fromBuffer(path, std::move(*buffer));
+}
+
+llvm::Expected<SafetensorsFile>
+SafetensorsFile::fromBuffer(StringRef path,
+                            std::unique_ptr<llvm::MemoryBuffer> buffer) {
   SafetensorsFile file;
   file.filePath = path.str();
-  file.buffer = std::move(*buffer);
+  file.buffer = std::move(buffer);
   StringRef bytes = file.buffer->getBuffer();
   if (bytes.size() < 8)
     return fileError(path, "truncated: " + llvm::Twine(bytes.size()) +

@@ -26,6 +26,11 @@ class SafetensorsFile {
 public:
   static llvm::Expected<SafetensorsFile> open(llvm::StringRef path);
 
+  /// The same checks on bytes already in memory; `path` names them in
+  /// errors (the fuzzer and tests use it).
+  static llvm::Expected<SafetensorsFile>
+  fromBuffer(llvm::StringRef path, std::unique_ptr<llvm::MemoryBuffer> buffer);
+
   const llvm::StringMap<SafetensorsTensor> &tensors() const {
     return tensorMap;
   }
