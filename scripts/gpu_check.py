@@ -355,17 +355,40 @@ def check_bad_operands(kernels, name):
     wrong_shape = dict(dev, v=dev["v"][..., :8].contiguous())
     on_host = dict(dev, g=dev["g"].cpu())
     results = []
-    for what, operands, message in (
-            ("dtype", wrong_type, "q: expected dtype"),
-            ("shape", wrong_shape, "v: expected shape"),
-            ("device", on_host, "g must be a CUDA tensor")):
+    # numpy's convention: TypeError for types, ValueError for shapes.
+    for what, operands, message, error_type in (
+            ("dtype", wrong_type, "q: expected dtype", TypeError),
+            ("shape", wrong_shape, "v: expected shape", ValueError),
+            ("device", on_host, "g must be a CUDA tensor", TypeError)):
         try:
             kernel.delta_rule(operands["q"], operands["k"], operands["v"],
                               operands["g"], operands["beta"], h0)
             ok, got = False, "no error"
-        except ValueError as error:
-            ok, got = message in str(error), str(error)
+        except (TypeError, ValueError) as error:
+            ok = isinstance(error, error_type) and message in str(error)
+            got = f"{type(error).__name__}: {error}"
         print(f"{'PASS' if ok else 'FAIL'} refuse  {name} wrong {what}: {got}")
+        results.append(ok)
+    # The arguments of the CPU entry point: no initial state (zeros), the
+    # compiled scale and chunk size accepted, others refused.
+    o_zero, s_zero = kernel.delta_rule(dev["q"], dev["k"], dev["v"], dev["g"],
+                                       dev["beta"], h0)
+    o_none, s_none = kernel.delta_rule(dev["q"], dev["k"], dev["v"], dev["g"],
+                                       dev["beta"], scale=cfg["scale"],
+                                       chunk_size=64)
+    ok = bool(torch.equal(o_zero, o_none) and torch.equal(s_zero, s_none))
+    print(f"{'PASS' if ok else 'FAIL'} defaults {name}: initial_state=None "
+          f"equals zeros")
+    results.append(ok)
+    for what, options in (("scale", dict(scale=2 * cfg["scale"])),
+                          ("chunk_size", dict(chunk_size=32))):
+        try:
+            kernel.delta_rule(dev["q"], dev["k"], dev["v"], dev["g"],
+                              dev["beta"], **options)
+            ok, got = False, "no error"
+        except ValueError as error:
+            ok, got = what in str(error), str(error)
+        print(f"{'PASS' if ok else 'FAIL'} refuse  {name} other {what}: {got}")
         results.append(ok)
     return results
 

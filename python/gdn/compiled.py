@@ -286,18 +286,20 @@ def _library(heads, value_heads, key_dim, value_dim, element_type,
 # ----------------------------------------------------------------------------
 
 def _check_array(name, x, ndim, dims_doc):
+    """`x` as the compiled code reads it: a C-contiguous, aligned ndarray of
+    rank `ndim` (a strided or unaligned one is copied, as numpy functions
+    do). TypeError for what is not an ndarray, ValueError for the rank."""
     if not isinstance(x, np.ndarray):
-        raise ValueError(f"{name} must be a numpy.ndarray, got "
-                         f"{type(x).__name__}")
+        raise TypeError(f"{name} must be a numpy.ndarray, got "
+                        f"{type(x).__name__}")
     if x.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-d array {dims_doc}, got "
                          f"{x.ndim}-d shape {tuple(x.shape)}")
-    if not x.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous (got strides "
-                         f"{x.strides} for shape {tuple(x.shape)}); pass "
-                         f"np.ascontiguousarray({name})")
-    if not x.flags.aligned:
-        raise ValueError(f"{name} must be aligned to its element size")
+    if not (x.flags.c_contiguous and x.flags.aligned):
+        x = np.ascontiguousarray(x)
+        if not x.flags.aligned:     # ascontiguousarray keeps a view aligned
+            x = x.copy()
+    return x
 
 
 def _check_shape(name, x, expected, what):
@@ -309,22 +311,22 @@ def _check_shape(name, x, expected, what):
 def _check_dtypes(q, k, v, g, beta, state, state_name):
     et = _ELEMENT_TYPES.get(v.dtype)
     if et is None:
-        raise ValueError(f"v must be float32 or float16, got {v.dtype}")
+        raise TypeError(f"v must be float32 or float16, got {v.dtype}")
     for name, x in (("q", q), ("k", k)):
         if x.dtype != v.dtype:
-            raise ValueError(f"{name} must have the dtype of v ({v.dtype}), "
-                             f"got {x.dtype}")
+            raise TypeError(f"{name} must have the dtype of v ({v.dtype}), "
+                            f"got {x.dtype}")
     if g.dtype != _F32:
-        raise ValueError(f"g must be float32, got {g.dtype}")
+        raise TypeError(f"g must be float32, got {g.dtype}")
     if beta.dtype == _F32:
         bt = "f32"
     elif beta.dtype == v.dtype:
         bt = et
     else:
-        raise ValueError(f"beta must be float32 or the dtype of v "
-                         f"({v.dtype}), got {beta.dtype}")
+        raise TypeError(f"beta must be float32 or the dtype of v "
+                        f"({v.dtype}), got {beta.dtype}")
     if state is not None and state.dtype != _F32:
-        raise ValueError(f"{state_name} must be float32, got {state.dtype}")
+        raise TypeError(f"{state_name} must be float32, got {state.dtype}")
     return et, bt
 
 
@@ -341,7 +343,7 @@ def _check_dims(heads, value_heads, key_dim, value_dim):
 
 def _check_scale(scale):
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise ValueError(f"scale must be a real number, got {scale!r}")
+        raise TypeError(f"scale must be a real number, got {scale!r}")
     value = float(scale)
     if not math.isfinite(value) or abs(value) > _F32_MAX:
         raise ValueError(f"scale must be a finite float32 value, got {scale!r}")
@@ -354,9 +356,10 @@ MAX_CHUNK_SIZE = 1024
 
 
 def _check_chunk_size(chunk_size):
-    if (isinstance(chunk_size, bool)
-            or not isinstance(chunk_size, numbers.Integral)
-            or not 0 < chunk_size <= MAX_CHUNK_SIZE):
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size,
+                                                      numbers.Integral):
+        raise TypeError(f"chunk_size must be an int, got {chunk_size!r}")
+    if not 0 < chunk_size <= MAX_CHUNK_SIZE:
         raise ValueError(f"chunk_size must be a positive int of at most "
                          f"{MAX_CHUNK_SIZE}, got {chunk_size!r}")
     return int(chunk_size)
@@ -372,17 +375,19 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
 
     q, k: [B, T, H, K]; v: [B, T, Hv, V] (float32, or float16 for all
     three); g: [B, T, Hv] float32; beta: [B, T, Hv] float32 or v's dtype;
-    initial_state: [B, Hv, K, V] float32 or None (zeros). All arrays
-    C-contiguous. Returns (o [B, T, Hv, V] of v's dtype, final_state
+    initial_state: [B, Hv, K, V] float32 or None (zeros). Strided arrays
+    are copied. TypeError for operands of the wrong type or dtype,
+    ValueError for wrong shapes. Returns (o [B, T, Hv, V] of v's dtype, final_state
     [B, Hv, K, V] float32).
     """
-    _check_array("q", q, 4, "[B, T, H, K]")
-    _check_array("k", k, 4, "[B, T, H, K]")
-    _check_array("v", v, 4, "[B, T, Hv, V]")
-    _check_array("g", g, 3, "[B, T, Hv]")
-    _check_array("beta", beta, 3, "[B, T, Hv]")
+    q = _check_array("q", q, 4, "[B, T, H, K]")
+    k = _check_array("k", k, 4, "[B, T, H, K]")
+    v = _check_array("v", v, 4, "[B, T, Hv, V]")
+    g = _check_array("g", g, 3, "[B, T, Hv]")
+    beta = _check_array("beta", beta, 3, "[B, T, Hv]")
     if initial_state is not None:
-        _check_array("initial_state", initial_state, 4, "[B, Hv, K, V]")
+        initial_state = _check_array("initial_state", initial_state, 4,
+                                     "[B, Hv, K, V]")
     batch, tokens, heads, key_dim = q.shape
     _check_shape("k", k, q.shape, "like q")
     if tuple(v.shape[:2]) != (batch, tokens):
@@ -423,27 +428,38 @@ def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False):
 
     q, k: [B, H, K]; v: [B, Hv, V] (float32, or float16 for all three);
     g: [B, Hv] float32; beta: [B, Hv] float32 or v's dtype; state:
-    [B, Hv, K, V] float32. All arrays C-contiguous. Returns (o [B, Hv, V]
+    [B, Hv, K, V] float32. Strided arrays are copied; with inplace=True the
+    state must be C-contiguous and writeable. TypeError for operands of the
+    wrong type or dtype, ValueError for wrong shapes. Returns (o [B, Hv, V]
     of v's dtype, new_state [B, Hv, K, V] float32). With inplace=False
     `state` is not modified; with inplace=True the new state is written into
     `state` itself, which is returned: the decode loop then moves the state
     through memory once per token and allocates nothing.
     """
-    _check_array("q", q, 3, "[B, H, K]")
-    _check_array("k", k, 3, "[B, H, K]")
-    _check_array("v", v, 3, "[B, Hv, V]")
-    _check_array("g", g, 2, "[B, Hv]")
-    _check_array("beta", beta, 2, "[B, Hv]")
+    q = _check_array("q", q, 3, "[B, H, K]")
+    k = _check_array("k", k, 3, "[B, H, K]")
+    v = _check_array("v", v, 3, "[B, Hv, V]")
+    g = _check_array("g", g, 2, "[B, Hv]")
+    beta = _check_array("beta", beta, 2, "[B, Hv]")
     if state is None:
-        raise ValueError("state must be a [B, Hv, K, V] float32 array, "
-                         "got None")
-    _check_array("state", state, 4, "[B, Hv, K, V]")
-    if inplace and not state.flags.writeable:
-        # Writing anyway would modify memory the caller does not own (an
-        # immutable bytes object under np.frombuffer, a read-only view).
-        raise ValueError("inplace=True writes the new state into state, "
-                         "which is read-only (state.flags.writeable is "
-                         "False); pass a writeable array or inplace=False")
+        raise TypeError("state must be a [B, Hv, K, V] float32 array, "
+                        "got None")
+    if inplace and isinstance(state, np.ndarray):
+        # The new state goes into the caller's array itself: a copy would
+        # not be updated, and a read-only one (an immutable bytes object
+        # under np.frombuffer, a read-only view) is not the caller's to
+        # write.
+        if not state.flags.writeable:
+            raise ValueError("inplace=True writes the new state into state, "
+                             "which is read-only (state.flags.writeable is "
+                             "False); pass a writeable array or "
+                             "inplace=False")
+        if not (state.flags.c_contiguous and state.flags.aligned):
+            raise ValueError("inplace=True writes the new state into state, "
+                             "which must then be C-contiguous and aligned "
+                             f"(got strides {state.strides}); pass "
+                             "np.ascontiguousarray(state) or inplace=False")
+    state = _check_array("state", state, 4, "[B, Hv, K, V]")
     batch, heads, key_dim = q.shape
     _check_shape("k", k, q.shape, "like q")
     if v.shape[0] != batch:

@@ -15,11 +15,14 @@ import os
 
 import numpy as np
 
+from . import compiled as compiled_module
 from .compiled import descriptor_type
 
 PREFILL_SYMBOL = "_mlir_ciface_gdn_delta_rule"
 STEP_SYMBOL = "_mlir_ciface_gdn_delta_rule_step"
 MANIFEST = "manifest.json"
+# Tokens per chunk of the CUDA chunked scan (convert-gdn-to-gpu).
+CHUNK_SIZE = 64
 # torch dtypes of the configuration's element type names.
 TORCH_TYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 
@@ -92,16 +95,18 @@ class CudaKernels:
             shape, dtype = expected[name]
             if isinstance(x, torch.Tensor):
                 if not x.is_cuda:
-                    raise ValueError(f"{name} must be a CUDA tensor or a "
-                                     "numpy array")
+                    raise TypeError(f"{name} must be a CUDA tensor or a "
+                                    "numpy array")
                 if x.dtype != dtype:
-                    raise ValueError(f"{name}: expected dtype {dtype}, got "
-                                     f"{x.dtype}")
+                    raise TypeError(f"{name}: expected dtype {dtype}, got "
+                                    f"{x.dtype}")
+                # Strided tensors are copied, as numpy arrays are.
+                x = x.contiguous()
             else:
                 array = np.asarray(x)
                 if array.dtype.kind != "f":
-                    raise ValueError(f"{name}: expected floating-point "
-                                     f"values, got dtype {array.dtype}")
+                    raise TypeError(f"{name}: expected floating-point "
+                                    f"values, got dtype {array.dtype}")
                 x = torch.from_numpy(np.ascontiguousarray(
                     array, dtype=np.float32)).to("cuda", dtype)
                 from_numpy = True
@@ -126,10 +131,40 @@ class CudaKernels:
         finally:
             self.library.gdnCudaOwnStreams()
 
-    def delta_rule(self, q, k, v, g, beta, initial_state):
-        """Prefill: returns (o, final_state), new CUDA tensors (numpy arrays,
-        o in float32, if any input was a numpy array)."""
+    def _check_compiled(self, scale, chunk_size):
+        """The arguments gdn.delta_rule takes on the CPU: here they must
+        match what the library was compiled for (None: as compiled)."""
+        compiled = float(np.float32(self.config["scale"]))
+        if scale is not None and float(np.float32(
+                compiled_module._check_scale(scale))) != compiled:
+            raise ValueError(f"scale: this library was compiled for scale "
+                             f"{compiled!r}, got {scale!r} (compile the "
+                             f"configuration with that scale)")
+        if chunk_size is not None and compiled_module._check_chunk_size(
+                chunk_size) != CHUNK_SIZE:
+            raise ValueError(f"chunk_size: the CUDA chunked scan uses chunks "
+                             f"of {CHUNK_SIZE} tokens, got {chunk_size!r}")
+
+    def _zero_state(self, q):
+        """The initial state of None: zeros [B, Hv, K, V] beside q."""
+        cfg = self.config
+        shape = (np.shape(q)[0], cfg["value_heads"], cfg["key_dim"],
+                 cfg["value_dim"])
         torch = _torch()
+        if isinstance(q, torch.Tensor):
+            return torch.zeros(shape, dtype=torch.float32, device=q.device)
+        return np.zeros(shape, np.float32)
+
+    def delta_rule(self, q, k, v, g, beta, initial_state=None, scale=None,
+                   chunk_size=None):
+        """Prefill, with the arguments of gdn.delta_rule: returns (o,
+        final_state), new CUDA tensors (numpy arrays, o in float32, if any
+        input was a numpy array). initial_state None: zeros; scale and
+        chunk_size, if given, must be what the library was compiled for."""
+        torch = _torch()
+        self._check_compiled(scale, chunk_size)
+        if initial_state is None:
+            initial_state = self._zero_state(q)
         x, from_numpy = self._operands(
             dict(q=q, k=k, v=v, g=g, beta=beta, initial_state=initial_state),
             tokens=True, state_name="initial_state")
@@ -150,13 +185,18 @@ class CudaKernels:
             return o.float().cpu().numpy(), state.cpu().numpy()
         return o, state
 
-    def delta_rule_step(self, q, k, v, g, beta, state, inplace=False):
-        """One decode token; with inplace=True the new state overwrites
-        `state` (the kernel reads a state column before writing it), which
-        must then be a CUDA tensor."""
+    def delta_rule_step(self, q, k, v, g, beta, state, scale=None,
+                        inplace=False):
+        """One decode token, with the arguments of gdn.delta_rule_step; with
+        inplace=True the new state overwrites `state` (the kernel reads a
+        state column before writing it), which must then be a CUDA tensor."""
         torch = _torch()
+        self._check_compiled(scale, None)
         if inplace and not isinstance(state, torch.Tensor):
-            raise ValueError("inplace=True needs the state as a CUDA tensor")
+            raise TypeError("inplace=True needs the state as a CUDA tensor")
+        if inplace and not state.is_contiguous():
+            raise ValueError("inplace=True writes the new state into state, "
+                             "which must then be contiguous")
         x, from_numpy = self._operands(
             dict(q=q, k=k, v=v, g=g, beta=beta, state=state), tokens=False,
             state_name="state")

@@ -365,17 +365,17 @@ _PREFILL_ERRORS = [
      r"initial_state must be float32, got float64"),
     ("int dtype", dict(g=np.zeros((2, 5, 4), np.int32)),
      r"g must be float32, got int32"),
-    ("q strided", dict(q=_strided((2, 5, 4, 64))), r"q must be C-contiguous"),
-    ("v transposed", dict(v=np.asfortranarray(_f32((2, 5, 4, 32)))),
-     r"v must be C-contiguous"),
-    ("g strided", dict(g=_strided((2, 5, 4), axis=1)),
-     r"g must be C-contiguous"),
-    ("state strided", dict(initial_state=_strided((2, 4, 64, 32), axis=0)),
-     r"initial_state must be C-contiguous"),
     ("not an array", dict(beta=[[0.5] * 4] * 5), r"beta must be a numpy"),
     ("scale nan", dict(scale=float("nan")), r"scale must be a finite"),
     ("scale string", dict(scale="1.0"), r"scale must be a real number"),
 ]
+
+
+# Wrong types and dtypes raise TypeError, wrong shapes ValueError (numpy's
+# convention).
+_TYPE_ERRORS = {"q dtype", "v dtype", "k f16 with f32 v", "g dtype",
+                "beta dtype", "state dtype", "int dtype", "not an array",
+                "scale string", "state none"}
 
 
 @pytest.mark.parametrize("name,changes,message", _PREFILL_ERRORS,
@@ -383,13 +383,20 @@ _PREFILL_ERRORS = [
 def test_prefill_rejects(no_compiler, name, changes, message):
     args = _prefill_args()
     args.update(changes)
-    with pytest.raises(ValueError, match=message):
+    error = TypeError if name in _TYPE_ERRORS else ValueError
+    with pytest.raises(error, match=message):
         gdn.delta_rule(**args)
 
 
-@pytest.mark.parametrize("chunk_size", [0, -16, 1.5, 64.0, "64", None, True, 1025, 10**6])
+@pytest.mark.parametrize("chunk_size", [0, -16, 1025, 10**6])
 def test_prefill_rejects_chunk_size(no_compiler, chunk_size):
     with pytest.raises(ValueError, match=r"chunk_size must be a positive int"):
+        gdn.delta_rule(**_prefill_args(), chunk_size=chunk_size)
+
+
+@pytest.mark.parametrize("chunk_size", [1.5, 64.0, "64", None, True])
+def test_prefill_rejects_chunk_size_type(no_compiler, chunk_size):
+    with pytest.raises(TypeError, match=r"chunk_size must be an int"):
         gdn.delta_rule(**_prefill_args(), chunk_size=chunk_size)
 
 
@@ -411,10 +418,9 @@ _STEP_ERRORS = [
      r"v must be float32 or float16"),
     ("state dtype", dict(state=np.zeros((2, 4, 16, 8), np.float16)),
      r"state must be float32, got float16"),
-    ("q strided", dict(q=_strided((2, 2, 16), axis=1)),
-     r"q must be C-contiguous"),
-    ("state strided", dict(state=_strided((2, 4, 16, 8))),
-     r"state must be C-contiguous"),
+    ("state strided in place", dict(state=_strided((2, 4, 16, 8)),
+                                    inplace=True),
+     r"inplace=True .* must then be C-contiguous"),
 ]
 
 
@@ -423,8 +429,38 @@ _STEP_ERRORS = [
 def test_step_rejects(no_compiler, name, changes, message):
     args = _step_args()
     args.update(changes)
-    with pytest.raises(ValueError, match=message):
+    error = TypeError if name in _TYPE_ERRORS else ValueError
+    with pytest.raises(error, match=message):
         gdn.delta_rule_step(**args)
+
+
+def test_strided_operands_are_copied():
+    """Strided, transposed and unaligned arrays are accepted and give the
+    results of their contiguous copies (numpy's convention), for the
+    prefill and the step; the caller's arrays are left as they were."""
+    heads, value_heads, key_dim, value_dim, chunk, _ = _KEYS["e"]
+    d = inputs.delta_rule_inputs(600, 2, 9, heads, value_heads, key_dim,
+                                 value_dim, "design", initial_state=True)
+
+    def strided(a):
+        # Every other element of a twice-as-long last axis.
+        big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+        big[..., ::2] = a
+        return big[..., ::2]
+    names = ("q", "k", "v", "g", "beta", "initial_state")
+    views = {n: strided(d[n]) for n in names}
+    views["v"] = np.asfortranarray(d["v"])
+    assert not any(views[n].flags.c_contiguous for n in ("q", "g", "v"))
+    o_ref, s_ref = gdn.delta_rule(*(d[n] for n in names), chunk_size=chunk)
+    o, s = gdn.delta_rule(*(views[n] for n in names), chunk_size=chunk)
+    np.testing.assert_array_equal(o, o_ref)
+    np.testing.assert_array_equal(s, s_ref)
+    token = {n: d[n][:, 0] for n in ("q", "k", "v", "g", "beta")}
+    step_ref = gdn.delta_rule_step(*(np.ascontiguousarray(token[n])
+                                     for n in token), d["initial_state"])
+    step = gdn.delta_rule_step(*token.values(), views["initial_state"])
+    for actual, expected in zip(step, step_ref):
+        np.testing.assert_array_equal(actual, expected)
 
 
 @pytest.mark.parametrize("kind", ["flag", "frombuffer"])
