@@ -54,6 +54,11 @@ static cl::opt<int64_t>
               cl::init(1), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress on stderr"),
                            cl::init(false), cl::cat(category));
+static cl::opt<bool> checkNumerics(
+    "check-numerics",
+    cl::desc("Fail on the first NaN or Inf in a layer's caches or in the "
+             "logits, naming the layer and position (slower)"),
+    cl::init(false), cl::cat(category));
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -151,6 +156,8 @@ int main(int argc, char **argv) {
   if (!model)
     return error(gdn_model_last_error());
   double loadSeconds = secondsSince(loadStart);
+  if (checkNumerics)
+    gdn_model_set_check_numerics(model, 1);
   int64_t vocab = gdn_model_vocab_size(model);
 
   std::vector<int64_t> promptIds;

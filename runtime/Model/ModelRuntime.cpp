@@ -16,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -157,6 +158,9 @@ struct gdn_model {
   std::vector<Cache> caches, next;
   FloatBuffer logits;
   int64_t batch = 0, tokens = 0, position = 0;
+  /// gdn_model_set_check_numerics: every step's caches and logits are
+  /// scanned for NaN and Inf.
+  bool checkNumerics = false;
 };
 
 extern "C" const char *gdn_model_description(void) {
@@ -266,6 +270,61 @@ extern "C" int64_t gdn_model_batch(const gdn_model *model) {
   return model ? model->batch : nullModel();
 }
 
+/// The first element of `count` floats that is NaN or Inf, or -1.
+static int64_t firstNonFinite(const float *values, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    if (!std::isfinite(values[i]))
+      return i;
+  return -1;
+}
+
+/// After a step into `model.next` and `model.logits`: fails, naming the
+/// first layer (in order) whose new caches hold NaN or Inf, with the
+/// sequence and position, or else the first logits that do. The caches and
+/// the position stay as before the step.
+static int checkNumerics(const gdn_model &model, int64_t batch,
+                         int64_t tokens, int64_t total) {
+  static const char *kCacheNames[2][2] = {{"conv state", "delta-rule state"},
+                                          {"latent cache", "RoPE key cache"}};
+  auto kind = [](float x) { return std::isnan(x) ? "NaN" : "Inf"; };
+  for (auto [i, cache] : llvm::enumerate(model.next)) {
+    auto shape = cache.shape(batch, total);
+    int64_t count = product(shape);
+    int64_t bad = firstNonFinite(cache.data.data(), count);
+    if (bad < 0)
+      continue;
+    int64_t layer = i / 2;
+    bool mla = model.config.layers[layer] == LayerKind::MLA;
+    int64_t perSequence = count / batch;
+    std::string where = "sequence " + std::to_string(bad / perSequence);
+    if (cache.growsWithTokens) // [B, tokens, width]
+      where += ", position " +
+               std::to_string((bad % perSequence) / shape.back());
+    else
+      where += ", after position " + std::to_string(total - 1);
+    return fail(std::string("numerics: ") + kind(cache.data.data()[bad]) +
+                " in layer " + std::to_string(layer) + " (" +
+                (mla ? "mla" : "gdn") + ") " + kCacheNames[mla][i % 2] +
+                " of " + where);
+  }
+  int64_t vocab = model.config.vocabSize;
+  int64_t bad = firstNonFinite(model.logits.data(), batch * tokens * vocab);
+  if (bad >= 0)
+    return fail(std::string("numerics: ") + kind(model.logits.data()[bad]) +
+                " in the logits of sequence " +
+                std::to_string(bad / (tokens * vocab)) + ", position " +
+                std::to_string(total - tokens + (bad / vocab) % tokens) +
+                " (the caches are finite)");
+  return 0;
+}
+
+extern "C" int gdn_model_set_check_numerics(gdn_model *model, int enabled) {
+  if (!model)
+    return fail("model is NULL");
+  model->checkNumerics = enabled != 0;
+  return 0;
+}
+
 /// Checks the arguments of a step of `tokens` tokens of `batch` sequences
 /// after `past` tokens, before anything is read through `ids` or allocated:
 /// the sizes first (so that `ids` is never scanned past what the caller can
@@ -330,6 +389,8 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
     for (Descriptor &d : *group)
       addresses.push_back(d.address());
   _gdn_packed_gdn_forward_step(addresses.data());
+  if (model->checkNumerics && checkNumerics(*model, batch, tokens, total))
+    return -1;
   std::swap(model->caches, model->next);
   model->batch = batch;
   model->tokens = tokens;

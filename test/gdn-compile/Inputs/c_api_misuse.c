@@ -51,6 +51,8 @@ int main(int argc, char **argv) {
   expectError(gdn_model_prefill(NULL, one, 1, 1), "NULL", "prefill(NULL)");
   expectError(gdn_model_extend(NULL, one, 1, 1), "NULL", "extend(NULL)");
   expectError(gdn_model_decode(NULL, one), "NULL", "decode(NULL)");
+  expectError(gdn_model_set_check_numerics(NULL, 1), "NULL",
+              "set_check_numerics(NULL)");
   gdn_model_free(NULL);
 
   expect(gdn_model_load("/nonexistent/model.safetensors") == NULL &&
@@ -134,6 +136,11 @@ int main(int argc, char **argv) {
   expect(gdn_model_cache_bytes(model, &gdnBytes, &mlaBytes) ==
              gdnBytes + mlaBytes && gdnBytes >= 0 && mlaBytes >= 0,
          "cache bytes");
+  // The numerics check passes on finite weights.
+  expect(gdn_model_set_check_numerics(model, 1) == 0 &&
+             gdn_model_decode(model, next) == 0,
+         "decode with the numerics check");
+  gdn_model_set_check_numerics(model, 0);
   // A second model of the same weights, freed first.
   gdn_model *other = gdn_model_load(argv[1]);
   expect(other != NULL && gdn_model_prefill(other, prompt, 1, 1) == 0,
