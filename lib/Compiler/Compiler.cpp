@@ -258,6 +258,13 @@ llvm::Error mlir::gdn::checkCPUName(StringRef cpu) {
                                  (names.empty() ? "" : ", ") + names);
 }
 
+/// The module as text, as gdn-opt prints it, so that the two tools' outputs
+/// compare equal.
+static void printMLIR(ModuleOp module, llvm::raw_ostream &os) {
+  module.print(os);
+  os << '\n';
+}
+
 /// LLVM IR, object and linking, shared by both targets: `module` is in the
 /// LLVM dialect.
 static LogicalResult emitFromLLVMDialect(ModuleOp module,
@@ -323,11 +330,7 @@ static LogicalResult prepareMain(ModuleOp module) {
 
 static LogicalResult compileForCUDA(ModuleOp module,
                                     const CompileOptions &options) {
-  // As gdn-opt prints it, so that the two tools' outputs compare equal.
-  auto printModule = [&](llvm::raw_ostream &os) {
-    module.print(os);
-    os << '\n';
-  };
+  auto printModule = [&](llvm::raw_ostream &os) { printMLIR(module, os); };
   if (options.model)
     return module.emitError()
            << "--target=cuda compiles .mlir files; model descriptions "
@@ -374,11 +377,7 @@ static LogicalResult compileForCUDA(ModuleOp module,
 
 LogicalResult mlir::gdn::compileModule(ModuleOp module,
                                        const CompileOptions &options) {
-  // As gdn-opt prints it, so that the two tools' outputs compare equal.
-  auto printModule = [&](llvm::raw_ostream &os) {
-    module.print(os);
-    os << '\n';
-  };
+  auto printModule = [&](llvm::raw_ostream &os) { printMLIR(module, os); };
   if (options.chunkSize < 1)
     return module.emitError() << "the chunk size must be positive, but got "
                               << options.chunkSize;

@@ -53,6 +53,17 @@ llvm::Expected<OutputKind> classify(StringRef path, std::string &target) {
   return OutputKind::Replaceable;
 }
 
+/// Flushes `os` and turns a write error (a full disk, a closed pipe) into
+/// an error naming `path`, clearing it so that the stream does not abort.
+llvm::Error flushed(StringRef path, llvm::raw_fd_ostream &os) {
+  os.flush();
+  if (!os.has_error())
+    return llvm::Error::success();
+  std::error_code ec = os.error();
+  os.clear_error();
+  return outputError(path, ec.message());
+}
+
 /// Copies the file at `from` into the stream `os` (a device, a FIFO or
 /// standard output).
 llvm::Error copyInto(StringRef path, StringRef from, llvm::raw_fd_ostream &os) {
@@ -61,13 +72,7 @@ llvm::Error copyInto(StringRef path, StringRef from, llvm::raw_fd_ostream &os) {
   if (!buffer)
     return outputError(path, buffer.getError().message());
   os << (*buffer)->getBuffer();
-  os.flush();
-  if (os.has_error()) {
-    std::error_code ec = os.error();
-    os.clear_error();
-    return outputError(path, ec.message());
-  }
-  return llvm::Error::success();
+  return flushed(path, os);
 }
 
 /// Writes through a temporary file beside `target`, renamed onto it when
@@ -138,14 +143,9 @@ mlir::gdn::writeOutputStream(StringRef path,
   llvm::Expected<OutputKind> kind = classify(path, target);
   if (!kind)
     return kind.takeError();
-  auto finish = [&](llvm::raw_fd_ostream &os) -> llvm::Error {
+  auto finish = [&](llvm::raw_fd_ostream &os) {
     print(os);
-    os.flush();
-    if (!os.has_error())
-      return llvm::Error::success();
-    std::error_code ec = os.error();
-    os.clear_error();
-    return outputError(path, ec.message());
+    return flushed(path, os);
   };
   if (*kind == OutputKind::Stdout)
     return finish(llvm::outs());

@@ -153,9 +153,8 @@ SafetensorsFile::fromBuffer(StringRef path,
                                  "' overlap in the data section");
   // The format indexes the whole data section: bytes after the last tensor
   // are a truncated header or a different file.
+  // Sorted and non-overlapping, the extents end in order too.
   uint64_t used = extents.empty() ? 0 : extents.back().end;
-  for (const Extent &e : extents)
-    used = std::max(used, e.end);
   if (used < data.size())
     return fileError(path, llvm::Twine(data.size() - used) +
                                " bytes after the last tensor's data (the "

@@ -133,13 +133,6 @@ struct Cache {
   }
 };
 
-int64_t product(llvm::ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  return n;
-}
-
 int failAllocation(llvm::StringRef what, llvm::ArrayRef<int64_t> shape) {
   std::string dims;
   for (int64_t size : shape)
@@ -216,7 +209,7 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
   // The step takes the weights in the order of the sorted names.
   for (const auto &[name, shape] : expectedWeightShapes(model->config)) {
     const SafetensorsTensor &tensor = model->file.tensors().find(name)->second;
-    int64_t count = product(shape);
+    int64_t count = checkedProduct(shape);
     const char *bytes = tensor.bytes.data();
     if (tensor.dtype == "F32" &&
         reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0) {
@@ -289,7 +282,7 @@ static int checkNumerics(const gdn_model &model, int64_t batch,
   auto kind = [](float x) { return std::isnan(x) ? "NaN" : "Inf"; };
   for (auto [i, cache] : llvm::enumerate(model.next)) {
     auto shape = cache.shape(batch, total);
-    int64_t count = product(shape);
+    int64_t count = checkedProduct(shape);
     int64_t bad = firstNonFinite(cache.data.data(), count);
     if (bad < 0)
       continue;
@@ -469,7 +462,8 @@ extern "C" int64_t gdn_model_cache_bytes(const gdn_model *model,
   std::vector<Cache> layout = emptyCaches(model->config);
   for (auto [i, cache] : llvm::enumerate(layout)) {
     bool mla = model->config.layers[i / 2] == LayerKind::MLA;
-    bytes[mla] += product(cache.shape(1, model->position)) * sizeof(float);
+    bytes[mla] +=
+        checkedProduct(cache.shape(1, model->position)) * sizeof(float);
   }
   if (gdnBytes)
     *gdnBytes = bytes[0];
