@@ -349,13 +349,9 @@ static LogicalResult compileForCUDA(ModuleOp module,
   if (!llvm::sys::Process::GetEnv("CUDA_ROOT"))
     ::setenv("CUDA_ROOT", options.cudaRoot.c_str(), 0);
   CUDAPipelineOptions pipeline;
-  pipeline.chip = options.cudaChip;
-  pipeline.binaryFormat = options.cudaBinaryFormat;
-  pipeline.keySplits = options.cudaKeySplits;
-  pipeline.chunkedPrefill = options.cudaChunkedPrefill;
-  pipeline.valueTile = options.cudaValueTile;
-  pipeline.scanWarps = options.cudaScanWarps;
-  pipeline.multiprocessors = options.cudaMultiprocessors;
+  pipeline.copyOptionValuesFrom(options.cudaPipeline);
+  if (llvm::Error error = verifyCUDAPipelineOptions(pipeline))
+    return module.emitError() << llvm::toString(std::move(error));
   // @main makes and prints its tensors on the host, where kernels must
   // reach them.
   pipeline.managedHostBuffers = executable;
@@ -378,19 +374,15 @@ static LogicalResult compileForCUDA(ModuleOp module,
 LogicalResult mlir::gdn::compileModule(ModuleOp module,
                                        const CompileOptions &options) {
   auto printModule = [&](llvm::raw_ostream &os) { printMLIR(module, os); };
-  if (options.chunkSize < 1)
-    return module.emitError() << "the chunk size must be positive, but got "
-                              << options.chunkSize;
   if (options.emit == EmitAction::MLIR)
     return writeText(module, options.outputPath, printModule);
   if (options.target == CompileTarget::CUDA)
     return compileForCUDA(module, options);
 
   CPUPipelineOptions pipeline;
-  pipeline.chunkSize = options.chunkSize;
-  pipeline.deltaRuleForm = options.deltaRuleForm;
-  pipeline.numThreads = options.numThreads;
-  pipeline.recurrentBelow = options.recurrentBelow;
+  pipeline.copyOptionValuesFrom(options.cpuPipeline);
+  if (llvm::Error error = verifyCPUPipelineOptions(pipeline))
+    return module.emitError() << llvm::toString(std::move(error));
   // Shared libraries, and the model directory's library, export C
   // interfaces with results as out-parameters.
   bool exportsCInterfaces =

@@ -23,15 +23,43 @@
 using namespace mlir;
 using namespace mlir::gdn;
 
+static GdnChunkDeltaRulePassOptions
+chunkOptionsOf(const CPUPipelineOptions &options) {
+  GdnChunkDeltaRulePassOptions chunkOptions;
+  chunkOptions.chunkSize = options.chunkSize;
+  chunkOptions.recurrentBelow = options.recurrentBelow;
+  return chunkOptions;
+}
+
+static GdnCPUVectorizePassOptions
+vectorizeOptionsOf(const CPUPipelineOptions &options) {
+  GdnCPUVectorizePassOptions vectorizeOptions;
+  vectorizeOptions.matmulTileM = options.matmulTileM;
+  vectorizeOptions.matmulTileN = options.matmulTileN;
+  return vectorizeOptions;
+}
+
+llvm::Error
+mlir::gdn::verifyCPUPipelineOptions(const CPUPipelineOptions &options) {
+  if (llvm::Error error = checkChunkDeltaRuleOptions(chunkOptionsOf(options)))
+    return error;
+  if (llvm::Error error = checkCPUVectorizeOptions(vectorizeOptionsOf(options)))
+    return error;
+  if (options.numThreads < 0)
+    return llvm::createStringError(
+        "num-threads must be 0 (the OpenMP runtime's default) or positive, "
+        "but got " +
+        llvm::Twine(options.numThreads));
+  return llvm::Error::success();
+}
+
 void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
                                          const CPUPipelineOptions &options) {
   // Layer ops become core ops and linalg first.
   pm.addNestedPass<func::FuncOp>(createGdnDecomposeLayersPass());
   if (options.deltaRuleForm == DeltaRuleForm::Chunked) {
-    GdnChunkDeltaRulePassOptions chunkOptions;
-    chunkOptions.chunkSize = options.chunkSize;
-    chunkOptions.recurrentBelow = options.recurrentBelow;
-    pm.addNestedPass<func::FuncOp>(createGdnChunkDeltaRulePass(chunkOptions));
+    pm.addNestedPass<func::FuncOp>(
+        createGdnChunkDeltaRulePass(chunkOptionsOf(options)));
     // Decode steps as one task per head, vectorized later.
     pm.addNestedPass<func::FuncOp>(createGdnParallelizeDeltaRuleStepPass());
   }
@@ -78,10 +106,8 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
 
   // Register tiles and vectors for the ops whose shapes allow them; the
   // rest become scalar loops.
-  GdnCPUVectorizePassOptions vectorizeOptions;
-  vectorizeOptions.matmulTileM = options.matmulTileM;
-  vectorizeOptions.matmulTileN = options.matmulTileN;
-  pm.addNestedPass<func::FuncOp>(createGdnCPUVectorizePass(vectorizeOptions));
+  pm.addNestedPass<func::FuncOp>(
+      createGdnCPUVectorizePass(vectorizeOptionsOf(options)));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

@@ -20,6 +20,28 @@
 using namespace mlir;
 using namespace mlir::gdn;
 
+static ConvertGdnToGPUPassOptions
+gpuOptionsOf(const CUDAPipelineOptions &options) {
+  ConvertGdnToGPUPassOptions gpuOptions;
+  gpuOptions.blockColumns = options.blockColumns;
+  gpuOptions.keySplits = options.keySplits;
+  gpuOptions.chunkedPrefill = options.chunkedPrefill;
+  gpuOptions.valueTile = options.valueTile;
+  gpuOptions.scanWarps = options.scanWarps;
+  gpuOptions.multiprocessors = options.multiprocessors;
+  return gpuOptions;
+}
+
+static GdnSharedMemoryOccupancyPassOptions
+occupancyOptionsOf(const CUDAPipelineOptions &options) {
+  GdnSharedMemoryOccupancyPassOptions occupancyOptions;
+  occupancyOptions.sharedMemoryPerMultiprocessor =
+      options.sharedMemoryPerMultiprocessor;
+  occupancyOptions.reservedPerBlock = options.reservedPerBlock;
+  occupancyOptions.maxBlocks = options.maxBlocks;
+  return occupancyOptions;
+}
+
 llvm::Error
 mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
   // CUDA 13's ptxas compiles for sm_75 and newer; 'a' and 'f' name the
@@ -42,19 +64,15 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
                           StringRef(options.binaryFormat)))
     return llvm::createStringError("binary-format: '" + options.binaryFormat +
                                    "' is not one of fatbin, bin, isa");
-  return llvm::Error::success();
+  if (llvm::Error error = checkGdnToGPUOptions(gpuOptionsOf(options)))
+    return error;
+  return checkSharedMemoryOccupancyOptions(occupancyOptionsOf(options));
 }
 
 void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
                                       const CUDAPipelineOptions &options) {
-  ConvertGdnToGPUPassOptions gpuOptions;
-  gpuOptions.blockColumns = options.blockColumns;
-  gpuOptions.keySplits = options.keySplits;
-  gpuOptions.chunkedPrefill = options.chunkedPrefill;
-  gpuOptions.valueTile = options.valueTile;
-  gpuOptions.scanWarps = options.scanWarps;
-  gpuOptions.multiprocessors = options.multiprocessors;
-  pm.addNestedPass<func::FuncOp>(createConvertGdnToGPUPass(gpuOptions));
+  pm.addNestedPass<func::FuncOp>(
+      createConvertGdnToGPUPass(gpuOptionsOf(options)));
   // Outline the kernels before canonicalization: inside the isolated
   // gpu.func, constants (the unrolled state indices) stay in the kernel
   // instead of being hoisted into the host function and passed as 100+
@@ -64,7 +82,7 @@ void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   // With the workgroup memory sizes now constant: registers must not cost
   // the chunked scan the second block per multiprocessor.
-  pm.addPass(createGdnSharedMemoryOccupancyPass());
+  pm.addPass(createGdnSharedMemoryOccupancyPass(occupancyOptionsOf(options)));
 }
 
 void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,

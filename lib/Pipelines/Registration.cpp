@@ -4,30 +4,43 @@
 
 #include "mlir/Pass/PassRegistry.h"
 
-void mlir::gdn::registerGdnPipelines() {
-  PassPipelineRegistration<CPUPipelineOptions>(
-      "gdn-lower-to-cpu",
-      "Lower gdn ops on tensors in func.func to the LLVM dialect for the CPU",
-      buildGdnToCPUPipeline);
-  // Registered by hand rather than through PassPipelineRegistration, so that
-  // options the passes would accept and then fail on (or ignore) are refused
-  // while the pipeline is parsed.
+using namespace mlir;
+using namespace mlir::gdn;
+
+/// Registers a pipeline by hand rather than through PassPipelineRegistration,
+/// so that options the passes would accept and then fail on (or ignore) are
+/// refused while the pipeline is parsed.
+template <typename Options>
+static void registerVerifiedPipeline(
+    StringRef name, StringRef description,
+    llvm::Error (*verify)(const Options &),
+    void (*build)(OpPassManager &, const Options &)) {
+  std::string prefix = (name + ": ").str();
   registerPassPipeline(
-      "gdn-lower-to-cuda",
-      "Lower gdn ops on tensors in func.func to sm_90a kernels (gpu.binary) "
-      "and LLVM host code",
-      [](OpPassManager &pm, StringRef text,
-         function_ref<LogicalResult(const Twine &)> errorHandler) {
-        CUDAPipelineOptions options;
+      name, description,
+      [=](OpPassManager &pm, StringRef text,
+          function_ref<LogicalResult(const Twine &)> errorHandler) {
+        Options options;
         if (failed(options.parseFromString(text)))
           return failure();
-        if (llvm::Error error = verifyCUDAPipelineOptions(options))
-          return errorHandler("gdn-lower-to-cuda: " +
-                              llvm::toString(std::move(error)));
-        buildGdnToCUDAPipeline(pm, options);
+        if (llvm::Error error = verify(options))
+          return errorHandler(prefix + llvm::toString(std::move(error)));
+        build(pm, options);
         return success();
       },
       [](function_ref<void(const detail::PassOptions &)> printOptions) {
-        printOptions(CUDAPipelineOptions());
+        printOptions(Options());
       });
+}
+
+void mlir::gdn::registerGdnPipelines() {
+  registerVerifiedPipeline<CPUPipelineOptions>(
+      "gdn-lower-to-cpu",
+      "Lower gdn ops on tensors in func.func to the LLVM dialect for the CPU",
+      verifyCPUPipelineOptions, buildGdnToCPUPipeline);
+  registerVerifiedPipeline<CUDAPipelineOptions>(
+      "gdn-lower-to-cuda",
+      "Lower gdn ops on tensors in func.func to sm_90a kernels (gpu.binary) "
+      "and LLVM host code",
+      verifyCUDAPipelineOptions, buildGdnToCUDAPipeline);
 }

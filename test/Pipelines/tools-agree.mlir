@@ -7,6 +7,16 @@
 // RUN: gdn-opt %s --gdn-lower-to-cuda=binary-format=isa | sed -e 's/LLVMIRToISATimeInMs = [0-9]* : i64, //' > %t.cuda-opt.mlir
 // RUN: gdn-compile %s --target=cuda --cuda-binary-format=isa --emit=mlir-llvm -o - | sed -e 's/LLVMIRToISATimeInMs = [0-9]* : i64, //' > %t.cuda-compile.mlir
 // RUN: diff %t.cuda-opt.mlir %t.cuda-compile.mlir
+// So do they with options away from their defaults: each pipeline option
+// reaches the same pass through either tool.
+// RUN: gdn-opt %s --gdn-lower-to-cpu='chunk-size=32 matmul-tile-m=4 matmul-tile-n=48 flush-denormals=false recurrent-below=0' -o %t.opt2.mlir
+// RUN: gdn-compile %s --emit=mlir-llvm --chunk-size=32 --matmul-tile-m=4 --matmul-tile-n=48 --flush-denormals=false --recurrent-below=0 -o %t.compile2.mlir
+// RUN: diff %t.opt2.mlir %t.compile2.mlir
+// RUN: not diff -q %t.opt.mlir %t.opt2.mlir
+// RUN: gdn-opt %s --gdn-lower-to-cuda='binary-format=isa block-columns=16 value-tile=32 max-blocks=1' | sed -e 's/LLVMIRToISATimeInMs = [0-9]* : i64, //' > %t.cuda-opt2.mlir
+// RUN: gdn-compile %s --target=cuda --cuda-binary-format=isa --cuda-block-columns=16 --cuda-value-tile=32 --cuda-max-blocks=1 --emit=mlir-llvm -o - | sed -e 's/LLVMIRToISATimeInMs = [0-9]* : i64, //' > %t.cuda-compile2.mlir
+// RUN: diff %t.cuda-opt2.mlir %t.cuda-compile2.mlir
+// RUN: not diff -q %t.cuda-opt.mlir %t.cuda-opt2.mlir
 
 // The C interfaces that shared libraries export come from the pipelines
 // too (c-interfaces): _mlir_ciface_ wrappers for public functions and, on

@@ -11,6 +11,7 @@
 // RUN: not gdn-compile %s --target=cuda --emit=exe -o %t.out 2>&1 | FileCheck %s --check-prefix=CUDA
 // RUN: not test -e %t.out
 // RUN: not gdn-compile %s 2>&1 | FileCheck %s --check-prefix=NO-OUTPUT
+// RUN: not gdn-compile -o %t.out 2>&1 | FileCheck %s --check-prefix=NO-INPUT
 // RUN: not gdn-compile %s --recurrent-below=-5 -o %t.out 2>&1 | FileCheck %s --check-prefix=RECURRENT
 // RUN: not test -e %t.out
 // RUN: not gdn-compile %s --num-threads=-1 -o %t.out 2>&1 | FileCheck %s --check-prefix=THREADS
@@ -28,13 +29,28 @@
 // RUN: not test -e %t.out
 // RUN: not gdn-compile %s --target=cuda --cuda-binary-format=bogus -o %t.out 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not test -e %t.out
+// Every option of the pipelines is a flag, with the pipeline's bounds.
+// RUN: not gdn-compile %s --matmul-tile-n=20 -o %t.out 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: not gdn-compile %s --target=cuda --cuda-block-columns=0 -o %t.out 2>&1 | FileCheck %s --check-prefix=COLUMNS
+// RUN: not gdn-compile %s --target=cuda --cuda-max-blocks=0 -o %t.out 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// RUN: not test -e %t.out
+// RUN: not gdn-opt %s --gdn-lower-to-cpu=chunk-size=0 2>&1 | FileCheck %s --check-prefix=PIPELINE-CHUNK
+// RUN: not gdn-opt %s --gdn-lower-to-cpu=matmul-tile-n=20 2>&1 | FileCheck %s --check-prefix=PIPELINE-TILE
+// RUN: not gdn-opt %s --gdn-lower-to-cuda='binary-format=isa value-tile=12' 2>&1 | FileCheck %s --check-prefix=PIPELINE-VTILE
+// TILE: gdn-compile: error: --matmul-tile-m must be positive and matmul-tile-n a multiple of 16, but got 8 and 20{{$}}
+// COLUMNS: gdn-compile: error: --cuda-block-columns must be in [1, 1024], but got 0{{$}}
+// BLOCKS: gdn-compile: error: --cuda-shared-memory-per-multiprocessor must be positive, reserved-per-block non-negative and max-blocks at least 1{{$}}
+// PIPELINE-CHUNK: gdn-lower-to-cpu: chunk-size must be 1..1024, but got 0{{$}}
+// PIPELINE-TILE: gdn-lower-to-cpu: matmul-tile-m must be positive and matmul-tile-n a multiple of 16, but got 8 and 20{{$}}
+// PIPELINE-VTILE: gdn-lower-to-cuda: value-tile must be a positive multiple of 8, but got 12{{$}}
+
 // The same checks in the named pipeline.
 // RUN: not gdn-opt %s --gdn-lower-to-cuda='binary-format=isa chip=' 2>&1 | FileCheck %s --check-prefix=PIPELINE-CHIP
 // RUN: not gdn-opt %s --gdn-lower-to-cuda=binary-format=bogus -o %t.out 2>&1 | FileCheck %s --check-prefix=PIPELINE-FORMAT
 // RUN: not test -e %t.out
 
 // Invalid options fail before anything is written.
-// HUGE-CHUNK: gdn-compile: error: --chunk-size must be at most 1024, but got 1000000{{$}}
+// HUGE-CHUNK: gdn-compile: error: --chunk-size must be 1..1024, but got 1000000{{$}}
 // PASS-CHUNK: gdn-chunk-delta-rule: chunk-size must be 1..1024, but got 1000000
 // CPU: gdn-compile: error: --cpu: 'nonsense' is not a CPU of x86_64{{.*}}; valid names: native, {{.*}}skylake-avx512
 // CHIP: gdn-compile: error: --cuda-chip: '{{(sm_50)?}}' is not a GPU architecture CUDA 13 compiles for; expected sm_<NN> with NN >= 75
@@ -43,14 +59,16 @@
 // PIPELINE-FORMAT: gdn-lower-to-cuda: binary-format: 'bogus' is not one of fatbin, bin, isa
 
 // EMIT: gdn-compile: for the --emit option: Cannot find option named 'bogus'!
-// CHUNK: gdn-compile: error: --chunk-size must be positive, but got 0{{$}}
-// NEGATIVE: gdn-compile: error: --chunk-size must be positive, but got -16{{$}}
+// CHUNK: gdn-compile: error: --chunk-size must be 1..1024, but got 0{{$}}
+// NEGATIVE: gdn-compile: error: --chunk-size must be 1..1024, but got -16{{$}}
 // RECURRENT: gdn-compile: error: --recurrent-below must be 0 (off) or positive, but got -5{{$}}
-// THREADS: gdn-compile: error: --num-threads must be 0 (runtime default) or positive, but got -1{{$}}
+// THREADS: gdn-compile: error: --num-threads must be 0 (the OpenMP runtime's default) or positive, but got -1{{$}}
 // STDOUT: gdn-compile: error: -o - (standard output) is only for the text stages
 // FORM: gdn-compile: for the --delta-rule-form option: Cannot find option named 'bogus'!
+// FORM: gdn-compile: error: --delta-rule-form: 'bogus' is not a valid value
 // CUDA: error: --emit=exe needs a function 'func.func @main()' without arguments or results to run
-// NO-OUTPUT: gdn-compile: for the -o option: must be specified at least once!
+// NO-OUTPUT: gdn-compile: error: no output: give -o <path> (see --help)
+// NO-INPUT: gdn-compile: error: no input file: give a .mlir file or a model .json (see --help)
 
 func.func @prefill(%q: tensor<?x?x1x8xf32>, %k: tensor<?x?x1x8xf32>, %v: tensor<?x?x2x16xf32>, %g: tensor<?x?x2xf32>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x16xf32>, tensor<?x2x8x16xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta : (tensor<?x?x1x8xf32>, tensor<?x?x1x8xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x16xf32>, tensor<?x2x8x16xf32>)

@@ -6,10 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "gdn/Compiler/Compiler.h"
+#include "gdn/Compiler/ModelInput.h"
 #include "gdn/Compiler/OutputFile.h"
-#include "gdn/Dialect/Gdn/Transforms/Transforms.h"
-#include "gdn/Frontend/ModelGraph.h"
-#include "gdn/Frontend/Safetensors.h"
 #include "gdn/InitAllGdn.h"
 
 #include "mlir/IR/AsmState.h"
@@ -21,6 +19,8 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -34,11 +34,9 @@ namespace cl = llvm::cl;
 static cl::OptionCategory compileCategory("gdn-compile options");
 
 static cl::opt<std::string> inputFilename(cl::cat(compileCategory), cl::Positional,
-                                          cl::desc("<input .mlir file or model .json>"),
-                                          cl::Required);
+                                          cl::desc("<input .mlir file or model .json>"));
 static cl::opt<std::string> outputFilename(cl::cat(compileCategory), "o", cl::desc("Output file"),
-                                           cl::value_desc("path"),
-                                           cl::Required);
+                                           cl::value_desc("path"));
 static cl::opt<CompileTarget> target(cl::cat(compileCategory), 
     "target", cl::desc("Machine to compile for"), cl::init(CompileTarget::CPU),
     cl::values(clEnumValN(CompileTarget::CPU, "cpu", "the host CPU"),
@@ -72,96 +70,130 @@ static cl::opt<std::string> weightsFilename(cl::cat(compileCategory),
     cl::desc("Weights of a model description (default: model.safetensors "
              "beside the .json)"),
     cl::value_desc("path"), cl::init(""));
-static cl::opt<int64_t> chunkSize(cl::cat(compileCategory), "chunk-size",
-                                  cl::desc("Tokens per chunk of the chunked "
-                                           "gdn.delta_rule"),
-                                  cl::init(64));
-static cl::opt<DeltaRuleForm> deltaRuleForm(cl::cat(compileCategory), 
-    "delta-rule-form", cl::desc("How gdn.delta_rule is computed"),
-    cl::init(DeltaRuleForm::Chunked),
-    cl::values(clEnumValN(DeltaRuleForm::Chunked, "chunked",
-                          "chunkwise parallel"),
-               clEnumValN(DeltaRuleForm::Recurrent, "recurrent",
-                          "token by token (reference)")));
-static cl::opt<int64_t> recurrentBelow(cl::cat(compileCategory), 
-    "recurrent-below",
-    cl::desc("Prefills shorter than this many tokens run the token "
-             "recurrence instead of chunks (chosen at run time)"),
-    cl::init(64));
-static cl::opt<int64_t> numThreads(cl::cat(compileCategory), 
-    "num-threads", cl::desc("OpenMP threads (0: OMP_NUM_THREADS or all cores)"),
-    cl::init(0));
-static cl::opt<std::string> cudaChip(cl::cat(compileCategory), 
-    "cuda-chip", cl::desc("GPU architecture for --target=cuda"),
-    cl::init("sm_90a"));
-static cl::opt<std::string> cudaBinaryFormat(cl::cat(compileCategory), 
-    "cuda-binary-format",
-    cl::desc("Kernel binary for --target=cuda: fatbin, bin or isa (PTX, no "
-             "ptxas needed)"),
-    cl::init("fatbin"));
-static cl::opt<int64_t> cudaKeySplits(cl::cat(compileCategory), 
-    "cuda-key-splits",
-    cl::desc("Threads sharing one state column in the CUDA recurrence "
-             "kernels"),
-    cl::init(2));
-static cl::opt<bool> cudaChunkedPrefill(cl::cat(compileCategory), 
-    "cuda-chunked-prefill",
-    cl::desc("--target=cuda: bf16/f16 prefill as the chunked scan on tensor "
-             "cores (=false: the token recurrence)"),
-    cl::init(true));
-static cl::opt<int64_t> cudaValueTile(cl::cat(compileCategory), 
-    "cuda-value-tile",
-    cl::desc("--target=cuda: state columns per block of the chunked scan"),
-    cl::init(64));
-static cl::opt<int64_t> cudaScanWarps(cl::cat(compileCategory), 
-    "cuda-scan-warps",
-    cl::desc("--target=cuda: warps per block of the chunked scan (4 or 8)"),
-    cl::init(4));
-static cl::opt<int64_t> cudaMultiprocessors(cl::cat(compileCategory), 
-    "cuda-multiprocessors",
-    cl::desc("--target=cuda: streaming multiprocessors of the GPU (132 for "
-             "H100/H200 SXM); the chunked scan narrows its tiles to fill "
-             "them"),
-    cl::init(132));
 static cl::opt<std::string> cpu(cl::cat(compileCategory), "cpu",
                                 cl::desc("LLVM CPU name ('native': the host)"),
                                 cl::init("native"));
 
-/// Layers, parameters and the cache per sequence at the maximum context.
-static void printModelSummary(const ModelConfig &config,
-                              const SafetensorsFile &file,
-                              llvm::raw_ostream &os) {
-  int64_t parameters = 0;
-  for (const auto &entry : file.tensors()) {
-    int64_t count = 1;
-    for (int64_t size : entry.second.shape)
-      count *= size;
-    parameters += count;
+static cl::opt<bool> listPipelineOptions(
+    cl::cat(compileCategory), "list-pipeline-options",
+    cl::desc("Print the pipeline options this tool offers as flags, as JSON "
+             "(flag, pipeline, option, default, help), and exit"),
+    cl::init(false));
+
+namespace {
+/// A flag of this tool that sets one option of a pipeline: the pipeline's
+/// options struct declares it (Pipelines.h), this tool only forwards the
+/// text, so names, parsing, defaults and bounds are the pipeline's.
+struct PipelineFlag {
+  /// cl::opt keeps references to its name and help: they live here, on the
+  /// heap, so that moving the entry does not move them.
+  std::unique_ptr<std::string> name, help;
+  std::unique_ptr<cl::opt<std::string>> flag;
+  std::string pipeline;
+  std::string option;
+  std::string defaultValue;
+};
+} // namespace
+
+/// The value of every option of `options`, by name, from its printed form
+/// "{name=value name=value}" (values here have no spaces).
+static llvm::StringMap<std::string>
+printedDefaults(const detail::PassOptions &options) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  options.print(os);
+  llvm::StringRef body = llvm::StringRef(text).trim("{}");
+  llvm::StringMap<std::string> values;
+  llvm::SmallVector<llvm::StringRef> pairs;
+  body.split(pairs, ' ', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef pair : pairs) {
+    auto [name, value] = pair.split('=');
+    values[name] = value.str();
   }
-  int64_t gdnLayers = llvm::count(config.layers, LayerKind::GDN);
-  int64_t mlaLayers = config.layers.size() - gdnLayers;
-  os << "model: " << config.numLayers << " layers (" << gdnLayers << " GDN, "
-     << mlaLayers << " MLA), d_model " << config.dModel << ", vocab "
-     << config.vocabSize << ", " << parameters << " parameters\n";
-  os << "layers:";
-  for (LayerKind kind : config.layers)
-    os << (kind == LayerKind::GDN ? " gdn" : " mla");
-  os << "\n";
-  int64_t gdnBytes = 0, mlaBytesPerToken = 0;
-  if (config.gdn) {
-    const GdnSettings &g = *config.gdn;
-    gdnBytes = (g.numHeads * g.headDim * g.headDim +
-                3 * (g.convSize - 1) * g.numHeads * g.headDim) *
-               4 * gdnLayers;
+  return values;
+}
+
+/// What --help shows as the value of a flag, from its default.
+static llvm::StringRef valueKind(llvm::StringRef defaultValue) {
+  if (defaultValue == "true" || defaultValue == "false")
+    return "bool";
+  int64_t number;
+  if (!defaultValue.getAsInteger(10, number))
+    return "int";
+  return "string";
+}
+
+/// One flag per option of the pipeline, named `prefix` + the option's name;
+/// the options that follow from --emit are left to compileModule.
+template <typename Options>
+static void addPipelineFlags(const Options &options, llvm::StringRef pipeline,
+                             llvm::StringRef prefix,
+                             std::vector<PipelineFlag> &flags) {
+  llvm::StringMap<std::string> defaults = printedDefaults(options);
+  for (const cl::Option *option : options.listOptions()) {
+    llvm::StringRef name = option->ArgStr;
+    if (llvm::is_contained({llvm::StringRef(kResultsAsOutParamsOption),
+                            llvm::StringRef(kCInterfacesOption),
+                            llvm::StringRef(kManagedHostBuffersOption)},
+                           name))
+      continue;
+    PipelineFlag entry;
+    entry.pipeline = pipeline.str();
+    entry.option = name.str();
+    entry.defaultValue = defaults.lookup(name);
+    entry.name = std::make_unique<std::string>((prefix + name).str());
+    entry.help = std::make_unique<std::string>(
+        (option->HelpStr + " (default: " + entry.defaultValue + ")").str());
+    entry.flag = std::make_unique<cl::opt<std::string>>(
+        llvm::StringRef(*entry.name), cl::cat(compileCategory),
+        cl::desc(*entry.help),
+        cl::value_desc(valueKind(entry.defaultValue)));
+    // Flags of boolean options may stand alone, as in gdn-opt.
+    entry.flag->setValueExpectedFlag(option->getValueExpectedFlag());
+    flags.push_back(std::move(entry));
   }
-  if (config.mla)
-    mlaBytesPerToken =
-        (config.mla->kvLoraRank + config.mla->qkRopeHeadDim) * 4 * mlaLayers;
-  os << "cache per sequence: GDN " << gdnBytes
-     << " bytes (constant), MLA " << mlaBytesPerToken
-     << " bytes per token (" << mlaBytesPerToken * config.maxContext
-     << " at max_context " << config.maxContext << ")\n";
-  os << "weights: " << file.path() << " valid\n";
+}
+
+/// Passes the flags given on the command line to their pipelines' options.
+static llvm::Error applyPipelineFlags(const std::vector<PipelineFlag> &flags,
+                                      CompileOptions &options) {
+  for (const PipelineFlag &entry : flags) {
+    if (entry.flag->getNumOccurrences() == 0)
+      continue;
+    // A boolean flag may stand alone ("--flush-denormals"); other values,
+    // empty ones included, are passed on as given.
+    std::string text = entry.option;
+    if (!entry.flag->getValue().empty() ||
+        entry.flag->getValueExpectedFlag() != cl::ValueOptional)
+      text += "=" + entry.flag->getValue();
+    std::string message;
+    llvm::raw_string_ostream errors(message);
+    LogicalResult parsed =
+        entry.pipeline == "cpu"
+            ? options.cpuPipeline.parseFromString(text, errors)
+            : options.cudaPipeline.parseFromString(text, errors);
+    if (failed(parsed))
+      return llvm::createStringError(
+          "--" + entry.flag->ArgStr + ": '" + entry.flag->getValue() +
+          "' is not a valid value" +
+          (message.empty() ? "" : ": " + llvm::StringRef(message).trim()));
+  }
+  return llvm::Error::success();
+}
+
+/// --list-pipeline-options: what the Python package reads to derive its
+/// keyword arguments.
+static void printPipelineFlags(const std::vector<PipelineFlag> &flags,
+                               llvm::raw_ostream &os) {
+  llvm::json::Array array;
+  for (const PipelineFlag &entry : flags)
+    array.push_back(llvm::json::Object{
+        {"flag", ("--" + entry.flag->ArgStr).str()},
+        {"pipeline", entry.pipeline},
+        {"option", entry.option},
+        {"default", entry.defaultValue},
+        {"help", entry.flag->HelpStr.str()}});
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(array))) << "\n";
 }
 
 /// An address inside this executable, to locate it on disk.
@@ -173,6 +205,10 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerAllGdnPasses();
+  CompileOptions options;
+  std::vector<PipelineFlag> pipelineFlags;
+  addPipelineFlags(options.cpuPipeline, "cpu", "", pipelineFlags);
+  addPipelineFlags(options.cudaPipeline, "cuda", "cuda-", pipelineFlags);
   cl::HideUnrelatedOptions(compileCategory);
   cl::ParseCommandLineOptions(argc, argv,
                               "gdn-compile: compile gdn modules and model "
@@ -186,31 +222,26 @@ int main(int argc, char **argv) {
     llvm::errs() << "gdn-compile: error: " << message << "\n";
     return 1;
   };
-  if (chunkSize < 1)
-    return optionError("--chunk-size must be positive, but got " +
-                       llvm::Twine(chunkSize));
-  if (chunkSize > kMaxChunkSize)
-    return optionError("--chunk-size must be at most " +
-                       llvm::Twine(kMaxChunkSize) + ", but got " +
-                       llvm::Twine(chunkSize));
-  if (recurrentBelow < 0)
-    return optionError("--recurrent-below must be 0 (off) or positive, but "
-                       "got " +
-                       llvm::Twine(recurrentBelow));
-  if (numThreads < 0)
-    return optionError("--num-threads must be 0 (runtime default) or "
-                       "positive, but got " +
-                       llvm::Twine(numThreads));
+  if (listPipelineOptions) {
+    printPipelineFlags(pipelineFlags, llvm::outs());
+    return 0;
+  }
+  if (inputFilename.empty())
+    return optionError("no input file: give a .mlir file or a model .json "
+                       "(see --help)");
+  if (outputFilename.empty())
+    return optionError("no output: give -o <path> (see --help)");
+  if (llvm::Error error = applyPipelineFlags(pipelineFlags, options))
+    return optionError(llvm::toString(std::move(error)));
+  // Bounds of the pipelines, before any work; the messages start with the
+  // option's name, which gdn-compile spells with its prefix.
+  if (llvm::Error error = verifyCPUPipelineOptions(options.cpuPipeline))
+    return optionError("--" + llvm::toString(std::move(error)));
   if (llvm::Error error = checkCPUName(cpu))
     return optionError(llvm::toString(std::move(error)));
-  if (target == CompileTarget::CUDA) {
-    CUDAPipelineOptions cudaOptions;
-    cudaOptions.chip = cudaChip;
-    cudaOptions.binaryFormat = cudaBinaryFormat;
-    // The pipeline's option names, as gdn-compile spells them.
-    if (llvm::Error error = verifyCUDAPipelineOptions(cudaOptions))
+  if (target == CompileTarget::CUDA)
+    if (llvm::Error error = verifyCUDAPipelineOptions(options.cudaPipeline))
       return optionError("--cuda-" + llvm::toString(std::move(error)));
-  }
   bool isModel = llvm::StringRef(inputFilename).ends_with(".json");
   // A model description compiles to its directory unless told otherwise.
   if (isModel && emitAction.getNumOccurrences() == 0)
@@ -265,33 +296,18 @@ int main(int argc, char **argv) {
   if (isModel) {
     // A model description and its weights: validated, then the model's
     // prefill graph is built as gdn IR.
-    llvm::Expected<ModelConfig> config = parseModelConfig(input->getBuffer());
-    if (!config)
-      return optionError(inputFilename + ": " +
-                         llvm::toString(config.takeError()));
-    std::string weights = weightsFilename;
-    if (weights.empty()) {
-      llvm::SmallString<256> path(llvm::sys::path::parent_path(inputFilename));
-      llvm::sys::path::append(path, "model.safetensors");
-      weights = std::string(path);
-    }
-    llvm::Expected<SafetensorsFile> file = SafetensorsFile::open(weights);
-    if (!file)
-      return optionError(llvm::toString(file.takeError()));
-    if (llvm::Error e = validateWeights(*config, *file))
-      return optionError(llvm::toString(std::move(e)));
+    llvm::Expected<ModelInput> model = loadModelInput(
+        inputFilename, input->getBuffer(), weightsFilename);
+    if (!model)
+      return optionError(llvm::toString(model.takeError()));
     if (emitAction == EmitAction::ModelSummary) {
-      printModelSummary(*config, *file, llvm::outs());
+      printModelSummary(*model, llvm::outs());
       return 0;
     }
-    auto built = buildModelPrefill(
-        &context, *config, FileLineColLoc::get(&context, inputFilename, 1, 1));
+    auto built = buildModelModule(&context, *model);
     if (failed(built))
       return 1;
     module = std::move(*built);
-    llvm::SmallString<256> absoluteWeights(weights);
-    llvm::sys::fs::make_absolute(absoluteWeights);
-    embedModelStrings(*module, input->getBuffer(), absoluteWeights);
   } else {
     if (emitAction == EmitAction::ModelSummary)
       return optionError("--emit=summary needs a model description (.json)");
@@ -301,22 +317,10 @@ int main(int argc, char **argv) {
       return 1;
   }
 
-  CompileOptions options;
   options.target = target;
   options.emit = emitAction;
   options.outputPath = outputFilename;
   options.cpu = cpu;
-  options.chunkSize = chunkSize;
-  options.deltaRuleForm = deltaRuleForm;
-  options.numThreads = numThreads;
-  options.recurrentBelow = recurrentBelow;
-  options.cudaChip = cudaChip;
-  options.cudaBinaryFormat = cudaBinaryFormat;
-  options.cudaKeySplits = cudaKeySplits;
-  options.cudaChunkedPrefill = cudaChunkedPrefill;
-  options.cudaValueTile = cudaValueTile;
-  options.cudaScanWarps = cudaScanWarps;
-  options.cudaMultiprocessors = cudaMultiprocessors;
   // The CUDA runtime archive sits in the build (or install) tree's lib/.
   std::string executable = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&locateExecutable));

@@ -43,7 +43,8 @@ enum class EmitAction {
 /// The machine the code is compiled for.
 enum class CompileTarget { CPU, CUDA };
 
-/// Everything gdn-compile can be asked to do.
+/// Everything gdn-compile can be asked to do. Not copyable (the pipeline
+/// options are command-line option objects); pass it by reference.
 struct CompileOptions {
   CompileTarget target = CompileTarget::CPU;
   EmitAction emit = EmitAction::SharedLibrary;
@@ -51,22 +52,17 @@ struct CompileOptions {
   std::string outputPath;
   /// LLVM CPU name for code generation; "native" is the host.
   std::string cpu = "native";
-  /// The chunk size, form and threads of the CPU pipeline.
-  int64_t chunkSize = 64;
-  DeltaRuleForm deltaRuleForm = DeltaRuleForm::Chunked;
-  int64_t numThreads = 0;
-  int64_t recurrentBelow = 64;
+  /// The pipelines' tunables; the options that follow from `emit` (C
+  /// interfaces, results as out-parameters, managed host buffers) are set by
+  /// compileModule whatever they hold here.
+  CPUPipelineOptions cpuPipeline;
+  CUDAPipelineOptions cudaPipeline;
   /// The C++ compiler driver used to link shared libraries and executables.
   std::string linker = "/usr/lib/llvm-22/bin/clang++";
   /// Directory of libomp and the MLIR runner utility libraries.
   std::string llvmLibDir = "/usr/lib/llvm-22/lib";
-  /// CUDA target: the GPU architecture, the binary format of the kernels,
-  /// the toolkit (ptxas, stub libcuda) and the mgpu* runtime archive.
-  std::string cudaChip = "sm_90a";
-  std::string cudaBinaryFormat = "fatbin";
-  int64_t cudaKeySplits = 2;
-  bool cudaChunkedPrefill = true;
-  int64_t cudaValueTile = 64, cudaScanWarps = 4, cudaMultiprocessors = 132;
+  /// CUDA target: the toolkit (ptxas, stub libcuda) and the mgpu* runtime
+  /// archive.
   std::string cudaRoot = "/usr/local/cuda";
   std::string cudaRuntimeLibrary;
   /// What CPU code calls besides libc, libstdc++, libm and libomp

@@ -20,10 +20,15 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/Support/Error.h"
+
 namespace mlir::gdn {
 
 #define GEN_PASS_DECL
 #include "gdn/Conversion/Passes.h.inc"
+
+/// The option bounds of convert-gdn-to-gpu (block shapes of the kernels).
+llvm::Error checkGdnToGPUOptions(const ConvertGdnToGPUPassOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "gdn/Conversion/Passes.h.inc"

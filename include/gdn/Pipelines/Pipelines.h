@@ -7,7 +7,14 @@
 #ifndef GDN_PIPELINES_PIPELINES_H
 #define GDN_PIPELINES_PIPELINES_H
 
+#include "gdn/Codegen/CPU/Passes.h"
+#include "gdn/Codegen/GPU/Passes.h"
+#include "gdn/Conversion/Passes.h"
+#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+
 #include "mlir/Pass/PassOptions.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include "llvm/Support/Error.h"
 
@@ -17,6 +24,14 @@ class OpPassManager;
 
 namespace mlir::gdn {
 
+/// Options that follow from what is emitted (a shared library's C ABI, an
+/// executable's managed buffers): gdn-compile sets them itself.
+inline constexpr const char *kResultsAsOutParamsOption =
+    "results-as-out-params";
+inline constexpr const char *kCInterfacesOption = "c-interfaces";
+inline constexpr const char *kManagedHostBuffersOption =
+    "managed-host-buffers";
+
 /// How gdn.delta_rule is computed.
 enum class DeltaRuleForm {
   /// Token by token, literally as the op semantics state it.
@@ -25,21 +40,40 @@ enum class DeltaRuleForm {
   Chunked,
 };
 
-/// Options of the gdn-lower-to-cpu pipeline.
-struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
+/// Pipeline options that a tool can list, to offer each one as a flag of its
+/// own (gdn-compile): the pipeline's struct stays the one declaration of an
+/// option's name, type, default and help.
+template <typename Derived>
+class ListablePipelineOptions : public PassPipelineOptions<Derived> {
+public:
+  /// The options, in name order.
+  std::vector<const llvm::cl::Option *> listOptions() const {
+    std::vector<const llvm::cl::Option *> result;
+    for (const auto &entry : this->OptionsMap)
+      result.push_back(entry.second);
+    llvm::sort(result, [](const llvm::cl::Option *a, const llvm::cl::Option *b) {
+      return a->ArgStr < b->ArgStr;
+    });
+    return result;
+  }
+};
+
+/// Options of the gdn-lower-to-cpu pipeline. Defaults of options that a pass
+/// also has are the pass's (Passes.td).
+struct CPUPipelineOptions : public ListablePipelineOptions<CPUPipelineOptions> {
   Option<DeltaRuleForm> deltaRuleForm{
       *this, "delta-rule-form",
-      llvm::cl::desc("How gdn.delta_rule is computed"),
+      llvm::cl::desc("How gdn.delta_rule is computed: chunked or recurrent"),
       llvm::cl::init(DeltaRuleForm::Chunked),
       llvm::cl::values(
           clEnumValN(DeltaRuleForm::Recurrent, "recurrent",
                      "token-by-token recurrence (reference)"),
           clEnumValN(DeltaRuleForm::Chunked, "chunked",
                      "chunkwise-parallel form (gdn-chunk-delta-rule)"))};
-  Option<int64_t> chunkSize{*this, "chunk-size",
-                            llvm::cl::desc("Tokens per chunk of the chunked "
-                                           "form"),
-                            llvm::cl::init(64)};
+  Option<int64_t> chunkSize{
+      *this, "chunk-size",
+      llvm::cl::desc("Tokens per chunk of the chunked form"),
+      llvm::cl::init(GdnChunkDeltaRulePassOptions().chunkSize)};
   Option<int64_t> recurrentBelow{
       *this, "recurrent-below",
       llvm::cl::desc("Prefills shorter than this many tokens run the "
@@ -51,12 +85,12 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
   Option<int64_t> matmulTileM{
       *this, "matmul-tile-m",
       llvm::cl::desc("Rows of the register tile of the chunk matmuls"),
-      llvm::cl::init(8)};
+      llvm::cl::init(GdnCPUVectorizePassOptions().matmulTileM)};
   Option<int64_t> matmulTileN{
       *this, "matmul-tile-n",
       llvm::cl::desc("Columns of the register tile of the chunk matmuls (a "
                      "multiple of 16)"),
-      llvm::cl::init(32)};
+      llvm::cl::init(GdnCPUVectorizePassOptions().matmulTileN)};
   Option<int64_t> numThreads{
       *this, "num-threads",
       llvm::cl::desc("Threads of the OpenMP parallel regions over batch x "
@@ -69,14 +103,14 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "operands are otherwise several times slower)"),
       llvm::cl::init(true)};
   Option<bool> resultsAsOutParams{
-      *this, "results-as-out-params",
+      *this, kResultsAsOutParamsOption,
       llvm::cl::desc("Turn function results into caller-allocated trailing "
                      "memref arguments (the C ABI of gdn-compile's shared "
                      "libraries); dynamically shaped results then cannot be "
                      "returned to callers inside the module"),
       llvm::cl::init(false)};
   Option<bool> cInterfaces{
-      *this, "c-interfaces",
+      *this, kCInterfacesOption,
       llvm::cl::desc("Export every public function through the C interface "
                      "(_mlir_ciface_<name>, docs/c-abi.md) and the packed "
                      "interface of model runtimes (_gdn_packed_<name>): "
@@ -85,7 +119,8 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
 };
 
 /// Options of the gdn-lower-to-cuda pipeline.
-struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
+struct CUDAPipelineOptions
+    : public ListablePipelineOptions<CUDAPipelineOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("GPU architecture of the cubin"),
                            llvm::cl::init("sm_90a")};
@@ -102,46 +137,68 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       *this, "block-columns",
       llvm::cl::desc("State columns (threads) per block of the recurrence "
                      "kernels"),
-      llvm::cl::init(32)};
+      llvm::cl::init(ConvertGdnToGPUPassOptions().blockColumns)};
   Option<int64_t> keySplits{
       *this, "key-splits",
       llvm::cl::desc("Threads sharing one state column's K rows"),
-      llvm::cl::init(2)};
+      llvm::cl::init(ConvertGdnToGPUPassOptions().keySplits)};
   Option<bool> chunkedPrefill{
       *this, "chunked-prefill",
       llvm::cl::desc("bf16/f16 prefill as the chunked scan on tensor cores "
                      "(false: the recurrence)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(ConvertGdnToGPUPassOptions().chunkedPrefill)};
   Option<int64_t> valueTile{
       *this, "value-tile",
       llvm::cl::desc("State columns per block of the chunked scan"),
-      llvm::cl::init(64)};
+      llvm::cl::init(ConvertGdnToGPUPassOptions().valueTile)};
   Option<int64_t> scanWarps{
       *this, "scan-warps",
       llvm::cl::desc("Warps per block of the chunked scan (4 or 8)"),
-      llvm::cl::init(4)};
+      llvm::cl::init(ConvertGdnToGPUPassOptions().scanWarps)};
   Option<int64_t> multiprocessors{
       *this, "multiprocessors",
       llvm::cl::desc("Streaming multiprocessors of the target GPU (132: "
                      "H100/H200 SXM), for the chunked scan's tiling"),
-      llvm::cl::init(132)};
+      llvm::cl::init(ConvertGdnToGPUPassOptions().multiprocessors)};
+  Option<int64_t> sharedMemoryPerMultiprocessor{
+      *this, "shared-memory-per-multiprocessor",
+      llvm::cl::desc("Workgroup memory of one multiprocessor in bytes, for "
+                     "the occupancy hints given to ptxas"),
+      llvm::cl::init(
+          GdnSharedMemoryOccupancyPassOptions().sharedMemoryPerMultiprocessor)};
+  Option<int64_t> reservedPerBlock{
+      *this, "reserved-per-block",
+      llvm::cl::desc("Workgroup memory the driver reserves per block in "
+                     "bytes"),
+      llvm::cl::init(GdnSharedMemoryOccupancyPassOptions().reservedPerBlock)};
+  Option<int64_t> maxBlocks{
+      *this, "max-blocks",
+      llvm::cl::desc("Largest blocks-per-multiprocessor count the occupancy "
+                     "hints ask for"),
+      llvm::cl::init(GdnSharedMemoryOccupancyPassOptions().maxBlocks)};
   Option<bool> managedHostBuffers{
-      *this, "managed-host-buffers",
+      *this, kManagedHostBuffersOption,
       llvm::cl::desc("Host buffers in managed memory, reachable by kernels "
                      "(for executables whose @main makes and prints "
                      "tensors)"),
       llvm::cl::init(false)};
   Option<bool> cInterfaces{
-      *this, "c-interfaces",
+      *this, kCInterfacesOption,
       llvm::cl::desc("Export every public function through the C interface "
                      "(_mlir_ciface_<name>, docs/c-abi.md), as gdn-compile's "
                      "shared libraries do"),
       llvm::cl::init(false)};
 };
 
+/// Checks the CPU pipeline's options against the bounds of the passes they
+/// configure, so that a bad value is refused before any work; the message
+/// starts with the option's name.
+llvm::Error verifyCPUPipelineOptions(const CPUPipelineOptions &options);
+
 /// Checks what the CUDA pipeline's passes would otherwise reject late or not
-/// at all (the chip, PTX features and binary format): the message names the
-/// option and the accepted values.
+/// at all (the chip, PTX features and binary format) and the bounds of the
+/// passes the options configure: the message starts with the option's name
+/// and gives the accepted values.
 llvm::Error verifyCUDAPipelineOptions(const CUDAPipelineOptions &options);
 
 /// Lowers a module of func.func ops containing gdn ops on tensors to GPU

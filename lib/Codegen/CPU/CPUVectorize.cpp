@@ -177,11 +177,12 @@ struct GdnCPUVectorizePass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (matmulTileM < 1 || matmulTileN < 16 || matmulTileN % 16 != 0) {
-      func.emitError() << "gdn-cpu-vectorize: matmul-tile-m must be positive "
-                          "and matmul-tile-n a multiple of 16, but got "
-                       << static_cast<int64_t>(matmulTileM) << " and "
-                       << static_cast<int64_t>(matmulTileN);
+    GdnCPUVectorizePassOptions options;
+    options.matmulTileM = matmulTileM;
+    options.matmulTileN = matmulTileN;
+    if (llvm::Error error = checkCPUVectorizeOptions(options)) {
+      func.emitError() << "gdn-cpu-vectorize: "
+                       << llvm::toString(std::move(error));
       return signalPassFailure();
     }
     Builder builder(&getContext());
@@ -227,3 +228,15 @@ struct GdnCPUVectorizePass
   }
 };
 } // namespace
+
+llvm::Error
+mlir::gdn::checkCPUVectorizeOptions(const GdnCPUVectorizePassOptions &options) {
+  if (options.matmulTileM < 1 || options.matmulTileN < 16 ||
+      options.matmulTileN % 16 != 0)
+    return llvm::createStringError(
+        "matmul-tile-m must be positive and matmul-tile-n a multiple of 16, "
+        "but got " +
+        llvm::Twine(options.matmulTileM) + " and " +
+        llvm::Twine(options.matmulTileN));
+  return llvm::Error::success();
+}

@@ -25,12 +25,13 @@ struct GdnSharedMemoryOccupancyPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (sharedMemoryPerMultiprocessor <= 0 || reservedPerBlock < 0 ||
-        maxBlocks < 1) {
-      getOperation().emitError()
-          << "gdn-shared-memory-occupancy: shared-memory-per-multiprocessor "
-             "must be positive, reserved-per-block non-negative and "
-             "max-blocks at least 1";
+    GdnSharedMemoryOccupancyPassOptions options;
+    options.sharedMemoryPerMultiprocessor = sharedMemoryPerMultiprocessor;
+    options.reservedPerBlock = reservedPerBlock;
+    options.maxBlocks = maxBlocks;
+    if (llvm::Error error = checkSharedMemoryOccupancyOptions(options)) {
+      getOperation().emitError() << "gdn-shared-memory-occupancy: "
+                                 << llvm::toString(std::move(error));
       return signalPassFailure();
     }
     SymbolTableCollection symbols;
@@ -57,3 +58,13 @@ struct GdnSharedMemoryOccupancyPass
   }
 };
 } // namespace
+
+llvm::Error mlir::gdn::checkSharedMemoryOccupancyOptions(
+    const GdnSharedMemoryOccupancyPassOptions &options) {
+  if (options.sharedMemoryPerMultiprocessor <= 0 ||
+      options.reservedPerBlock < 0 || options.maxBlocks < 1)
+    return llvm::createStringError(
+        "shared-memory-per-multiprocessor must be positive, "
+        "reserved-per-block non-negative and max-blocks at least 1");
+  return llvm::Error::success();
+}

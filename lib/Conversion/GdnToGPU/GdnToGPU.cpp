@@ -337,31 +337,16 @@ struct ConvertGdnToGPUPass
     : gdn::impl::ConvertGdnToGPUPassBase<ConvertGdnToGPUPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (keySplits < 1 || blockColumns * keySplits > 1024) {
+    ConvertGdnToGPUPassOptions options;
+    options.blockColumns = blockColumns;
+    options.keySplits = keySplits;
+    options.chunkedPrefill = chunkedPrefill;
+    options.valueTile = valueTile;
+    options.scanWarps = scanWarps;
+    options.multiprocessors = multiprocessors;
+    if (llvm::Error error = checkGdnToGPUOptions(options)) {
       getOperation().emitError()
-          << "convert-gdn-to-gpu: key-splits must be positive and "
-             "block-columns x key-splits at most 1024, but got key-splits = "
-          << static_cast<int64_t>(keySplits) << " with block-columns = "
-          << static_cast<int64_t>(blockColumns);
-      return signalPassFailure();
-    }
-    if (blockColumns < 1 || blockColumns > 1024) {
-      getOperation().emitError()
-          << "convert-gdn-to-gpu: block-columns must be in [1, 1024], but got "
-          << static_cast<int64_t>(blockColumns);
-      return signalPassFailure();
-    }
-    if (valueTile < 8 || valueTile % 8 != 0) {
-      getOperation().emitError()
-          << "convert-gdn-to-gpu: value-tile must be a positive multiple of "
-             "8, but got "
-          << static_cast<int64_t>(valueTile);
-      return signalPassFailure();
-    }
-    if (scanWarps != 4 && scanWarps != 8) {
-      getOperation().emitError()
-          << "convert-gdn-to-gpu: scan-warps must be 4 or 8, but got "
-          << static_cast<int64_t>(scanWarps);
+          << "convert-gdn-to-gpu: " << llvm::toString(std::move(error));
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
@@ -394,4 +379,31 @@ void mlir::gdn::populateGdnToGPURecurrencePatterns(RewritePatternSet &patterns,
                                                    int64_t keySplits) {
   patterns.add<DeltaRuleToGPU<DeltaRuleOp>, DeltaRuleToGPU<DeltaRuleStepOp>>(
       patterns.getContext(), blockColumns, keySplits);
+}
+
+llvm::Error
+mlir::gdn::checkGdnToGPUOptions(const ConvertGdnToGPUPassOptions &options) {
+  if (options.blockColumns < 1 || options.blockColumns > 1024)
+    return llvm::createStringError("block-columns must be in [1, 1024], but "
+                                   "got " +
+                                   llvm::Twine(options.blockColumns));
+  if (options.keySplits < 1 ||
+      options.blockColumns * options.keySplits > 1024)
+    return llvm::createStringError(
+        "key-splits must be positive and block-columns x key-splits at most "
+        "1024, but got key-splits = " +
+        llvm::Twine(options.keySplits) +
+        " with block-columns = " + llvm::Twine(options.blockColumns));
+  if (options.valueTile < 8 || options.valueTile % 8 != 0)
+    return llvm::createStringError(
+        "value-tile must be a positive multiple of 8, but got " +
+        llvm::Twine(options.valueTile));
+  if (options.scanWarps != 4 && options.scanWarps != 8)
+    return llvm::createStringError("scan-warps must be 4 or 8, but got " +
+                                   llvm::Twine(options.scanWarps));
+  if (options.multiprocessors < 1 || options.multiprocessors > 4096)
+    return llvm::createStringError("multiprocessors must be 1..4096, but "
+                                   "got " +
+                                   llvm::Twine(options.multiprocessors));
+  return llvm::Error::success();
 }

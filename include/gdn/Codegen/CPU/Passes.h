@@ -20,10 +20,15 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/Support/Error.h"
+
 namespace mlir::gdn {
 
 #define GEN_PASS_DECL
 #include "gdn/Codegen/CPU/Passes.h.inc"
+
+/// The option bounds of gdn-cpu-vectorize (the register tile).
+llvm::Error checkCPUVectorizeOptions(const GdnCPUVectorizePassOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "gdn/Codegen/CPU/Passes.h.inc"

@@ -13,10 +13,16 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/Support/Error.h"
+
 namespace mlir::gdn {
 
 #define GEN_PASS_DECL
 #include "gdn/Codegen/GPU/Passes.h.inc"
+
+/// The option bounds of gdn-shared-memory-occupancy.
+llvm::Error checkSharedMemoryOccupancyOptions(
+    const GdnSharedMemoryOccupancyPassOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "gdn/Codegen/GPU/Passes.h.inc"

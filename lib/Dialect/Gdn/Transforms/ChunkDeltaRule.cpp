@@ -590,19 +590,12 @@ struct GdnChunkDeltaRulePass
   using Base::Base;
 
   void runOnOperation() override {
-    // The chunk's matrices are [C, C] tiles unrolled into registers and
-    // loops: beyond 1024 tokens they cost gigabytes of IR for no gain.
-    if (chunkSize < 1 || chunkSize > kMaxChunkSize) {
+    GdnChunkDeltaRulePassOptions options;
+    options.chunkSize = chunkSize;
+    options.recurrentBelow = recurrentBelow;
+    if (llvm::Error error = checkChunkDeltaRuleOptions(options)) {
       getOperation().emitError()
-          << "gdn-chunk-delta-rule: chunk-size must be 1.." << kMaxChunkSize
-          << ", but got " << static_cast<int64_t>(chunkSize);
-      return signalPassFailure();
-    }
-    if (recurrentBelow < 0) {
-      getOperation().emitError()
-          << "gdn-chunk-delta-rule: recurrent-below must be 0 (off) or "
-             "positive, but got "
-          << static_cast<int64_t>(recurrentBelow);
+          << "gdn-chunk-delta-rule: " << llvm::toString(std::move(error));
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
@@ -618,4 +611,19 @@ void mlir::gdn::populateGdnChunkDeltaRulePatterns(RewritePatternSet &patterns,
                                                   int64_t recurrentBelow) {
   patterns.add<ChunkDeltaRule>(patterns.getContext(), chunkSize,
                                recurrentBelow);
+}
+
+llvm::Error mlir::gdn::checkChunkDeltaRuleOptions(
+    const GdnChunkDeltaRulePassOptions &options) {
+  // The chunk's matrices are [C, C] tiles unrolled into registers and
+  // loops: beyond 1024 tokens they cost gigabytes of IR for no gain.
+  if (options.chunkSize < 1 || options.chunkSize > kMaxChunkSize)
+    return llvm::createStringError(
+        "chunk-size must be 1.." + llvm::Twine(kMaxChunkSize) + ", but got " +
+        llvm::Twine(options.chunkSize));
+  if (options.recurrentBelow < 0)
+    return llvm::createStringError(
+        "recurrent-below must be 0 (off) or positive, but got " +
+        llvm::Twine(options.recurrentBelow));
+  return llvm::Error::success();
 }

@@ -16,10 +16,17 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/Support/Error.h"
+
 namespace mlir::gdn {
 
 #define GEN_PASS_DECL
 #include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+
+/// The option bounds of gdn-chunk-delta-rule, shared by the pass and the
+/// pipelines that set them; the message names the option.
+llvm::Error checkChunkDeltaRuleOptions(
+    const GdnChunkDeltaRulePassOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"

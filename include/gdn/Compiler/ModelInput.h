@@ -1,0 +1,57 @@
+//===- ModelInput.h - model descriptions as compiler input ------*- C++ -*-===//
+//
+// A model description (.json) and its weights, validated together, then
+// summarised or built into the module that compileModule lowers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GDN_COMPILER_MODELINPUT_H
+#define GDN_COMPILER_MODELINPUT_H
+
+#include "gdn/Frontend/ModelConfig.h"
+#include "gdn/Frontend/Safetensors.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir::gdn {
+
+/// A model description with weights that match it.
+struct ModelInput {
+  /// Where the description was read from, for diagnostics.
+  std::string descriptionPath;
+  /// The description's text, embedded in the compiled model.
+  std::string descriptionText;
+  ModelConfig config;
+  SafetensorsFile weights;
+};
+
+/// The weights file of a description that names none: model.safetensors
+/// beside it.
+std::string defaultWeightsPath(StringRef descriptionPath);
+
+/// Parses the description and checks the weights at `weightsPath` (the
+/// default path when empty) against it; the error names the JSON field or
+/// the tensor and the expected and actual shapes.
+llvm::Expected<ModelInput> loadModelInput(StringRef descriptionPath,
+                                          StringRef descriptionText,
+                                          StringRef weightsPath);
+
+/// Layers, parameters and the cache per sequence at the maximum context
+/// (gdn-compile --emit=summary).
+void printModelSummary(const ModelInput &model, llvm::raw_ostream &os);
+
+/// The model's prefill graph as gdn IR, with the description and the
+/// absolute weights path embedded for the runtime.
+FailureOr<OwningOpRef<ModuleOp>> buildModelModule(MLIRContext *context,
+                                                  const ModelInput &model);
+
+} // namespace mlir::gdn
+
+#endif // GDN_COMPILER_MODELINPUT_H
