@@ -7,9 +7,9 @@ lengths, with the same model's all-GDN and all-MLA variants side by side.
 
 For each variant (the description's layer kinds; every layer GDN; every
 layer MLA) and context length L, the script compiles the model once
-(gdn.Model over gdn-compile --emit=shared), prefills one random prompt of L
-tokens, then decodes --steps tokens, and prints prefill tokens/s, the mean
-decode step time and tokens/s, and the cache bytes per sequence. A GDN
+(gdn.CompiledModel over gdn-compile --emit=shared), prefills one random
+prompt of L tokens, then decodes --steps tokens, and prints prefill tokens/s,
+the mean decode step time and tokens/s, and the cache bytes per sequence. A GDN
 layer's decode cost does not depend on L (its state is fixed-size); an MLA
 layer attends over all L cached tokens, so its share grows with L.
 """
@@ -96,7 +96,7 @@ def main(argv=None):
             safetensors.save(os.path.join(directory, "model.safetensors"),
                              weights)
             print(f"# compiling {name} ...", file=sys.stderr, flush=True)
-            compiled = compiled_model.Model(config_path)
+            compiled = compiled_model.CompiledModel(config_path)
             rng = np.random.default_rng(0)
             for context in contexts:
                 prefill_s, step_s, cache = _measure(compiled, context,

@@ -62,7 +62,7 @@ def main(argv=None):
         print(f"compiling {args.config} (cached after the first run) ...",
               file=sys.stderr, flush=True)
         start = time.perf_counter()
-        compiled = compiled_model.Model(args.config, args.weights)
+        compiled = compiled_model.CompiledModel(args.config, args.weights)
         print(f"ready in {time.perf_counter() - start:.1f} s",
               file=sys.stderr)
         config = compiled.config

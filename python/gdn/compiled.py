@@ -3,11 +3,8 @@
 `delta_rule` (prefill) and `delta_rule_step` (one decode token) emit a small
 MLIR module with `gdn.delta_rule` / `gdn.delta_rule_step`, compile it with the
 `gdn-compile` driver into a shared library on first use for each
-configuration, cache the library on disk and call it through ctypes.
-
-Compiler: $GDN_COMPILE if set, else $GDN_BUILD_DIR/bin/gdn-compile if
-GDN_BUILD_DIR is set, else <repo>/build/bin/gdn-compile.
-Cache: $GDN_CACHE_DIR if set, else ~/.cache/gdn.
+configuration, cache the library on disk (gdn.cache, which also says where
+gdn-compile and the cache directory are found) and call it through ctypes.
 
 The library exports MLIR's C interface with the results turned into
 caller-allocated out-parameters:
@@ -23,16 +20,13 @@ where `desc` is a ranked memref descriptor
 """
 
 import ctypes
-import hashlib
 import math
 import numbers
-import os
-import shutil
-import subprocess
-import tempfile
-import threading
 
 import numpy as np
+
+from . import cache
+from .mlir import format_scale, tensor_type
 
 __all__ = ["delta_rule", "delta_rule_step"]
 
@@ -43,31 +37,10 @@ _ELEMENT_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
 _F32 = np.dtype(np.float32)
 _F32_MAX = float(np.finfo(np.float32).max)
 
-_REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-# Loaded libraries: (compiler identity, cache dir, configuration) -> CDLL.
-_LIBRARIES = {}
-_LOCK = threading.Lock()
-
 
 # ----------------------------------------------------------------------------
 # MLIR text
 # ----------------------------------------------------------------------------
-
-def format_scale(scale):
-    """The scale as an MLIR float literal: repr(float(scale)), with a
-    decimal point added to exponent forms ('1e-05' -> '1.0e-05'), which the
-    MLIR lexer does not take as floats otherwise."""
-    text = repr(float(scale))
-    if "." not in text and ("e" in text or "E" in text):
-        mantissa, exponent = text.lower().split("e")
-        text = f"{mantissa}.0e{exponent}"
-    return text
-
-
-def _tensor(dims, element_type):
-    return "tensor<" + "x".join([str(d) for d in dims] + [element_type]) + ">"
-
 
 def module_source(heads, value_heads, key_dim, value_dim, element_type="f32",
                   beta_element_type=None, scale=1.0):
@@ -78,21 +51,21 @@ def module_source(heads, value_heads, key_dim, value_dim, element_type="f32",
     h, hv, k, v = heads, value_heads, key_dim, value_dim
     attr = f"{{scale = {format_scale(scale)} : f32}}"
 
-    state = _tensor(["?", hv, k, v], "f32")
-    pre_args = [("q", _tensor(["?", "?", h, k], et)),
-                ("k", _tensor(["?", "?", h, k], et)),
-                ("v", _tensor(["?", "?", hv, v], et)),
-                ("g", _tensor(["?", "?", hv], "f32")),
-                ("beta", _tensor(["?", "?", hv], bt)),
+    state = tensor_type(["?", hv, k, v], "f32")
+    pre_args = [("q", tensor_type(["?", "?", h, k], et)),
+                ("k", tensor_type(["?", "?", h, k], et)),
+                ("v", tensor_type(["?", "?", hv, v], et)),
+                ("g", tensor_type(["?", "?", hv], "f32")),
+                ("beta", tensor_type(["?", "?", hv], bt)),
                 ("h0", state)]
-    pre_results = [_tensor(["?", "?", hv, v], et), state]
-    step_args = [("q", _tensor(["?", h, k], et)),
-                 ("k", _tensor(["?", h, k], et)),
-                 ("v", _tensor(["?", hv, v], et)),
-                 ("g", _tensor(["?", hv], "f32")),
-                 ("beta", _tensor(["?", hv], bt)),
+    pre_results = [tensor_type(["?", "?", hv, v], et), state]
+    step_args = [("q", tensor_type(["?", h, k], et)),
+                 ("k", tensor_type(["?", h, k], et)),
+                 ("v", tensor_type(["?", hv, v], et)),
+                 ("g", tensor_type(["?", hv], "f32")),
+                 ("beta", tensor_type(["?", hv], bt)),
                  ("s0", state)]
-    step_results = [_tensor(["?", hv, v], et), state]
+    step_results = [tensor_type(["?", hv, v], et), state]
 
     def func(name, args, results, op_line):
         signature = ", ".join(f"%{n}: {t}" for n, t in args)
@@ -159,126 +132,31 @@ def descriptor(array):
 
 
 # ----------------------------------------------------------------------------
-# Compiler, cache and loading
+# Compiling and loading
 # ----------------------------------------------------------------------------
 
-def find_compiler():
-    """Path of gdn-compile; RuntimeError naming the path tried if absent."""
-    if os.environ.get("GDN_COMPILE"):
-        candidate = os.environ["GDN_COMPILE"]
-        source = "$GDN_COMPILE"
-        if os.sep not in candidate:
-            candidate = shutil.which(candidate) or candidate
-    elif os.environ.get("GDN_BUILD_DIR"):
-        candidate = os.path.join(os.environ["GDN_BUILD_DIR"], "bin",
-                                 "gdn-compile")
-        source = "$GDN_BUILD_DIR/bin/gdn-compile"
-    else:
-        candidate = os.path.join(_REPO, "build", "bin", "gdn-compile")
-        source = "<repo>/build/bin/gdn-compile"
-    if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-        return os.path.abspath(candidate)
-    raise RuntimeError(
-        f"gdn-compile not found: tried {candidate} ({source}). Build it with "
-        f"scripts/setup.sh (it configures and builds into {_REPO}/build), or "
-        f"point GDN_COMPILE at the driver or GDN_BUILD_DIR at a build "
-        f"directory.")
+def _compile_options(chunk_size, compile_options=None):
+    return (["--target=cpu", "--emit=shared", f"--chunk-size={chunk_size}"]
+            + cache.compile_flags(compile_options))
 
 
-def cache_dir():
-    path = os.environ.get("GDN_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "gdn")
-    os.makedirs(path, exist_ok=True)
-    return path
-
-
-def _compile_options(chunk_size):
-    return ["--target=cpu", "--emit=shared", f"--chunk-size={chunk_size}"]
-
-
-def library_path(source, compiler, chunk_size, directory):
-    """Cache file of a module: named by the sha256 of the source, the
-    compile options and the compiler's path, mtime and size."""
-    return options_library_path(source, compiler,
-                                _compile_options(chunk_size), directory)
-
-
-def options_library_path(source, compiler, options, directory):
-    """library_path for an explicit list of gdn-compile options."""
-    st = os.stat(compiler)
-    digest = hashlib.sha256()
-    for part in (source, "\0".join(options), compiler,
-                 str(st.st_mtime_ns), str(st.st_size)):
-        digest.update(part.encode())
-        digest.update(b"\0\0")
-    return os.path.join(directory, f"gdn-{digest.hexdigest()}.so")
-
-
-def _compile(compiler, source, chunk_size, out_path):
-    compile_with_options(compiler, source, _compile_options(chunk_size),
-                         out_path)
-
-
-def compile_with_options(compiler, source, options, out_path):
-    """Compiles `source` with gdn-compile and `options` into `out_path`
-    (atomically; the source is kept next to it as .mlir); RuntimeError with
-    the command and the compiler's stderr on failure."""
-    directory = os.path.dirname(out_path)
-    stem = os.path.basename(out_path)[:-3]
-    fd, src_path = tempfile.mkstemp(prefix=stem + ".", suffix=".mlir",
-                                    dir=directory)
-    tmp_out = src_path[:-len(".mlir")] + ".so.tmp"
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        command = [compiler, src_path] + list(options) + ["-o", tmp_out]
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0 or not os.path.isfile(tmp_out):
-            raise RuntimeError(
-                f"gdn-compile failed (exit status {result.returncode}):\n"
-                f"  command: {' '.join(command)}\n"
-                f"stderr:\n{result.stderr}"
-                + (f"stdout:\n{result.stdout}" if result.stdout else ""))
-        os.replace(tmp_out, out_path)
-        # Keep the source next to the library for inspection.
-        os.replace(src_path, out_path[:-3] + ".mlir")
-    finally:
-        for leftover in (src_path, tmp_out):
-            if os.path.exists(leftover):
-                os.unlink(leftover)
+def _prepare(library):
+    for name in (PREFILL_SYMBOL, STEP_SYMBOL):
+        function = getattr(library, name)
+        function.restype = None
+        function.argtypes = [ctypes.c_void_p] * 8
 
 
 def _library(heads, value_heads, key_dim, value_dim, element_type,
-             beta_element_type, chunk_size, scale):
+             beta_element_type, chunk_size, scale, compile_options=None):
     """The loaded library of one configuration, compiling it if needed."""
-    compiler = find_compiler()
-    st = os.stat(compiler)
-    directory = cache_dir()
-    scale_text = format_scale(scale)
-    key = (compiler, st.st_mtime_ns, st.st_size, directory, heads,
-           value_heads, key_dim, value_dim, element_type, beta_element_type,
-           chunk_size, scale_text)
-    with _LOCK:
-        library = _LIBRARIES.get(key)
-        if library is not None:
-            return library
-        source = module_source(heads, value_heads, key_dim, value_dim,
-                               element_type, beta_element_type, scale)
-        path = library_path(source, compiler, chunk_size, directory)
-        if not os.path.isfile(path):
-            _compile(compiler, source, chunk_size, path)
-        try:
-            library = ctypes.CDLL(path)
-            functions = (getattr(library, PREFILL_SYMBOL),
-                         getattr(library, STEP_SYMBOL))
-        except (OSError, AttributeError) as e:
-            raise RuntimeError(
-                f"cannot load {path} (compiled by {compiler}): {e}") from e
-        for function in functions:
-            function.restype = None
-            function.argtypes = [ctypes.c_void_p] * 8
-        _LIBRARIES[key] = library
-        return library
+    options = _compile_options(chunk_size, compile_options)
+    key = ("delta_rule", heads, value_heads, key_dim, value_dim,
+           element_type, beta_element_type, format_scale(scale))
+    return cache.load(
+        key, lambda: module_source(heads, value_heads, key_dim, value_dim,
+                                   element_type, beta_element_type, scale),
+        options, _prepare)
 
 
 # ----------------------------------------------------------------------------
@@ -370,7 +248,7 @@ def _check_chunk_size(chunk_size):
 # ----------------------------------------------------------------------------
 
 def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
-               chunk_size=64):
+               chunk_size=64, compile_options=None):
     """Gated delta rule over a sequence (prefill), compiled.
 
     q, k: [B, T, H, K]; v: [B, T, Hv, V] (float32, or float16 for all
@@ -379,6 +257,10 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     are copied. TypeError for operands of the wrong type or dtype,
     ValueError for wrong shapes. Returns (o [B, T, Hv, V] of v's dtype, final_state
     [B, Hv, K, V] float32).
+
+    compile_options: further options of gdn-compile's CPU pipeline by
+    keyword, for example {"matmul_tile_n": 64, "num_threads": 1}
+    (gdn.cache.pipeline_options() lists them with their defaults).
     """
     q = _check_array("q", q, 4, "[B, T, H, K]")
     k = _check_array("k", k, 4, "[B, T, H, K]")
@@ -413,7 +295,7 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     if batch == 0 or tokens == 0:       # nothing to run
         return o, np.array(initial_state, dtype=np.float32, copy=True)
     library = _library(heads, value_heads, key_dim, value_dim, et, bt,
-                       chunk_size, scale)
+                       chunk_size, scale, compile_options)
     final_state = np.empty(state_shape, dtype=np.float32)
     arrays = (q, k, v, g, beta, initial_state, o, final_state)
     descriptors = [descriptor(a) for a in arrays]
@@ -423,7 +305,8 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     return o, final_state
 
 
-def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False):
+def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False,
+                    compile_options=None):
     """One decode token of the gated delta rule, compiled.
 
     q, k: [B, H, K]; v: [B, Hv, V] (float32, or float16 for all three);
@@ -478,7 +361,7 @@ def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False):
     if batch == 0:                      # nothing to run
         return o, np.array(state, dtype=np.float32, copy=True)
     library = _library(heads, value_heads, key_dim, value_dim, et, bt, 64,
-                       scale)
+                       scale, compile_options)
     # The compiled step reads each state element before it writes the same
     # element (gdn-parallelize-delta-rule-step), so aliasing is safe.
     new_state = state if inplace else np.empty(state_shape, dtype=np.float32)

@@ -1,6 +1,8 @@
 """A hybrid model compiled by gdn-compile (model.json -> shared library),
-run on numpy arrays: `Model(config_path)` with `prefill`, `extend` and
-`decode`, the compiled counterpart of `gdn.model.ModelReference`.
+run on numpy arrays: `CompiledModel(config_path)` with `prefill`, `extend`
+and `decode`, the compiled counterpart of `gdn.model.ModelReference`.
+(`Model` is a deprecated alias of `CompiledModel`: it read as the module
+gdn.model.)
 
 It drives the library through its C API (include/gdn/Runtime/gdn_model.h,
 docs/model-description.md): the library loads and validates the weights,
@@ -12,64 +14,60 @@ layer the latents and RoPE keys so far) and runs the compiled
 import ctypes
 import json
 import os
-import subprocess
-import tempfile
+import warnings
 
 import numpy as np
 
-from . import compiled, model
+from . import cache, model
 
-__all__ = ["Model", "compile_model", "cached_library"]
+__all__ = ["CompiledModel", "compile_model", "cached_library"]
+
+COMPILE_OPTIONS = ("--emit=shared",)
 
 
-def compile_model(config_path, library_path, weights_path=None):
-    """Runs gdn-compile on a model description; RuntimeError with its
-    diagnostics on failure."""
-    command = [compiled.find_compiler(), os.fspath(config_path),
-               "--emit=shared", "-o", os.fspath(library_path)]
+def compile_model(config_path, library_path, weights_path=None,
+                  compiler=None, compile_options=None):
+    """Runs gdn-compile (`compiler`, else gdn.cache.find_compiler()) on a
+    model description, validating the weights too; RuntimeError with its
+    diagnostics on failure. compile_options: pipeline options by keyword
+    (gdn.cache.pipeline_options)."""
+    compiler = compiler or cache.find_compiler()
+    command = [compiler, os.fspath(config_path), *COMPILE_OPTIONS,
+               *cache.compile_flags(compile_options, compiler),
+               "-o", os.fspath(library_path)]
     if weights_path is not None:
         command.append(f"--weights={os.fspath(weights_path)}")
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"gdn-compile {os.fspath(config_path)} failed:\n"
-                           f"{result.stderr}")
+    cache.run_compiler(command)
 
 
-def cached_library(config, config_path, weights_path=None):
-    """The compiled library of a validated description, from the cache
-    (gdn.compiled.cache_dir) or compiled into it. The code depends only on
-    the description, so the key is its canonical JSON and the compiler."""
-    source = json.dumps(config, sort_keys=True)
-    compiler = compiled.find_compiler()
-    path = compiled.options_library_path(source, compiler, ["model"],
-                                         compiled.cache_dir())
-    if not os.path.isfile(path):
-        fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=os.path.dirname(path))
-        os.close(fd)
-        try:
-            compile_model(config_path, tmp, weights_path)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return path
+def cached_library(config, config_path, weights_path=None,
+                   compile_options=None):
+    """The compiled library of a validated description, from gdn.cache or
+    compiled into it. The code depends only on the description, so its
+    canonical JSON stands for the source in the cache key."""
+    flags = list(COMPILE_OPTIONS) + cache.compile_flags(compile_options)
+    return cache.cached_library(
+        json.dumps(config, sort_keys=True), flags,
+        build=lambda compiler, out: compile_model(
+            config_path, out, weights_path, compiler, compile_options))
 
 
-class Model:
+class CompiledModel:
     """The compiled model of `config_path` with the weights beside it (or
     `weights_path`), caching one batch of equal-length sequences. The
-    library is `library_path`, or compiled on first use and cached."""
+    library is `library_path`, or compiled on first use and cached, with
+    the pipeline options `compile_options` by keyword
+    (gdn.cache.pipeline_options)."""
 
-    def __init__(self, config_path, weights_path=None, library_path=None):
+    def __init__(self, config_path, weights_path=None, library_path=None,
+                 compile_options=None):
         self.config = model.load_config(config_path)
         self.kinds = model.layer_kinds(self.config)
         if weights_path is None:
-            weights_path = os.path.join(
-                os.path.dirname(os.path.abspath(config_path)),
-                "model.safetensors")
+            weights_path = model.default_weights_path(config_path)
         if library_path is None:
             library_path = cached_library(self.config, config_path,
-                                          weights_path)
+                                          weights_path, compile_options)
         self._api = _load_api(library_path)
         self._handle = self._api.gdn_model_load(
             os.fsencode(os.fspath(weights_path)))
@@ -171,3 +169,12 @@ def _load_api(library_path):
         function.restype = restype
         function.argtypes = argtypes
     return api
+
+
+def __getattr__(name):
+    if name == "Model":
+        warnings.warn("gdn.compiled_model.Model is deprecated: use "
+                      "CompiledModel (gdn.model is the float64 reference "
+                      "model)", DeprecationWarning, stacklevel=2)
+        return CompiledModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

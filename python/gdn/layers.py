@@ -6,11 +6,12 @@ module) as
 - `init_gated_deltanet`: deterministic float32 weights following the
   module's initialisation (PyTorch's default Linear / Conv1d init,
   log_alpha = log(U(0, 16)), norm.weight = 1);
-- `gated_deltanet_reference`: an independent float64 transcription of the
-  module's forward (the recurrence through `gdn.reference.delta_rule`);
+- `gated_deltanet_reference`: the module's forward in float64, which is
+  `gdn.reference.gated_deltanet` (the op's one reference) on a checked
+  state_dict;
 - `GatedDeltaNetLayer`: the layer compiled from `gdn.gated_deltanet` by
-  gdn-compile (CPU shared library, cached like `gdn.compiled`), loaded with
-  a state_dict of numpy arrays.
+  gdn-compile (CPU shared library, cached by `gdn.cache`), loaded with a
+  state_dict of numpy arrays.
 
 Weights are named and shaped as the module's state_dict (PyTorch layouts:
 Linear weights [out, in], depthwise conv weights [d_out, 1, 4]); the
@@ -31,12 +32,11 @@ with the memref descriptors of `gdn.compiled` (docs/c-abi.md).
 import ctypes
 import math
 import numbers
-import os
 
 import numpy as np
 
-from . import compiled
-from . import reference
+from . import cache, compiled, reference
+from .mlir import tensor_type
 
 __all__ = ["STATE_DICT_NAMES", "state_dict_shapes", "init_gated_deltanet",
            "gated_deltanet_reference", "module_source", "GatedDeltaNetLayer"]
@@ -55,12 +55,8 @@ STATE_DICT_NAMES = (
 )
 
 KERNEL_SIZE = 4
-NORMALIZE_EPS = 1e-12          # F.normalize's default eps
-SOFTPLUS_THRESHOLD = 20.0      # F.softplus's default threshold (beta = 1)
 SYMBOL = "_mlir_ciface_gdn_gated_deltanet"
 COMPILE_OPTIONS = ("--target=cpu", "--emit=shared")
-
-_LIBRARIES = {}
 
 
 def _check_sizes(d_model, d_out, num_heads):
@@ -146,35 +142,8 @@ def init_gated_deltanet(seed, d_model, d_out, num_heads):
 
 
 # ----------------------------------------------------------------------------
-# float64 references
+# float64 reference
 # ----------------------------------------------------------------------------
-
-def _sigmoid(z):
-    """1 / (1 + exp(-z)) without overflow."""
-    e = np.exp(-np.abs(z))
-    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
-
-def _silu(z):
-    return z * _sigmoid(z)
-
-
-def _softplus(z):
-    """F.softplus(z) (beta = 1, threshold = 20): z itself above 20."""
-    return np.where(z > SOFTPLUS_THRESHOLD, z,
-                    np.log1p(np.exp(np.minimum(z, SOFTPLUS_THRESHOLD))))
-
-
-def _rms_norm(z, weight, eps):
-    """nn.RMSNorm over the last axis."""
-    return z / np.sqrt(np.mean(z * z, axis=-1, keepdims=True) + eps) * weight
-
-
-def _l2_normalize(z):
-    """F.normalize(z, dim=-1): z / max(||z||_2, 1e-12)."""
-    norm = np.sqrt(np.sum(z * z, axis=-1, keepdims=True))
-    return z / np.maximum(norm, NORMALIZE_EPS)
-
 
 def _float64_params(params, num_heads, d_model):
     missing = [n for n in STATE_DICT_NAMES if n not in params]
@@ -187,129 +156,28 @@ def _float64_params(params, num_heads, d_model):
         if p[name].shape != shapes[name]:
             raise ValueError(f"{name} must have shape {shapes[name]}, got "
                              f"{p[name].shape}")
-    return p, d_out
+    return p
 
 
 def gated_deltanet_reference(x, params, num_heads, eps=1e-6):
     """The reference module's forward in float64 from a zero state.
 
-    x: [B, T, d_model]; params: name -> array (STATE_DICT_NAMES).
+    x: [B, T, d_model]; params: name -> array (STATE_DICT_NAMES), checked
+    against state_dict_shapes (ValueError).
     Returns (y [B, T, d_out], final_state [B, H, head_dim, head_dim]), both
     float64.
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 3:
         raise ValueError(f"x must be [B, T, d_model], got shape {x.shape}")
-    batch, tokens, d_model = x.shape
-    p, d_out = _float64_params(params, num_heads, d_model)
-    heads = num_heads
-    head_dim = d_out // heads
-
-    def linear(name, bias=True):
-        y = x @ p[name + ".weight"].T
-        return y + p[name + ".bias"] if bias else y
-
-    def conv_silu(u, name):
-        # Conv1d over [b, d_out, t + 3] after a left zero pad of 3 tokens:
-        # out[t] = bias + sum_j w[:, j] * padded[t + j].
-        w = p[name + ".weight"][:, 0, :]                      # [d_out, 4]
-        pad = KERNEL_SIZE - 1
-        padded = np.concatenate(
-            [np.zeros((batch, pad, d_out)), u], axis=1)      # [B, T+3, d_out]
-        out = np.broadcast_to(p[name + ".bias"], u.shape).copy()
-        for j in range(KERNEL_SIZE):
-            out += w[:, j] * padded[:, j:j + tokens]
-        return _silu(out)
-
-    k = conv_silu(linear("W_key", bias=False), "conv_k")
-    q = conv_silu(linear("W_query", bias=False), "conv_q")
-    v = conv_silu(linear("W_value", bias=False), "conv_v")
-    k = _l2_normalize(k.reshape(batch, tokens, heads, head_dim))
-    q = _l2_normalize(q.reshape(batch, tokens, heads, head_dim))
-    v = _rms_norm(v.reshape(batch, tokens, heads, head_dim),
-                  p["norm.weight"], eps)
-
-    # log(alpha_final), computed directly: exp(-A * softplus) underflows.
-    g = -np.exp(p["log_alpha"]) * _softplus(linear("alpha"))   # [B, T, H]
-    beta = _sigmoid(linear("beta"))
-    gate = linear("gate")
-
-    o, state = reference.delta_rule(q, k, v, g, beta, scale=1.0)
-    o = _rms_norm(o, p["norm.weight"], eps).reshape(batch, tokens, d_out)
-    o = o * _silu(gate)
-    y = o @ p["out_proj.weight"].T + p["out_proj.bias"]
+    p = _float64_params(params, num_heads, x.shape[2])
+    y, state, _ = reference.gated_deltanet(x, p, num_heads, eps)
     return y, state
-
-
-def _gated_deltanet_loops(x, params, num_heads, eps=1e-6):
-    """A deliberately naive transcription of the module's forward (explicit
-    loops over batch, tokens, heads and conv taps, scalar gates with the
-    math module, alpha_final = exp(...) as the module computes it), to test
-    gated_deltanet_reference on tiny shapes. Same arguments and results."""
-    x = np.asarray(x, dtype=np.float64)
-    batch, tokens, d_model = x.shape
-    p = {n: np.asarray(params[n], dtype=np.float64) for n in STATE_DICT_NAMES}
-    d_out = p["W_query.weight"].shape[0]
-    hd = d_out // num_heads
-    y = np.zeros((batch, tokens, d_out))
-    states = np.zeros((batch, num_heads, hd, hd))
-
-    def sig(z):
-        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else (
-            math.exp(z) / (1.0 + math.exp(z)))
-
-    def rms(z):
-        return z / math.sqrt(sum(e * e for e in z) / len(z) + eps) * \
-            p["norm.weight"]
-
-    for b in range(batch):
-        proj = {n: [p[n + ".weight"] @ x[b, t] for t in range(tokens)]
-                for n in ("W_query", "W_key", "W_value")}
-        conv = {}
-        for n, c in (("W_query", "conv_q"), ("W_key", "conv_k"),
-                     ("W_value", "conv_v")):
-            w, bias = p[c + ".weight"], p[c + ".bias"]
-            conv[n] = []
-            for t in range(tokens):
-                acc = bias.copy()
-                for j in range(KERNEL_SIZE):
-                    src = t - (KERNEL_SIZE - 1) + j   # token under tap j
-                    if src >= 0:
-                        acc = acc + w[:, 0, j] * proj[n][src]
-                conv[n].append(np.array([a * sig(a) for a in acc]))
-        for h in range(num_heads):
-            S = np.zeros((hd, hd))
-            for t in range(tokens):
-                cols = slice(h * hd, (h + 1) * hd)
-                q = conv["W_query"][t][cols]
-                k = conv["W_key"][t][cols]
-                v = rms(conv["W_value"][t][cols])
-                q = q / max(math.sqrt(float(q @ q)), NORMALIZE_EPS)
-                k = k / max(math.sqrt(float(k @ k)), NORMALIZE_EPS)
-                a = float(p["alpha.weight"][h] @ x[b, t] + p["alpha.bias"][h])
-                sp = a if a > 20 else math.log1p(math.exp(a))
-                alpha = math.exp(-sp * math.exp(p["log_alpha"][h]))
-                beta = sig(float(p["beta.weight"][h] @ x[b, t]
-                                 + p["beta.bias"][h]))
-                S = alpha * S
-                v_hat = k @ S
-                S = S + beta * np.outer(k, v - v_hat)
-                y[b, t, cols] = rms(q @ S)
-            states[b, h] = S
-        for t in range(tokens):
-            gate = p["gate.weight"] @ x[b, t] + p["gate.bias"]
-            mixed = y[b, t] * np.array([g * sig(g) for g in gate])
-            y[b, t] = p["out_proj.weight"] @ mixed + p["out_proj.bias"]
-    return y, states
 
 
 # ----------------------------------------------------------------------------
 # The compiled layer
 # ----------------------------------------------------------------------------
-
-def _tensor(dims):
-    return "tensor<" + "x".join([str(d) for d in dims] + ["f32"]) + ">"
-
 
 def module_source(d_model, d_out, num_heads):
     """The MLIR module with @gdn_gated_deltanet (llvm.emit_c_interface) for
@@ -317,11 +185,11 @@ def module_source(d_model, d_out, num_heads):
     d_model, d_out, heads = _check_sizes(d_model, d_out, num_heads)
     head_dim = d_out // heads
     shapes = state_dict_shapes(d_model, d_out, heads)
-    x_type = _tensor(["?", "?", d_model])
-    weight_types = [_tensor(shapes[n]) for n in STATE_DICT_NAMES]
-    y_type = _tensor(["?", "?", d_out])
-    state_type = _tensor(["?", heads, head_dim, head_dim])
-    conv_type = _tensor(["?", KERNEL_SIZE - 1, 3 * d_out])
+    x_type = tensor_type(["?", "?", d_model])
+    weight_types = [tensor_type(shapes[n]) for n in STATE_DICT_NAMES]
+    y_type = tensor_type(["?", "?", d_out])
+    state_type = tensor_type(["?", heads, head_dim, head_dim])
+    conv_type = tensor_type(["?", KERNEL_SIZE - 1, 3 * d_out])
     results = f"{y_type}, {state_type}"
     signature = ", ".join([f"%x: {x_type}"] + [
         f"%p{i}: {t}" for i, t in enumerate(weight_types)])
@@ -341,33 +209,17 @@ def module_source(d_model, d_out, num_heads):
     ])
 
 
+def _prepare(library):
+    function = getattr(library, SYMBOL)
+    function.restype = None
+    function.argtypes = [ctypes.c_void_p] * (len(STATE_DICT_NAMES) + 3)
+
+
 def _library(d_model, d_out, num_heads):
     """The loaded library of one configuration, compiling it if needed."""
-    compiler = compiled.find_compiler()
-    st = os.stat(compiler)
-    directory = compiled.cache_dir()
-    key = (compiler, st.st_mtime_ns, st.st_size, directory, d_model, d_out,
-           num_heads)
-    with compiled._LOCK:
-        library = _LIBRARIES.get(key)
-        if library is not None:
-            return library
-        source = module_source(d_model, d_out, num_heads)
-        path = compiled.options_library_path(source, compiler,
-                                             list(COMPILE_OPTIONS), directory)
-        if not os.path.isfile(path):
-            compiled.compile_with_options(compiler, source,
-                                          list(COMPILE_OPTIONS), path)
-        try:
-            library = ctypes.CDLL(path)
-            function = getattr(library, SYMBOL)
-        except (OSError, AttributeError) as e:
-            raise RuntimeError(
-                f"cannot load {path} (compiled by {compiler}): {e}") from e
-        function.restype = None
-        function.argtypes = [ctypes.c_void_p] * (len(STATE_DICT_NAMES) + 3)
-        _LIBRARIES[key] = library
-        return library
+    return cache.load(("gated_deltanet", d_model, d_out, num_heads),
+                      lambda: module_source(d_model, d_out, num_heads),
+                      COMPILE_OPTIONS, _prepare)
 
 
 def _as_numpy(value):

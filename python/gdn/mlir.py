@@ -1,10 +1,16 @@
-"""Emit MLIR test programs for the delta-rule ops and run them with
-mlir-runner.
+"""MLIR text shared by every emitter in the package, and the test programs
+of the delta-rule ops run with mlir-runner.
 
-Inputs are embedded bit-exactly as hex dense constants and every result is
-printed as the int32 bit pattern of its f32 value, so nothing is lost to
-decimal printing and the comparison against the float64 reference sees
-exactly what the compiled code computed.
+The helpers every emitter uses live here so that all of them write the same
+text: `tensor_type` (the one formatter of tensor types), `format_scale` (f32
+attributes as MLIR float literals) and the element-type rounding
+(`round_to_element_type`, over `float32_to_bf16` / `bf16_to_float32`, also
+used by gdn.safetensors).
+
+The test programs embed their inputs bit-exactly as hex dense constants and
+print every result as the int32 bit pattern of its f32 value, so nothing is
+lost to decimal printing and the comparison against the float64 reference
+sees exactly what the compiled code computed.
 """
 
 import os
@@ -14,9 +20,47 @@ import tempfile
 
 import numpy as np
 
-from .compiled import format_scale
-
 ELEMENT_TYPES = ("f32", "bf16", "f16")
+
+
+def format_scale(scale):
+    """A float as an MLIR float literal: repr(float(scale)), with a decimal
+    point added to exponent forms ('1e-05' -> '1.0e-05'), which the MLIR
+    lexer does not take as floats otherwise."""
+    text = repr(float(scale))
+    if "." not in text and ("e" in text or "E" in text):
+        mantissa, exponent = text.lower().split("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
+def tensor_type(shape, element_type="f32", dynamic_dims=()):
+    """`tensor<AxBx...xT>`; a size given as "?" or listed in dynamic_dims
+    (positions) is dynamic."""
+    dims = ["?" if i in dynamic_dims else str(d) for i, d in enumerate(shape)]
+    return "tensor<" + "x".join(dims + [element_type]) + ">"
+
+
+def float32_to_bf16(x):
+    """bf16 bit patterns (uint16, x's shape) of float32 values, rounded to
+    nearest even. NaNs become quiet NaNs of the same sign: rounding a NaN's
+    bit pattern can carry into the exponent or the sign."""
+    f32 = np.asarray(x, dtype=np.float32)
+    flat = np.ravel(f32)      # 1-d: numpy 1.x cannot shift 0-d uint arrays
+    bits = flat.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(flat)
+    if np.any(nan):
+        sign = (flat.view(np.uint32)[nan] >> 16) & 0x8000
+        rounded[nan] = (0x7FC0 | sign).astype(np.uint16)
+    return rounded.reshape(f32.shape)
+
+
+def bf16_to_float32(bits):
+    """The float32 values (exact) of bf16 bit patterns."""
+    bits = np.asarray(bits, dtype=np.uint16)
+    flat = np.ravel(bits).astype(np.uint32)
+    return (flat << 16).view(np.float32).reshape(bits.shape)
 
 
 def round_to_element_type(x, element_type):
@@ -32,17 +76,9 @@ def round_to_element_type(x, element_type):
         h = x.astype(np.float16)
         return h, h.astype(np.float32)
     if element_type == "bf16":
-        bits = x.view(np.uint32).astype(np.uint64)
-        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-        storage = rounded.astype(np.uint16)
-        values = (storage.astype(np.uint32) << 16).view(np.float32)
-        return storage, values
+        storage = float32_to_bf16(x)
+        return storage, bf16_to_float32(storage)
     raise ValueError(f"unsupported element type {element_type!r}")
-
-
-def tensor_type(shape, element_type, dynamic_dims=()):
-    dims = ["?" if i in dynamic_dims else str(d) for i, d in enumerate(shape)]
-    return "tensor<" + "x".join(dims + [element_type]) + ">"
 
 
 def dense(storage, element_type):

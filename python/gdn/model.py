@@ -7,7 +7,8 @@
   `cache_bytes`: the model's layers, weight names and shapes, deterministic
   float32 weights and the cache size per sequence;
 - `ModelReference`: the whole model in float64 numpy, with `prefill` over a
-  prompt and `decode` one token at a time from the caches;
+  prompt and `decode` one token at a time from the caches, composed of the
+  ops' references in gdn.reference (each block's norms, mixer and MLP);
 - `byte_tokenize` / `byte_detokenize` for tokenizer "bytes".
 
 Conventions the document leaves open, and the choice made here:
@@ -33,7 +34,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import layers, reference
-from .layers import _l2_normalize, _rms_norm, _sigmoid, _silu, _softplus
+from .reference import apply_rope  # noqa: F401  (part of this API)
 
 __all__ = ["load_config", "layer_kinds", "weight_shapes", "validate_weights",
            "init_weights", "cache_bytes", "ModelReference", "apply_rope",
@@ -518,94 +519,6 @@ def byte_detokenize(ids, errors="replace"):
 # float64 reference
 # ----------------------------------------------------------------------------
 
-def apply_rope(x, positions, theta):
-    """RoPE, rotate-half convention: x * cos + rotate_half(x) * sin with
-    angles positions * theta^(-2i/d), i < d/2, repeated for both halves.
-
-    x: [..., d] (d even); positions: broadcastable to x.shape[:-1].
-    """
-    x = np.asarray(x, dtype=np.float64)
-    d = x.shape[-1]
-    if d % 2:
-        raise ValueError(f"RoPE needs an even dimension, got {d}")
-    inv_freq = float(theta) ** (-np.arange(0, d, 2, dtype=np.float64) / d)
-    angles = np.asarray(positions, dtype=np.float64)[..., None] * inv_freq
-    angles = np.concatenate([angles, angles], axis=-1)
-    half = d // 2
-    rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
-    return x * np.cos(angles) + rotated * np.sin(angles)
-
-
-def _softmax(scores, axis=-1):
-    shifted = scores - np.max(scores, axis=axis, keepdims=True)
-    e = np.exp(shifted)
-    return e / np.sum(e, axis=axis, keepdims=True)
-
-
-def _gdn_gates(x, p):
-    """g (log alpha), beta and the output gate of x [..., d_model]."""
-    g = -np.exp(p["log_alpha"]) * _softplus(
-        x @ p["alpha.weight"].T + p["alpha.bias"])
-    beta = _sigmoid(x @ p["beta.weight"].T + p["beta.bias"])
-    gate = x @ p["gate.weight"].T + p["gate.bias"]
-    return g, beta, gate
-
-
-def _gdn_output(o, gate, p):
-    """RMSNorm per head, the SiLU output gate and out_proj."""
-    shape = o.shape[:-2] + (o.shape[-2] * o.shape[-1],)
-    o = _rms_norm(o, p["norm.weight"], GDN_NORM_EPS).reshape(shape)
-    return (o * _silu(gate)) @ p["out_proj.weight"].T + p["out_proj.bias"]
-
-
-def _gdn_sequence(x, p, heads, conv_size):
-    """The GDN mixer over x [B, T, d_model] from a zero state with any conv
-    size (the module's forward with a left pad of conv_size - 1).
-    Returns (y [B, T, d_out], state [B, H, D, D])."""
-    batch, tokens, _ = x.shape
-    pad = conv_size - 1
-    mixed = {}
-    for proj, conv in (("W_query", "conv_q"), ("W_key", "conv_k"),
-                       ("W_value", "conv_v")):
-        u = x @ p[proj + ".weight"].T
-        d_out = u.shape[-1]
-        padded = np.concatenate([np.zeros((batch, pad, d_out)), u], axis=1)
-        w = p[conv + ".weight"][:, 0, :]
-        out = np.broadcast_to(p[conv + ".bias"], u.shape).copy()
-        for j in range(conv_size):
-            out += w[:, j] * padded[:, j:j + tokens]
-        mixed[proj] = _silu(out).reshape(batch, tokens, heads, -1)
-    q = _l2_normalize(mixed["W_query"])
-    k = _l2_normalize(mixed["W_key"])
-    v = _rms_norm(mixed["W_value"], p["norm.weight"], GDN_NORM_EPS)
-    g, beta, gate = _gdn_gates(x, p)
-    o, state = reference.delta_rule(q, k, v, g, beta, scale=1.0)
-    return _gdn_output(o, gate, p), state
-
-
-def _gdn_step(x, p, heads, cache):
-    """One token x [B, d_model] through the GDN mixer, continuing from
-    `cache` ({"state", "conv_q", "conv_k", "conv_v"}; updated in place).
-    Returns y [B, d_out]."""
-    batch = x.shape[0]
-    mixed = {}
-    for proj, conv in (("W_query", "conv_q"), ("W_key", "conv_k"),
-                       ("W_value", "conv_v")):
-        u = x @ p[proj + ".weight"].T                        # [B, d_out]
-        window = np.concatenate([cache[conv], u[:, None]], axis=1)
-        w = p[conv + ".weight"][:, 0, :]                     # [d_out, C]
-        out = p[conv + ".bias"] + np.einsum("bcd,dc->bd", window, w)
-        cache[conv] = window[:, 1:]
-        mixed[proj] = _silu(out).reshape(batch, heads, -1)
-    q = _l2_normalize(mixed["W_query"])
-    k = _l2_normalize(mixed["W_key"])
-    v = _rms_norm(mixed["W_value"], p["norm.weight"], GDN_NORM_EPS)
-    g, beta, gate = _gdn_gates(x, p)
-    o, cache["state"] = reference.delta_rule_step(q, k, v, g, beta,
-                                                  cache["state"], scale=1.0)
-    return _gdn_output(o, gate, p)
-
-
 class ModelReference:
     """The model of a description and its weights in float64 numpy.
 
@@ -732,71 +645,38 @@ class ModelReference:
         eps = self.config["norm_eps"]
         x = self.embedding[ids]                                # [B, T, d]
         for i, (kind, block) in enumerate(zip(self.kinds, self.blocks)):
-            h = _rms_norm(x, block["input_layernorm"], eps)
+            h = reference.rms_norm(x, block["input_layernorm"], eps)
             if kind == "gdn":
                 x = x + self._gdn(h, block["mixer"], self.caches[i], prefill)
             else:
                 x = x + self._mla(h, block["mixer"], self.caches[i])
-            h = _rms_norm(x, block["post_attention_layernorm"], eps)
+            h = reference.rms_norm(x, block["post_attention_layernorm"], eps)
             mlp = block["mlp"]
-            x = x + (_silu(h @ mlp["gate_proj"].T) * (h @ mlp["up_proj"].T)) \
-                @ mlp["down_proj"].T
+            x = x + reference.swiglu_mlp(h, mlp["gate_proj"], mlp["up_proj"],
+                                         mlp["down_proj"])
         self.position += ids.shape[1]
-        return _rms_norm(x, self.final_norm, eps) @ self.head.T
+        return reference.rms_norm(x, self.final_norm, eps) @ self.head.T
 
     def _gdn(self, h, p, cache, prefill):
-        gdn = self.config["gdn"]
-        heads, conv_size = gdn["num_heads"], gdn["conv_size"]
-        if not prefill:
-            return _gdn_step(h[:, 0], p, heads, cache)[:, None]
-        if conv_size == layers.KERNEL_SIZE:
-            y, state = layers.gated_deltanet_reference(h, p, heads,
-                                                       eps=GDN_NORM_EPS)
+        """The GDN mixer, its caches updated in place."""
+        heads = self.config["gdn"]["num_heads"]
+        convs = [conv for _, conv in reference.GDN_PROJECTIONS]
+        if prefill:
+            y, cache["state"], conv_state = reference.gated_deltanet(
+                h, p, heads, GDN_NORM_EPS)
         else:
-            y, state = _gdn_sequence(h, p, heads, conv_size)
-        batch, tokens, _ = h.shape
-        keep = conv_size - 1
-        start = max(0, tokens - keep)
-        cache["state"] = state
-        for proj, conv in (("W_query", "conv_q"), ("W_key", "conv_k"),
-                           ("W_value", "conv_v")):
-            u = h[:, start:] @ p[proj + ".weight"].T
-            missing = keep - u.shape[1]
-            cache[conv] = np.concatenate(
-                [np.zeros((batch, missing, u.shape[2])), u], axis=1)
+            y, cache["state"], conv_state = reference.gated_deltanet_step(
+                h[:, 0], p, heads, {c: cache[c] for c in convs},
+                cache["state"], GDN_NORM_EPS)
+            y = y[:, None]
+        cache.update(conv_state)
         return y
 
     def _mla(self, h, p, cache):
-        mla = self.config["mla"]
-        eps = self.config["norm_eps"]
-        batch, tokens, _ = h.shape
-        n = mla["num_heads"]
-        nope, rope = mla["qk_nope_head_dim"], mla["qk_rope_head_dim"]
-        rank, v_dim = mla["kv_lora_rank"], mla["v_head_dim"]
-        if mla["q_lora_rank"] == 0:
-            q = h @ p["q_proj.weight"].T
-        else:
-            q = _rms_norm(h @ p["q_a_proj.weight"].T,
-                          p["q_a_layernorm.weight"], eps) \
-                @ p["q_b_proj.weight"].T
-        q = q.reshape(batch, tokens, n, nope + rope)
-        positions = self.position + np.arange(tokens)
-        q_nope = q[..., :nope]
-        q_rope = apply_rope(q[..., nope:], positions[:, None],
-                            mla["rope_theta"])
-        kv_a = h @ p["kv_a_proj_with_mqa.weight"].T
-        latent = _rms_norm(kv_a[..., :rank], p["kv_a_layernorm.weight"], eps)
-        k_rope = apply_rope(kv_a[..., rank:], positions, mla["rope_theta"])
+        """The MLA mixer, its caches grown in place."""
+        y, latent, k_rope = reference.mla(
+            h, p, self.config["mla"], self.config["norm_eps"],
+            cache["latent"], cache["k_rope"])
         cache["latent"] = np.concatenate([cache["latent"], latent], axis=1)
         cache["k_rope"] = np.concatenate([cache["k_rope"], k_rope], axis=1)
-        keys = cache["latent"].shape[1]
-        kv = (cache["latent"] @ p["kv_b_proj.weight"].T).reshape(
-            batch, keys, n, nope + v_dim)
-        k_nope, v = kv[..., :nope], kv[..., nope:]
-        scores = (np.einsum("btnd,bsnd->bnts", q_nope, k_nope)
-                  + np.einsum("btnd,bsd->bnts", q_rope, cache["k_rope"])) \
-            / math.sqrt(nope + rope)
-        visible = np.arange(keys)[None, :] <= positions[:, None]   # [T, S]
-        scores = np.where(visible, scores, -np.inf)
-        out = np.einsum("bnts,bsnd->btnd", _softmax(scores), v)
-        return out.reshape(batch, tokens, n * v_dim) @ p["o_proj.weight"].T
+        return y

@@ -14,7 +14,7 @@ A safetensors file is
 with spaces to a multiple of 8 bytes (as the reference implementation does,
 so that the data section is aligned) and writes the file atomically (a
 temporary file in the same folder, then os.replace). bf16 is float32 rounded
-to nearest even (gdn.mlir.round_to_element_type).
+to nearest even, NaNs kept quiet NaNs (gdn.mlir.float32_to_bf16).
 
 `load` returns float32 arrays (bf16, and f16 as gdn-compile also reads it,
 widened exactly) after validating the header; every problem is a ValueError
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .mlir import round_to_element_type
+from .mlir import bf16_to_float32, round_to_element_type
 
 __all__ = ["save", "load", "load_with_metadata", "DTYPES"]
 
@@ -54,17 +54,8 @@ def _storage(name, value, dtype):
             or array.dtype == np.bool_):
         raise ValueError(f"tensor {name!r}: expected a real numeric array, "
                          f"got dtype {array.dtype}")
-    f32 = np.ascontiguousarray(array, dtype=np.float32)
-    # Rounded flat: numpy 1.x cannot shift a 0-d uint64 by a Python int.
-    storage, _ = round_to_element_type(f32.reshape(-1), dtype)
-    storage = np.array(storage, copy=True, order="C").reshape(f32.shape)
-    if dtype == "bf16":
-        # Rounding a NaN's bit pattern can carry into the sign or exponent;
-        # keep NaNs quiet NaNs of the same sign.
-        nan = np.isnan(f32)
-        if np.any(nan):
-            sign = (f32.view(np.uint32)[nan] >> 16) & 0x8000
-            storage[nan] = (0x7FC0 | sign).astype(np.uint16)
+    storage, _ = round_to_element_type(array, dtype)
+    storage = np.ascontiguousarray(storage)
     little = storage.dtype.newbyteorder("<")
     return array.shape, storage.astype(little, copy=False).tobytes()
 
@@ -245,7 +236,7 @@ def _read(path):
             if f.readinto(memoryview(buffer).cast("B")) != end - begin:
                 fail("data ends early (file changed while reading?)", name)
             if dtype == "BF16":
-                value = (buffer.astype(np.uint32) << 16).view(np.float32)
+                value = bf16_to_float32(buffer)
             else:
                 value = buffer.astype(np.float32, copy=False)
             tensors[name] = value.reshape(shape)

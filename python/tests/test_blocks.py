@@ -2,16 +2,12 @@
 gdn.lm_head, compiled for the CPU, against float64 numpy."""
 
 import ctypes
-import os
 
 import numpy as np
 import pytest
 
-from gdn import compiled, reference
-
-
-def _t(shape, element="f32"):
-    return "tensor<" + "x".join(str(d) for d in shape) + f"x{element}>"
+from gdn import cache, compiled, reference
+from gdn.mlir import format_scale, tensor_type as _t
 
 
 def _module(vocab, dim, hidden, eps):
@@ -25,7 +21,7 @@ def _module(vocab, dim, hidden, eps):
     return f"""module {{
   func.func @blocks({signature}) -> ({x}, {logits}) {{
     %x = gdn.embed %ids, %table : ({args[0][1]}, {args[1][1]}) -> {x}
-    %n = gdn.rms_norm %x, %norm {{eps = {compiled.format_scale(eps)} : f32}} : ({x}, {args[2][1]}) -> {x}
+    %n = gdn.rms_norm %x, %norm {{eps = {format_scale(eps)} : f32}} : ({x}, {args[2][1]}) -> {x}
     %m = gdn.swiglu_mlp %n weights(%gate, %up, %down) : ({x}, {args[3][1]}, {args[4][1]}, {args[5][1]}) -> {x}
     %l = gdn.lm_head %m, %head : ({x}, {args[6][1]}) -> {logits}
     return %n, %l : {x}, {logits}
@@ -34,28 +30,26 @@ def _module(vocab, dim, hidden, eps):
 """
 
 
-def _load(source):
-    compiler = compiled.find_compiler()
-    options = ["--target=cpu", "--emit=shared"]
-    path = compiled.options_library_path(source, compiler, options,
-                                         compiled.cache_dir())
-    if not os.path.isfile(path):
-        compiled.compile_with_options(compiler, source, options, path)
-    library = ctypes.CDLL(path)
+def _prepare(library):
     function = library._mlir_ciface_blocks
     function.restype = None
     # 7 inputs and 2 out-parameters, each a pointer to a descriptor.
     function.argtypes = [ctypes.c_void_p] * 9
-    return function
+
+
+def _load(vocab, dim, hidden, eps):
+    library = cache.load(("blocks", vocab, dim, hidden, eps),
+                         lambda: _module(vocab, dim, hidden, eps),
+                         ["--target=cpu", "--emit=shared"], _prepare)
+    return library._mlir_ciface_blocks
 
 
 def _reference(ids, table, norm, gate, up, down, head, eps):
+    """gdn.embed, gdn.rms_norm, gdn.swiglu_mlp and gdn.lm_head through the
+    ops' float64 references."""
     f64 = lambda a: np.asarray(a, dtype=np.float64)
-    x = f64(table)[ids]
-    n = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * f64(norm)
-    g = n @ f64(gate).T
-    silu = g / (1.0 + np.exp(-g))
-    m = (silu * (n @ f64(up).T)) @ f64(down).T
+    n = reference.rms_norm(f64(table)[ids], f64(norm), eps)
+    m = reference.swiglu_mlp(n, f64(gate), f64(up), f64(down))
     return n, m @ f64(head).T
 
 
@@ -75,7 +69,7 @@ def test_blocks_match_numpy(batch, tokens, vocab, dim, hidden):
     weights = {k: np.ascontiguousarray(v, dtype=np.float32)
                for k, v in weights.items()}
     ids = rng.integers(0, vocab, size=(batch, tokens), dtype=np.int64)
-    function = _load(_module(vocab, dim, hidden, eps))
+    function = _load(vocab, dim, hidden, eps)
     normed = np.empty((batch, tokens, dim), np.float32)
     logits = np.empty((batch, tokens, vocab), np.float32)
     arrays = [ids] + [weights[k] for k in

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import gdn
-from gdn import compiled, inputs, reference
+from gdn import cache, compiled, inputs, mlir, reference
 
 F32_BUDGET = 1e-5
 F16_OUTPUT_BUDGET = 2e-3
@@ -523,12 +523,12 @@ def test_module_source():
                                         (1e-5, "1.0e-05"), (2e20, "2.0e+20"),
                                         (64 ** -0.5, "0.125"), (3, "3.0")])
 def test_scale_is_an_mlir_float_literal(scale, text):
-    assert compiled.format_scale(scale) == text
+    assert mlir.format_scale(scale) == text
 
 
 def test_module_source_parses():
     build = os.environ.get("GDN_BUILD_DIR",
-                           os.path.join(compiled._REPO, "build"))
+                           os.path.join(cache.REPO, "build"))
     gdn_opt = os.path.join(build, "bin", "gdn-opt")
     if not os.path.exists(gdn_opt):
         pytest.skip(f"gdn-opt is not built ({gdn_opt})")
@@ -580,43 +580,44 @@ def test_build_dir_is_honoured(monkeypatch, tmp_path):
     (tmp_path / "bin").mkdir()
     fake = _fake_compiler(tmp_path / "bin" / "gdn-compile", "exit 1")
     monkeypatch.setenv("GDN_BUILD_DIR", str(tmp_path))
-    assert compiled.find_compiler() == str(fake)
+    assert cache.find_compiler() == str(fake)
     monkeypatch.setenv("GDN_BUILD_DIR", str(tmp_path / "other"))
     with pytest.raises(RuntimeError, match="other/bin/gdn-compile"):
-        compiled.find_compiler()
+        cache.find_compiler()
 
 
 def test_compile_failure_reports_stderr(monkeypatch, tmp_path):
     fake = _fake_compiler(tmp_path / "gdn-compile",
                           "echo 'error: something went wrong' >&2; exit 3")
     monkeypatch.setenv("GDN_COMPILE", str(fake))
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("GDN_CACHE_DIR", str(cache))
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("GDN_CACHE_DIR", str(directory))
     with pytest.raises(RuntimeError, match="something went wrong"):
         gdn.delta_rule(**_prefill_args())
-    assert [p.name for p in cache.iterdir()] == []   # no leftovers
+    assert [p.name for p in directory.iterdir()] == []   # no leftovers
 
 
 def test_library_name_depends_on_compiler_and_options(tmp_path):
     fake = _fake_compiler(tmp_path / "gdn-compile", "exit 1")
     source = compiled.module_source(1, 1, 16, 16)
-    first = compiled.library_path(source, str(fake), 64, str(tmp_path))
-    assert first == compiled.library_path(source, str(fake), 64,
-                                          str(tmp_path))
-    assert first != compiled.library_path(source, str(fake), 32,
-                                          str(tmp_path))
-    assert first != compiled.library_path(source + " ", str(fake), 64,
-                                          str(tmp_path))
+
+    def path(source=source, chunk_size=64):
+        return cache.library_path(source, compiled._compile_options(
+            chunk_size), str(fake), str(tmp_path))
+
+    first = path()
+    assert first == path()
+    assert first != path(chunk_size=32)
+    assert first != path(source + " ")
     st = fake.stat()
     os.utime(fake, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
-    assert first != compiled.library_path(source, str(fake), 64,
-                                          str(tmp_path))
+    assert first != path()
 
 
 def test_cache_is_reused(monkeypatch, tmp_path):
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("GDN_CACHE_DIR", str(cache))
-    monkeypatch.setattr(compiled, "_LIBRARIES", {})
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("GDN_CACHE_DIR", str(directory))
+    monkeypatch.setattr(cache, "_LOADED", {})
     calls = []
     real_run = subprocess.run
 
@@ -624,7 +625,7 @@ def test_cache_is_reused(monkeypatch, tmp_path):
         calls.append(command)
         return real_run(command, *args, **kwargs)
 
-    monkeypatch.setattr(compiled.subprocess, "run", counting_run)
+    monkeypatch.setattr(cache.subprocess, "run", counting_run)
     d = inputs.delta_rule_inputs(9, 1, 20, 1, 1, 16, 16, initial_state=True)
     args = [d[n] for n in ("q", "k", "v", "g", "beta")]
     h0 = d["initial_state"]
@@ -633,16 +634,45 @@ def test_cache_is_reused(monkeypatch, tmp_path):
     assert len(calls) == 1
     assert calls[0][2:] == ["--target=cpu", "--emit=shared",
                             "--chunk-size=16", "-o", calls[0][-1]]
-    libraries = sorted(cache.glob("*.so"))
+    libraries = sorted(directory.glob("*.so"))
     assert len(libraries) == 1
-    assert sorted(p.suffix for p in cache.iterdir()) == [".mlir", ".so"]
+    assert sorted(p.suffix for p in directory.iterdir()) == [".mlir", ".so"]
     mtime = libraries[0].stat().st_mtime_ns
 
     o2, s2 = gdn.delta_rule(*args, h0.copy(), chunk_size=16)  # in-process
-    monkeypatch.setattr(compiled, "_LIBRARIES", {})
+    monkeypatch.setattr(cache, "_LOADED", {})
     o3, s3 = gdn.delta_rule(*args, h0.copy(), chunk_size=16)  # from disk
     assert len(calls) == 1
     assert libraries[0].stat().st_mtime_ns == mtime
     for o, s in ((o2, s2), (o3, s3)):
         np.testing.assert_array_equal(o, o1)
         np.testing.assert_array_equal(s, s1)
+
+
+def test_compile_options_are_the_compilers():
+    """The keywords are gdn-compile's pipeline flags, not a copy of them."""
+    known = gdn.cache.pipeline_options()
+    assert {"chunk_size", "matmul_tile_n", "cuda_value_tile"} <= set(known)
+    assert known["chunk_size"]["default"] == "64"
+    assert gdn.cache.compile_flags({"num_threads": 1, "flush_denormals":
+                                    False}) == [
+        "--flush-denormals=false", "--num-threads=1"]
+    with pytest.raises(ValueError, match="unknown compile option 'tile'"):
+        gdn.cache.compile_flags({"tile": 3})
+    with pytest.raises(TypeError, match="matmul_tile_n"):
+        gdn.cache.compile_flags({"matmul_tile_n": 1.5})
+
+
+def test_compile_options_reach_the_pipeline():
+    """A non-default register tile (chunks run: T over recurrent-below)
+    compiles and computes what the float64 recurrence does."""
+    x = inputs.delta_rule_inputs(7, 1, 150, 1, 2, 16, 32)
+    args = [x[name] for name in ("q", "k", "v", "g", "beta")]
+    expected, expected_state = reference.delta_rule(*args)
+    o, state = gdn.delta_rule(*args, chunk_size=32,
+                              compile_options={"matmul_tile_n": 64,
+                                               "matmul_tile_m": 4})
+    assert reference.relative_error(o, expected)[0] < 1e-4
+    assert reference.relative_error(state, expected_state)[0] < 1e-4
+    with pytest.raises(RuntimeError, match="matmul-tile-n a multiple of 16"):
+        gdn.delta_rule(*args, compile_options={"matmul_tile_n": 20})

@@ -1,5 +1,6 @@
 """Tests of gdn.layers: the float64 reference of the design document's
-GatedMultiHeadDeltaAttention against a naive loop transcription, the
+GatedMultiHeadDeltaAttention against a naive loop transcription
+(loop_reference.py), the
 initialisation, state_dict loading, the MLIR text, and the layer compiled
 from gdn.gated_deltanet against the reference.
 
@@ -16,7 +17,8 @@ import numpy as np
 import pytest
 
 import gdn
-from gdn import compiled, layers, reference
+from gdn import cache, layers, reference
+from loop_reference import gated_deltanet_loops
 
 BUDGET = 1e-4
 
@@ -102,7 +104,7 @@ def test_reference_matches_loops(d_model, d_out, heads, batch, tokens, kind):
         params = _weak_gates(params)
     x = _x(seed + 1, batch, tokens, d_model, 3.0 if kind == "wild" else 1.0)
     y, state = layers.gated_deltanet_reference(x, params, heads)
-    y_loop, state_loop = layers._gated_deltanet_loops(x, params, heads)
+    y_loop, state_loop = gated_deltanet_loops(x, params, heads)
     head_dim = d_out // heads
     assert y.shape == (batch, tokens, d_out) and y.dtype == np.float64
     assert state.shape == (batch, heads, head_dim, head_dim)
@@ -160,11 +162,11 @@ def test_reference_first_token_by_hand():
 
 def test_softplus_threshold_and_sigmoid_extremes():
     z = np.array([-1000.0, -30.0, 0.0, 19.0, 20.0, 20.5, 1000.0])
-    sp = layers._softplus(z)
+    sp = reference.softplus(z)
     np.testing.assert_allclose(sp[1:5], np.log1p(np.exp(z[1:5])),
                                rtol=1e-15)
     assert sp[0] == 0.0 and sp[5] == 20.5 and sp[6] == 1000.0
-    s = layers._sigmoid(np.array([-1000.0, 0.0, 1000.0]))
+    s = reference.sigmoid(np.array([-1000.0, 0.0, 1000.0]))
     np.testing.assert_array_equal(s, [0.0, 0.5, 1.0])
 
 
@@ -383,7 +385,7 @@ _UNKNOWN_OP = "'gdn.gated_deltanet' is unknown"
 def gated_deltanet_op(tmp_path_factory):
     """Skips when gdn-compile does not know gdn.gated_deltanet (not built
     yet); a missing compiler or any other error fails the test."""
-    compiler = compiled.find_compiler()
+    compiler = cache.find_compiler()
     path = tmp_path_factory.mktemp("probe") / "probe.mlir"
     path.write_text(layers.module_source(64, 64, 2))
     result = subprocess.run([compiler, str(path), "--target=cpu",

@@ -17,6 +17,24 @@ def test_bf16_rounds_to_nearest_even():
     assert storage[0] == 0x3F80
 
 
+def test_bf16_widens_exactly_and_keeps_nan_quiet():
+    x = np.array([[0.0, -0.0], [3.0, np.inf]], dtype=np.float32)
+    bits = mlir.float32_to_bf16(x)
+    assert bits.shape == (2, 2) and bits.dtype == np.uint16
+    np.testing.assert_array_equal(mlir.bf16_to_float32(bits), x)
+    assert mlir.float32_to_bf16(np.float32(1.0)).shape == ()
+    # A NaN whose bits would round up into -0.0 stays a NaN.
+    nan = np.array([0x7FFFFFFF], np.uint32).view(np.float32)
+    assert np.isnan(mlir.bf16_to_float32(mlir.float32_to_bf16(nan)))[0]
+
+
+def test_tensor_type():
+    assert mlir.tensor_type([2, 3]) == "tensor<2x3xf32>"
+    assert mlir.tensor_type(["?", 4], "bf16") == "tensor<?x4xbf16>"
+    assert mlir.tensor_type((2, 3, 4), "i64", (0, 1)) == "tensor<?x?x4xi64>"
+    assert mlir.tensor_type((), "f16") == "tensor<f16>"
+
+
 def test_unknown_element_type():
     with pytest.raises(ValueError, match="unsupported element type"):
         mlir.round_to_element_type([1.0], "f64")

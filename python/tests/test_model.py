@@ -1,7 +1,8 @@
 """gdn.model: the model description's validation, layer pattern, weight
 names and shapes, initialisation, cache sizes, the float64 whole-model
 reference (decode after prefill against a longer prefill, causality, RoPE,
-MLA against a loop transcription, the model on one token) and the bytes
+MLA and the GDN mixer against loop transcriptions, the model on one token)
+and the bytes
 tokenizer; the nenya-tiny example and its make_weights.py."""
 
 import copy
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 from gdn import layers, model, reference, safetensors
+from loop_reference import gated_deltanet_loops
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 TINY = os.path.join(ROOT, "examples", "nenya-tiny")
@@ -454,16 +456,27 @@ def test_decode_after_prefill_random(conv_size):
     _check_decode_matches_prefill(config, weights, ids, splits=(2, 5))
 
 
-def test_gdn_sequence_matches_module_reference():
-    """The any-conv-size GDN path equals gated_deltanet_reference at the
-    module's conv size 4."""
+@pytest.mark.parametrize("conv_size", [1, 2, 3, 4, 5])
+def test_gdn_mixer_matches_loops(conv_size):
+    """The model's GDN mixer (gdn.reference.gated_deltanet) against the
+    loop transcription, at conv sizes other than the module's 4 too, with
+    T below, at and above the conv's reach."""
     params = layers.init_gated_deltanet(3, 24, 24, 3)
-    params = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    rng = np.random.default_rng(conv_size)
+    bound = 1.0 / math.sqrt(conv_size)
+    for conv in ("conv_q", "conv_k", "conv_v"):
+        params[conv + ".weight"] = rng.uniform(-bound, bound,
+                                               (24, 1, conv_size))
     x = np.random.default_rng(1).standard_normal((2, 6, 24))
-    y, state = model._gdn_sequence(x, params, 3, 4)
-    y_ref, state_ref = layers.gated_deltanet_reference(x, params, 3)
-    _assert_close("y", y, y_ref, 1e-13)
-    _assert_close("state", state, state_ref, 1e-13)
+    for tokens in (1, conv_size, 6):
+        y, state, conv_state = reference.gated_deltanet(
+            x[:, :tokens], params, 3, model.GDN_NORM_EPS)
+        y_ref, state_ref = gated_deltanet_loops(x[:, :tokens], params, 3,
+                                                model.GDN_NORM_EPS)
+        _assert_close(f"y T={tokens}", y, y_ref, 1e-12)
+        _assert_close(f"state T={tokens}", state, state_ref, 1e-12)
+        for c in ("conv_q", "conv_k", "conv_v"):
+            assert conv_state[c].shape == (2, conv_size - 1, 24)
 
 
 @pytest.mark.parametrize("layer_types", [["mla", "mla"], None])
@@ -491,7 +504,7 @@ def test_rope_rotate_half_against_complex():
     d, theta = 16, 10000.0
     x = rng.standard_normal((3, 5, d))
     positions = np.array([0, 1, 7, 100, 8191])
-    got = model.apply_rope(x, positions[None, :], theta)
+    got = reference.apply_rope(x, positions[None, :], theta)
     # The pair (x_i, x_{i + d/2}) is the complex number x_i + i x_{i + d/2},
     # rotated by position * theta^(-2i/d).
     expected = np.empty_like(x)
@@ -503,11 +516,11 @@ def test_rope_rotate_half_against_complex():
                              math.sin(pos * theta ** (-2 * i / d)))
                 expected[b, t, i], expected[b, t, i + d // 2] = z.real, z.imag
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(model.apply_rope(x, 0, theta), x)
+    np.testing.assert_array_equal(reference.apply_rope(x, 0, theta), x)
     # Relative position: <rope(q, m), rope(k, n)> depends on m - n only.
     q, k = rng.standard_normal(d), rng.standard_normal(d)
-    dots = [model.apply_rope(q, m, theta) @ model.apply_rope(k, m - 3, theta)
-            for m in (3, 10, 500)]
+    dots = [reference.apply_rope(q, m, theta)
+            @ reference.apply_rope(k, m - 3, theta) for m in (3, 10, 500)]
     np.testing.assert_allclose(dots, dots[0], rtol=1e-12)
 
 

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from gdn import compiled, compiled_model, model, safetensors
+from gdn import cache, compiled_model, model, safetensors
 from model_configs import hybrid_config
 
 CONFIG = hybrid_config(q_lora_rank=12, tie_embeddings=True)
@@ -27,7 +27,7 @@ def model_dir(tmp_path_factory):
     weights = model.init_weights(model.load_config(CONFIG), seed=11)
     safetensors.save(str(root / "model.safetensors"), weights)
     out = root / "out"
-    subprocess.run([compiled.find_compiler(), str(root / "model.json"),
+    subprocess.run([cache.find_compiler(), str(root / "model.json"),
                     "-o", str(out)], check=True)
     return root, out, weights
 
@@ -110,7 +110,7 @@ def test_c_api_refuses_weights_of_another_model(model_dir, tmp_path):
     message = (f"tensor '{name}' must have shape \\[48, 32\\], but has "
                f"\\[32, 48\\]")
     with pytest.raises(ValueError, match=message):
-        compiled_model.Model(root / "model.json", weights_path=path,
+        compiled_model.CompiledModel(root / "model.json", weights_path=path,
                              library_path=out / "libgdn-model.so")
     result = _run(out, "--ids", "1", "--weights", str(path))
     assert result.returncode == 1
@@ -120,7 +120,7 @@ def test_c_api_refuses_weights_of_another_model(model_dir, tmp_path):
 
 def test_decode_before_prefill_is_an_error(model_dir):
     root, out, _ = model_dir
-    compiled = compiled_model.Model(root / "model.json",
+    compiled = compiled_model.CompiledModel(root / "model.json",
                                     library_path=out / "libgdn-model.so")
     with pytest.raises(ValueError, match="call gdn_model_prefill first"):
         compiled.decode([1])

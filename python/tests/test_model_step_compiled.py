@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+import gdn
 from gdn import compiled_model, model, reference, safetensors
 from model_configs import hybrid_config
 
@@ -31,7 +32,7 @@ def test_prefill_then_16_decode_steps(tmp_path, q_lora_rank, conv_size,
                                       batch, prompt):
     config_path, weights = _write(
         tmp_path, hybrid_config(q_lora_rank, conv_size), seed=prompt)
-    compiled = compiled_model.Model(config_path)
+    compiled = compiled_model.CompiledModel(config_path)
     expected = model.ModelReference(model.load_config(config_path), weights)
     rng = np.random.default_rng(prompt)
     ids = rng.integers(0, 64, size=(batch, prompt))
@@ -51,7 +52,7 @@ def test_prefill_then_16_decode_steps(tmp_path, q_lora_rank, conv_size,
 def test_prefill_in_chunks_equals_one_prefill(tmp_path):
     """The step continues a prompt from its caches: 13 tokens as 5 + 8."""
     config_path, weights = _write(tmp_path, hybrid_config(0, 4), seed=9)
-    compiled = compiled_model.Model(config_path)
+    compiled = compiled_model.CompiledModel(config_path)
     ids = np.random.default_rng(9).integers(0, 64, size=(2, 13))
     whole = compiled.prefill(ids)
     compiled.prefill(ids[:, :5])
@@ -61,7 +62,7 @@ def test_prefill_in_chunks_equals_one_prefill(tmp_path):
 
 def test_bad_token_ids(tmp_path):
     config_path, _ = _write(tmp_path, hybrid_config(0, 4), seed=1)
-    compiled = compiled_model.Model(config_path)
+    compiled = compiled_model.CompiledModel(config_path)
     with pytest.raises(ValueError, match="token id 64 .*outside the vocabulary"):
         compiled.prefill([[1, 64]])
     compiled.prefill([[1, 2]])
@@ -69,3 +70,13 @@ def test_bad_token_ids(tmp_path):
         compiled.decode([1, 2])
     with pytest.raises(ValueError, match="max_context"):
         compiled.prefill(np.zeros((1, 129), np.int64))
+
+
+def test_model_is_a_deprecated_alias():
+    """gdn.Model, which read as the module gdn.model, still names the
+    compiled model for now, with a warning."""
+    with pytest.warns(DeprecationWarning, match="gdn.CompiledModel"):
+        assert gdn.Model is gdn.CompiledModel
+    with pytest.warns(DeprecationWarning, match="CompiledModel"):
+        assert compiled_model.Model is compiled_model.CompiledModel
+    assert gdn.model.ModelReference is not None     # the module is intact
