@@ -247,8 +247,19 @@ def _check_chunk_size(chunk_size):
 # Public API
 # ----------------------------------------------------------------------------
 
+def _check_finite(name, x, axes):
+    """FloatingPointError naming the first element of x that is NaN or Inf,
+    by the names of its axes."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        index = np.unravel_index(int(np.argmax(bad)), x.shape)
+        where = ", ".join(f"{axis} {i}" for axis, i in zip(axes, index))
+        value = x[index]
+        raise FloatingPointError(f"numerics: {value} in {name} at {where}")
+
+
 def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
-               chunk_size=64, compile_options=None):
+               chunk_size=64, compile_options=None, check_numerics=False):
     """Gated delta rule over a sequence (prefill), compiled.
 
     q, k: [B, T, H, K]; v: [B, T, Hv, V] (float32, or float16 for all
@@ -261,6 +272,8 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     compile_options: further options of gdn-compile's CPU pipeline by
     keyword, for example {"matmul_tile_n": 64, "num_threads": 1}
     (gdn.cache.pipeline_options() lists them with their defaults).
+    check_numerics: raise FloatingPointError naming the first NaN or Inf in
+    o (batch, token, head, column) or the final state.
     """
     q = _check_array("q", q, 4, "[B, T, H, K]")
     k = _check_array("k", k, 4, "[B, T, H, K]")
@@ -302,11 +315,15 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     getattr(library, PREFILL_SYMBOL)(
         *[ctypes.addressof(d) for d in descriptors])
     del arrays, descriptors
+    if check_numerics:
+        _check_finite("o", o, ("batch", "token", "head", "column"))
+        _check_finite("the final state", final_state,
+                      ("batch", "head", "row", "column"))
     return o, final_state
 
 
 def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False,
-                    compile_options=None):
+                    compile_options=None, check_numerics=False):
     """One decode token of the gated delta rule, compiled.
 
     q, k: [B, H, K]; v: [B, Hv, V] (float32, or float16 for all three);
@@ -317,7 +334,8 @@ def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False,
     of v's dtype, new_state [B, Hv, K, V] float32). With inplace=False
     `state` is not modified; with inplace=True the new state is written into
     `state` itself, which is returned: the decode loop then moves the state
-    through memory once per token and allocates nothing.
+    through memory once per token and allocates nothing. compile_options
+    and check_numerics: as for delta_rule.
     """
     q = _check_array("q", q, 3, "[B, H, K]")
     k = _check_array("k", k, 3, "[B, H, K]")
@@ -369,4 +387,8 @@ def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False,
     descriptors = [descriptor(a) for a in arrays]
     getattr(library, STEP_SYMBOL)(*[ctypes.addressof(d) for d in descriptors])
     del arrays, descriptors
+    if check_numerics:
+        _check_finite("o", o, ("batch", "head", "column"))
+        _check_finite("the new state", new_state,
+                      ("batch", "head", "row", "column"))
     return o, new_state

@@ -57,10 +57,13 @@ class CompiledModel:
     `weights_path`), caching one batch of equal-length sequences. The
     library is `library_path`, or compiled on first use and cached, with
     the pipeline options `compile_options` by keyword
-    (gdn.cache.pipeline_options)."""
+    (gdn.cache.pipeline_options). With check_numerics=True every call scans
+    the new caches and the logits and raises FloatingPointError naming the
+    first layer, cache, sequence and position holding a NaN or Inf (the
+    caches then stay as before the call)."""
 
     def __init__(self, config_path, weights_path=None, library_path=None,
-                 compile_options=None):
+                 compile_options=None, check_numerics=False):
         self.config = model.load_config(config_path)
         self.kinds = model.layer_kinds(self.config)
         if weights_path is None:
@@ -73,6 +76,8 @@ class CompiledModel:
             os.fsencode(os.fspath(weights_path)))
         if not self._handle:
             raise ValueError(self._error())
+        if check_numerics:
+            self._api.gdn_model_set_check_numerics(self._handle, 1)
 
     def __del__(self):
         if getattr(self, "_handle", None):
@@ -103,7 +108,10 @@ class CompiledModel:
     def _call(self, function, ids, *sizes):
         pointer = ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
         if function(self._handle, pointer, *sizes) != 0:
-            raise ValueError(self._error())
+            message = self._error()
+            if message.startswith("numerics:"):
+                raise FloatingPointError(message)
+            raise ValueError(message)
         return self._logits()
 
     @staticmethod
@@ -159,6 +167,8 @@ def _load_api(library_path):
         "gdn_model_logits": (ctypes.POINTER(ctypes.c_float),
                              [handle, ctypes.POINTER(i64),
                               ctypes.POINTER(i64)]),
+        "gdn_model_set_check_numerics": (ctypes.c_int, [handle,
+                                                        ctypes.c_int]),
         "gdn_model_position": (i64, [handle]),
         "gdn_model_batch": (i64, [handle]),
         "gdn_model_cache_bytes": (i64, [handle, ctypes.POINTER(i64),

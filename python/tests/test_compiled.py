@@ -676,3 +676,19 @@ def test_compile_options_reach_the_pipeline():
     assert reference.relative_error(state, expected_state)[0] < 1e-4
     with pytest.raises(RuntimeError, match="matmul-tile-n a multiple of 16"):
         gdn.delta_rule(*args, compile_options={"matmul_tile_n": 20})
+
+
+def test_check_numerics_names_the_first_bad_element():
+    x = inputs.delta_rule_inputs(3, 1, 9, 1, 1, 8, 16)
+    args = [x[name] for name in ("q", "k", "v", "g", "beta")]
+    args[2] = args[2].copy()
+    args[2][0, 4, 0, 2] = np.nan
+    o, _ = gdn.delta_rule(*args)           # unchecked: runs on
+    assert np.isnan(o).any()
+    with pytest.raises(FloatingPointError,
+                       match="numerics: nan in o at batch 0, token 4"):
+        gdn.delta_rule(*args, check_numerics=True)
+    step = [a[:, 4] for a in args]
+    state = np.zeros((1, 1, 8, 16), np.float32)
+    with pytest.raises(FloatingPointError, match="numerics: nan in o"):
+        gdn.delta_rule_step(*step, state, check_numerics=True)

@@ -69,3 +69,44 @@ def test_compiled_hybrid_prefill_matches_reference(tmp_path, q_lora_rank,
                                     weights).prefill(ids)
     ratio, max_rel = reference.relative_error(logits, expected)
     assert max(ratio, max_rel) <= 1e-4, (ratio, max_rel)
+
+
+def _model_with_weights(tmp_path, config, change=None):
+    config_path = tmp_path / "model.json"
+    config_path.write_text(json.dumps(config))
+    weights = model.init_weights(model.load_config(config), seed=2)
+    if change:
+        change(weights)
+    safetensors.save(str(tmp_path / "model.safetensors"), weights)
+    return config_path
+
+
+def _key_weight(weights):
+    return next(n for n in sorted(weights) if n.endswith("W_key.weight"))
+
+
+def test_non_finite_weights_are_refused_at_load(tmp_path):
+    def poison(weights):
+        weights[_key_weight(weights)].flat[5] = np.inf
+    path = _model_with_weights(tmp_path, _config(2, 64, 2, 4, True), poison)
+    with pytest.raises(ValueError, match=r"W_key.weight: element 5 "
+                                         r"\(\[0, 5\]\) is inf"):
+        compiled_model.CompiledModel(path)
+
+
+def test_check_numerics_names_the_first_layer(tmp_path):
+    """Finite weights whose products overflow: without the check the model
+    runs on; with it, FloatingPointError names the layer and position."""
+    def overflow(weights):
+        key = _key_weight(weights)
+        weights[key][...] = 3e38
+        prefix = key[:key.index("layers.") + len("layers.0.")]
+        weights[prefix + "input_layernorm.weight"][...] = 3e38
+    path = _model_with_weights(tmp_path, _config(2, 64, 2, 4, True), overflow)
+    ids = np.array([[1, 2, 3]], dtype=np.int64)
+    compiled_model.CompiledModel(path).prefill(ids)
+    checked = compiled_model.CompiledModel(path, check_numerics=True)
+    with pytest.raises(FloatingPointError, match=r"numerics: .* in layer 0 "
+                                                 r"\(gdn\)"):
+        checked.prefill(ids)
+    assert checked.position == 0

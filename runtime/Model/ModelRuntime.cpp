@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -183,6 +184,28 @@ static std::vector<Cache> emptyCaches(const ModelConfig &config) {
   return caches;
 }
 
+/// "element i ([a, b, ...]) is nan" for the first value of a tensor of
+/// `shape` that is not finite, if any.
+static std::optional<std::string>
+firstNonFinite(const float *values, llvm::ArrayRef<int64_t> shape) {
+  int64_t count = checkedProduct(shape);
+  for (int64_t i = 0; i < count; ++i) {
+    float value;
+    std::memcpy(&value, values + i, sizeof(float));
+    if (std::isfinite(value))
+      continue;
+    std::string index;
+    for (int64_t d = shape.size() - 1, rest = i; d >= 0; --d) {
+      index = std::to_string(rest % shape[d]) + (index.empty() ? "" : ", ") +
+              index;
+      rest /= shape[d];
+    }
+    return "element " + std::to_string(i) + " ([" + index + "]) is " +
+           (std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf");
+  }
+  return std::nullopt;
+}
+
 extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
   llvm::Expected<ModelConfig> config =
       parseModelConfig(_gdn_model_description);
@@ -211,6 +234,7 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
     const SafetensorsTensor &tensor = model->file.tensors().find(name)->second;
     int64_t count = checkedProduct(shape);
     const char *bytes = tensor.bytes.data();
+    const void *data = bytes;
     if (tensor.dtype == "F32" &&
         reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0) {
       model->weights.emplace_back(bytes, shape);
@@ -227,7 +251,15 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
         }
       }
       model->converted.push_back(std::move(values));
-      model->weights.emplace_back(model->converted.back().data(), shape);
+      data = model->converted.back().data();
+      model->weights.emplace_back(data, shape);
+    }
+    // A NaN or Inf weight would only show as garbage tokens later.
+    if (std::optional<std::string> bad =
+            firstNonFinite(static_cast<const float *>(data), shape)) {
+      fail("weights " + std::string(path) + ": " + name + ": " + *bad +
+           "; weights must be finite");
+      return nullptr;
     }
   }
   return model.release();

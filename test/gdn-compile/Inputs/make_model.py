@@ -6,7 +6,9 @@ gdn-compile model tests, optionally corrupted in one way:
 faults: missing-tensor, unexpected-tensor, wrong-shape, wrong-dtype,
 truncated, overlapping-offsets, header-too-long, bad-json, bad-config;
 hostile descriptions: duplicate-key, deep-nesting, leading-zero,
-too-many-layers, huge-eps; hostile weights: nan-weight (one value of layer 1's W_key is NaN), trailing-bytes,
+too-many-layers, huge-eps; hostile weights: nan-weight (one value of layer 1's W_key is NaN),
+huge-weight (layer 1's input norm and W_key are 3e38 everywhere: finite,
+but their products overflow), trailing-bytes,
 unknown-entry-field, deep-header, zero-size-shared (a valid zero-size
 tensor at an offset inside another tensor; the weights then have one
 tensor too many)
@@ -96,6 +98,10 @@ def main():
             dtype = "I32"
         if fault == "nan-weight" and name == "model.layers.1.linear_attn.W_key.weight":
             array.flat[3] = np.nan
+        if fault == "huge-weight" and name in (
+                "model.layers.1.linear_attn.W_key.weight",
+                "model.layers.1.input_layernorm.weight"):
+            array[...] = 3e38
         header[name] = {"dtype": dtype, "shape": list(array.shape),
                         "data_offsets": [len(data), len(data) + array.nbytes]}
         data += array.tobytes()
