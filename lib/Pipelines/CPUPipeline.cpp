@@ -31,6 +31,14 @@ chunkOptionsOf(const CPUPipelineOptions &options) {
   return chunkOptions;
 }
 
+static GdnCPUTileProjectionsPassOptions
+tileOptionsOf(const CPUPipelineOptions &options) {
+  GdnCPUTileProjectionsPassOptions tileOptions;
+  tileOptions.rowBlock = options.projectionRowBlock;
+  tileOptions.rowTile = options.projectionRowTile;
+  return tileOptions;
+}
+
 static GdnCPUVectorizePassOptions
 vectorizeOptionsOf(const CPUPipelineOptions &options) {
   GdnCPUVectorizePassOptions vectorizeOptions;
@@ -43,6 +51,10 @@ llvm::Error
 mlir::gdn::verifyCPUPipelineOptions(const CPUPipelineOptions &options) {
   if (llvm::Error error = checkChunkDeltaRuleOptions(chunkOptionsOf(options)))
     return error;
+  if (llvm::Error error =
+          checkCPUTileProjectionsOptions(tileOptionsOf(options)))
+    return llvm::createStringError("projection-" +
+                                   llvm::toString(std::move(error)));
   if (llvm::Error error = checkCPUVectorizeOptions(vectorizeOptionsOf(options)))
     return error;
   if (options.numThreads < 0)
@@ -57,6 +69,9 @@ void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
                                          const CPUPipelineOptions &options) {
   // Layer ops become core ops and linalg first.
   pm.addNestedPass<func::FuncOp>(createGdnDecomposeLayersPass());
+  // Projections in static row tiles, for gdn-cpu-vectorize's FMA schedule.
+  pm.addNestedPass<func::FuncOp>(
+      createGdnCPUTileProjectionsPass(tileOptionsOf(options)));
   if (options.deltaRuleForm == DeltaRuleForm::Chunked) {
     pm.addNestedPass<func::FuncOp>(
         createGdnChunkDeltaRulePass(chunkOptionsOf(options)));

@@ -7,6 +7,7 @@
 #include "gdn/Conversion/Passes.h"
 #include "gdn/Dialect/Gdn/IR/GdnDialect.h"
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
+#include "gdn/Dialect/Gdn/Transforms/Transforms.h"
 #include "gdn/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -17,6 +18,7 @@
 
 void mlir::gdn::registerAllGdnDialects(DialectRegistry &registry) {
   registry.insert<GdnDialect>();
+  registerGdnDecompositionInterfaces(registry);
   // gdn-opt is meant as a drop-in mlir-opt: tests and users mix gdn ops with
   // any upstream dialect, and the lowering pipelines need the extensions
   // (bufferization and ConvertToLLVM models) registered.

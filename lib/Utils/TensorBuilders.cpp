@@ -118,3 +118,14 @@ Value mlir::gdn::concatAlong(OpBuilder &b, Location loc, ValueRange parts,
   }
   return result;
 }
+
+ArrayAttr mlir::gdn::getProjectionIndexingMaps(MLIRContext *context) {
+  AffineExpr batch, token, output, input;
+  bindDims(context, batch, token, output, input);
+  auto map = [&](ArrayRef<AffineExpr> results) -> Attribute {
+    return AffineMapAttr::get(AffineMap::get(4, 0, results, context));
+  };
+  return ArrayAttr::get(context, {map({batch, token, input}),
+                                  map({output, input}),
+                                  map({batch, token, output})});
+}

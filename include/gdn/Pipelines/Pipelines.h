@@ -82,6 +82,16 @@ struct CPUPipelineOptions : public ListablePipelineOptions<CPUPipelineOptions> {
                      "measured crossover on 2-core AVX-512 machines "
                      "(docs/performance.md)"),
       llvm::cl::init(64)};
+  Option<int64_t> projectionRowBlock{
+      *this, "projection-row-block",
+      llvm::cl::desc("Rows (tokens of all sequences) per parallel task of "
+                     "the projections (gdn-cpu-tile-projections row-block)"),
+      llvm::cl::init(GdnCPUTileProjectionsPassOptions().rowBlock)};
+  Option<int64_t> projectionRowTile{
+      *this, "projection-row-tile",
+      llvm::cl::desc("Rows per static matmul tile of the projections "
+                     "(gdn-cpu-tile-projections row-tile)"),
+      llvm::cl::init(GdnCPUTileProjectionsPassOptions().rowTile)};
   Option<int64_t> matmulTileM{
       *this, "matmul-tile-m",
       llvm::cl::desc("Rows of the register tile of the chunk matmuls"),

@@ -62,6 +62,12 @@ Value concatAlong(OpBuilder &b, Location loc, ValueRange parts, int64_t dim);
 /// Converts every element of a ranked tensor to `elementType`.
 Value convertTensor(OpBuilder &b, Location loc, Value x, Type elementType);
 
+/// The indexing maps of a projection, out[b, t, o] += x[b, t, i] w[o, i]
+/// over (b, t, o, i) with a PyTorch-layout weight [O, I]: what layer ops
+/// decompose projections into (linalg.contract), and what target tiling
+/// recognises (gdn-cpu-tile-projections).
+ArrayAttr getProjectionIndexingMaps(MLIRContext *context);
+
 } // namespace mlir::gdn
 
 #endif // GDN_UTILS_TENSORBUILDERS_H

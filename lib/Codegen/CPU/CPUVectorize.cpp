@@ -175,12 +175,29 @@ struct GdnCPUVectorizePass
     : gdn::impl::GdnCPUVectorizePassBase<GdnCPUVectorizePass> {
   using Base::Base;
 
+  /// The schedule for this pass's tile sizes, parsed once per pipeline
+  /// rather than once per function (copies of the pass share it).
+  LogicalResult initialize(MLIRContext *context) override {
+    // Bad tile sizes are reported by runOnOperation, at the function.
+    if (llvm::Error error = checkCPUVectorizeOptions(currentOptions())) {
+      llvm::consumeError(std::move(error));
+      return success();
+    }
+    std::string text = kSchedule.str();
+    replaceAll(text, "@TILE_M@", std::to_string(matmulTileM));
+    replaceAll(text, "@TILE_N@", std::to_string(matmulTileN));
+    auto parsed = std::make_shared<OwningOpRef<ModuleOp>>(
+        parseSourceString<ModuleOp>(text, context));
+    if (!*parsed)
+      return emitError(UnknownLoc::get(context))
+             << "gdn-cpu-vectorize: the built-in schedule does not parse";
+    schedule = std::move(parsed);
+    return success();
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    GdnCPUVectorizePassOptions options;
-    options.matmulTileM = matmulTileM;
-    options.matmulTileN = matmulTileN;
-    if (llvm::Error error = checkCPUVectorizeOptions(options)) {
+    if (llvm::Error error = checkCPUVectorizeOptions(currentOptions())) {
       func.emitError() << "gdn-cpu-vectorize: "
                        << llvm::toString(std::move(error));
       return signalPassFailure();
@@ -198,25 +215,15 @@ struct GdnCPUVectorizePass
     if (annotateOnly)
       return;
     if (any) {
-      std::string text = kSchedule.str();
-      replaceAll(text, "@TILE_M@", std::to_string(matmulTileM));
-      replaceAll(text, "@TILE_N@", std::to_string(matmulTileN));
-      OwningOpRef<ModuleOp> scheduleModule =
-          parseSourceString<ModuleOp>(text, &getContext());
-      if (!scheduleModule) {
-        func.emitError() << "gdn-cpu-vectorize: the built-in schedule does "
-                            "not parse";
-        return signalPassFailure();
-      }
+      ModuleOp scheduleModule = **schedule;
       Operation *entry = transform::detail::findTransformEntryPoint(
-          *scheduleModule, *scheduleModule,
+          scheduleModule, scheduleModule,
           transform::TransformDialect::kTransformEntryPointSymbolName);
       if (!entry ||
           failed(transform::applyTransformNamedSequence(
-              func, entry, *scheduleModule, transform::TransformOptions())))
+              func, entry, scheduleModule, transform::TransformOptions())))
         return signalPassFailure();
     }
-    func.walk([&](Operation *op) { op->removeAttr(kScheduleAttr); });
 
     // exp in vector form: a polynomial instead of a libm call per lane.
     RewritePatternSet patterns(&getContext());
@@ -226,6 +233,14 @@ struct GdnCPUVectorizePass
     if (failed(applyPatternsGreedily(func, std::move(patterns))))
       return signalPassFailure();
   }
+
+private:
+  /// The pass options, in Passes.td order.
+  GdnCPUVectorizePassOptions currentOptions() const {
+    return {annotateOnly, matmulTileM, matmulTileN};
+  }
+
+  std::shared_ptr<OwningOpRef<ModuleOp>> schedule;
 };
 } // namespace
 

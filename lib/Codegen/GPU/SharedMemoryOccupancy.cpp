@@ -25,11 +25,8 @@ struct GdnSharedMemoryOccupancyPass
   using Base::Base;
 
   void runOnOperation() override {
-    GdnSharedMemoryOccupancyPassOptions options;
-    options.sharedMemoryPerMultiprocessor = sharedMemoryPerMultiprocessor;
-    options.reservedPerBlock = reservedPerBlock;
-    options.maxBlocks = maxBlocks;
-    if (llvm::Error error = checkSharedMemoryOccupancyOptions(options)) {
+    if (llvm::Error error = checkSharedMemoryOccupancyOptions(
+            {sharedMemoryPerMultiprocessor, reservedPerBlock, maxBlocks})) {
       getOperation().emitError() << "gdn-shared-memory-occupancy: "
                                  << llvm::toString(std::move(error));
       return signalPassFailure();

@@ -337,14 +337,9 @@ struct ConvertGdnToGPUPass
     : gdn::impl::ConvertGdnToGPUPassBase<ConvertGdnToGPUPass> {
   using Base::Base;
   void runOnOperation() override {
-    ConvertGdnToGPUPassOptions options;
-    options.blockColumns = blockColumns;
-    options.keySplits = keySplits;
-    options.chunkedPrefill = chunkedPrefill;
-    options.valueTile = valueTile;
-    options.scanWarps = scanWarps;
-    options.multiprocessors = multiprocessors;
-    if (llvm::Error error = checkGdnToGPUOptions(options)) {
+    if (llvm::Error error = checkGdnToGPUOptions(
+            {blockColumns, keySplits, chunkedPrefill, valueTile, scanWarps,
+             multiprocessors})) {
       getOperation().emitError()
           << "convert-gdn-to-gpu: " << llvm::toString(std::move(error));
       return signalPassFailure();

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
@@ -26,6 +27,10 @@ namespace mlir::gdn {
 
 #define GEN_PASS_DECL
 #include "gdn/Codegen/CPU/Passes.h.inc"
+
+/// The option bounds of gdn-cpu-tile-projections.
+llvm::Error
+checkCPUTileProjectionsOptions(const GdnCPUTileProjectionsPassOptions &options);
 
 /// The option bounds of gdn-cpu-vectorize (the register tile).
 llvm::Error checkCPUVectorizeOptions(const GdnCPUVectorizePassOptions &options);

@@ -5,6 +5,37 @@
 
 include "mlir/Pass/PassBase.td"
 
+def GdnCPUTileProjectionsPass
+    : Pass<"gdn-cpu-tile-projections", "func::FuncOp"> {
+  let summary = "Tile projections into static register-friendly row tiles";
+  let description = [{
+    gdn-cpu-vectorize gives its register-tiled FMA schedule only to matmuls
+    of static shape, while a projection's tokens are dynamic. Every f32
+    projection on tensors (a `linalg.contract` out[b, t, o] += x[b, t, i]
+    w[o, i] with a static PyTorch-layout weight, as gdn-decompose-layers
+    builds them) is tiled: the tokens of each sequence in blocks of
+    `row-block` (one `scf.forall` task per sequence x block, so OpenMP
+    spreads them), then tiles of `row-tile`, each a static [rows, I] x
+    [I, O] `linalg.matmul` on the weight transposed once per call; the last
+    tokens (fewer than `row-tile`, as in decode) stay a contraction on
+    loops, and so does the weight: the transposition is skipped when there
+    is no full tile. The choice is recorded on the loops as
+    `gdn.projection_tiling = {row_block, row_tile}`.
+  }];
+  let options = [
+    Option<"rowBlock", "row-block", "int64_t", /*default=*/"64",
+           "Rows per scf.forall task (a multiple of row-tile)">,
+    Option<"rowTile", "row-tile", "int64_t", /*default=*/"8",
+           "Rows per static matmul tile">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
   let summary = "Tile and vectorize bufferized linalg ops for AVX-512 CPUs";
   let description = [{

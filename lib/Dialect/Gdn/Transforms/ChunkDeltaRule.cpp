@@ -590,10 +590,9 @@ struct GdnChunkDeltaRulePass
   using Base::Base;
 
   void runOnOperation() override {
-    GdnChunkDeltaRulePassOptions options;
-    options.chunkSize = chunkSize;
-    options.recurrentBelow = recurrentBelow;
-    if (llvm::Error error = checkChunkDeltaRuleOptions(options)) {
+    // The pass options, in Passes.td order.
+    if (llvm::Error error =
+            checkChunkDeltaRuleOptions({chunkSize, recurrentBelow})) {
       getOperation().emitError()
           << "gdn-chunk-delta-rule: " << llvm::toString(std::move(error));
       return signalPassFailure();

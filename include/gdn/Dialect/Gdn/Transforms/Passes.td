@@ -85,17 +85,21 @@ def GdnParallelizeDeltaRuleStepPass
 def GdnDecomposeLayersPass : Pass<"gdn-decompose-layers", "func::FuncOp"> {
   let summary = "Decompose layer ops into the core gdn ops and linalg";
   let description = [{
-    Rewrites `gdn.gated_deltanet` into projections, the causal depthwise
-    convolutions, normalisations and gates as `linalg.generic` ops on
-    tensors, around one `gdn.delta_rule`, following the op description step
-    by step. The delta rule is then lowered like any other
-    (gdn-chunk-delta-rule or the recurrence).
+    Replaces every op that implements `linalg::AggregatedOpInterface` by
+    its `decomposeOperation`, until none is left. gdn's layer ops implement
+    it (as `linalg.softmax` does): `gdn.gated_deltanet` becomes
+    projections, the causal depthwise convolutions, normalisations and gates
+    as linalg ops on tensors around one `gdn.delta_rule`, following the op
+    description step by step; `gdn.mla` becomes its projections, RoPE, the
+    scores, a causal `linalg.softmax` (itself decomposed in the next round)
+    and the weighted values; `gdn.rms_norm`, `gdn.swiglu_mlp`,
+    `gdn.lm_head` and `gdn.embed` likewise. The delta rule is then lowered
+    like any other (gdn-chunk-delta-rule or the recurrence).
 
-    Projections (x [B, T, I] times a PyTorch-layout weight [O, I]) take the
-    B x T rows in static blocks: 64 rows per `scf.forall` task, then 8, as
-    `linalg.matmul` on the weight transposed once per call, which
-    gdn-cpu-vectorize gives its register-tiled FMA schedule; the remaining
-    rows (fewer than 8, as in decode) are a contraction on loops.
+    Projections (x [B, T, I] times a PyTorch-layout weight [O, I]) are one
+    `linalg.matmul` over the B x T rows with the weight transposed in its
+    indexing map; how they are tiled is the target's decision
+    (gdn-cpu-tile-projections).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -3,6 +3,7 @@
 #ifndef GDN_DIALECT_GDN_TRANSFORMS_TRANSFORMS_H
 #define GDN_DIALECT_GDN_TRANSFORMS_TRANSFORMS_H
 
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::gdn {
@@ -21,9 +22,10 @@ void populateGdnChunkDeltaRulePatterns(RewritePatternSet &patterns,
 /// per-head tasks on static [K, V] states.
 void populateGdnParallelizeDeltaRuleStepPatterns(RewritePatternSet &patterns);
 
-/// Adds the patterns that decompose layer ops (gdn.gated_deltanet) into the
-/// core gdn ops and linalg on tensors.
-void populateGdnDecomposeLayersPatterns(RewritePatternSet &patterns);
+/// Attaches linalg::AggregatedOpInterface to gdn's layer ops
+/// (gdn.gated_deltanet, gdn.mla, gdn.rms_norm, gdn.swiglu_mlp, gdn.lm_head,
+/// gdn.embed): each decomposes into core gdn ops and linalg on tensors.
+void registerGdnDecompositionInterfaces(DialectRegistry &registry);
 
 } // namespace mlir::gdn
 

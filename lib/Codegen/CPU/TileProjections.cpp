@@ -1,0 +1,232 @@
+//===- TileProjections.cpp - projections in static row tiles --------------===//
+
+#include "gdn/Codegen/CPU/Passes.h"
+#include "gdn/Utils/TensorBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::gdn {
+#define GEN_PASS_DEF_GDNCPUTILEPROJECTIONSPASS
+#include "gdn/Codegen/CPU/Passes.h.inc"
+} // namespace mlir::gdn
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+constexpr StringLiteral kTilingAttr = "gdn.projection_tiling";
+
+/// A projection: f32 x [B, T, I] times a static weight [O, I] into
+/// [B, T, O] on tensors (getProjectionIndexingMaps).
+bool isProjection(linalg::ContractOp op) {
+  if (!op.hasPureTensorSemantics() ||
+      op.getIndexingMaps() != getProjectionIndexingMaps(op.getContext()))
+    return false;
+  auto weight = dyn_cast<RankedTensorType>(op.getInputs()[1].getType());
+  auto acc = dyn_cast<RankedTensorType>(op.getOutputs()[0].getType());
+  return weight && acc && weight.hasStaticShape() &&
+         weight.getElementType().isF32() && acc.getElementType().isF32();
+}
+
+/// Builds the tiled form of one projection: the tokens of each sequence in
+/// blocks of rowBlock (one scf.forall task per sequence x block), then
+/// tiles of rowTile, each a static [rows, I] x [I, O] linalg.matmul on the
+/// weight transposed once per call; the last tokens of every sequence
+/// (fewer than rowTile, as in decode) stay a contraction, without the
+/// transposition.
+class ProjectionTiler {
+public:
+  ProjectionTiler(RewriterBase &b, linalg::ContractOp op, int64_t rowBlock,
+                  int64_t rowTile)
+      : b(b), loc(op.getLoc()), x(op.getInputs()[0]),
+        weight(op.getInputs()[1]), init(op.getOutputs()[0]),
+        rowBlock(rowBlock), rowTile(rowTile), f32(b.getF32Type()) {
+    auto weightType = cast<RankedTensorType>(weight.getType());
+    outputs = weightType.getDimSize(0);
+    inputs = weightType.getDimSize(1);
+  }
+
+  Value tile() {
+    Value batch = tensor::DimOp::create(b, loc, x, 0);
+    Value tokens = tensor::DimOp::create(b, loc, x, 1);
+    // Tokens [0, tiled) of every sequence go in static tiles.
+    Value tiled = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, tokens, index(b, rowTile)),
+        index(b, rowTile));
+    Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, tiled,
+                                      index(b, 0));
+    auto tiledPart = scf::IfOp::create(
+        b, loc, any,
+        [&](OpBuilder &tb, Location) {
+          scf::YieldOp::create(tb, loc,
+                               staticTiles(tb, batch, tokens, tiled));
+        },
+        [&](OpBuilder &eb, Location) { scf::YieldOp::create(eb, loc, init); });
+    // The last tokens of every sequence, as a contraction on loops.
+    Value rest = arith::SubIOp::create(b, loc, tokens, tiled);
+    SmallVector<OpFoldResult> restOffsets = {b.getIndexAttr(0), tiled,
+                                             b.getIndexAttr(0)};
+    Value restX = tensor::ExtractSliceOp::create(
+        b, loc, x, restOffsets,
+        ArrayRef<OpFoldResult>{batch, rest, b.getIndexAttr(inputs)},
+        unitStrides(b));
+    SmallVector<OpFoldResult> restSizes = {batch, rest,
+                                           b.getIndexAttr(outputs)};
+    Value restAcc = tensor::ExtractSliceOp::create(
+        b, loc, tiledPart.getResult(0), restOffsets, restSizes,
+        unitStrides(b));
+    Value restOut =
+        linalg::ContractOp::create(b, loc, TypeRange{restAcc.getType()},
+                                   ValueRange{restX, weight},
+                                   ValueRange{restAcc},
+                                   getProjectionIndexingMaps(b.getContext()))
+            .getResult(0);
+    return tensor::InsertSliceOp::create(b, loc, restOut,
+                                         tiledPart.getResult(0), restOffsets,
+                                         restSizes, unitStrides(b));
+  }
+
+private:
+  Value index(OpBuilder &nb, int64_t v) {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  }
+
+  SmallVector<OpFoldResult> unitStrides(OpBuilder &nb) {
+    return SmallVector<OpFoldResult>(3, nb.getIndexAttr(1));
+  }
+
+  /// [1, rows, width] at (sequence, first, 0), rank-reduced to 2-D.
+  Value rowsOf(OpBuilder &nb, Value source, Value sequence, Value first,
+               int64_t rows, int64_t width) {
+    auto type = RankedTensorType::get({rows, width}, f32);
+    return tensor::ExtractSliceOp::create(
+        nb, loc, type, source,
+        ArrayRef<OpFoldResult>{sequence, first, nb.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(rows),
+                               nb.getIndexAttr(width)},
+        unitStrides(nb));
+  }
+
+  SmallVector<OpFoldResult> tileOffsets(OpBuilder &nb, Value sequence,
+                                        Value first) {
+    return {sequence, first, nb.getIndexAttr(0)};
+  }
+
+  SmallVector<OpFoldResult> tileSizes(OpBuilder &nb, int64_t rows) {
+    return {nb.getIndexAttr(1), nb.getIndexAttr(rows),
+            nb.getIndexAttr(outputs)};
+  }
+
+  DictionaryAttr tilingAttr() {
+    return b.getDictionaryAttr(
+        {b.getNamedAttr("row_block", b.getI64IntegerAttr(rowBlock)),
+         b.getNamedAttr("row_tile", b.getI64IntegerAttr(rowTile))});
+  }
+
+  Value staticTiles(OpBuilder &tb, Value batch, Value tokens, Value tiled) {
+    Value transposed =
+        linalg::TransposeOp::create(
+            tb, loc, weight,
+            createEmpty(tb, loc,
+                        {tb.getIndexAttr(inputs), tb.getIndexAttr(outputs)},
+                        f32),
+            ArrayRef<int64_t>{1, 0})
+            .getResult()[0];
+    auto tileProduct = [&](OpBuilder &nb, Value acc, Value sequence,
+                           Value first, int64_t rows) {
+      return linalg::MatmulOp::create(
+                 nb, loc,
+                 ValueRange{rowsOf(nb, x, sequence, first, rows, inputs),
+                            transposed},
+                 ValueRange{rowsOf(nb, acc, sequence, first, rows, outputs)})
+          .getResult(0);
+    };
+    // Blocks of rowBlock tokens, one task per sequence x block.
+    Value blocks = arith::DivUIOp::create(tb, loc, tokens, index(tb, rowBlock));
+    auto forall = scf::ForallOp::create(
+        tb, loc,
+        ArrayRef<OpFoldResult>{OpFoldResult(batch), OpFoldResult(blocks)},
+        ValueRange{init}, std::nullopt,
+        [&](OpBuilder &fb, Location, ValueRange args) {
+          Value first =
+              arith::MulIOp::create(fb, loc, args[1], index(fb, rowBlock));
+          Value tile = tileProduct(fb, args[2], args[0], first, rowBlock);
+          auto terminator = scf::InParallelOp::create(fb, loc);
+          OpBuilder ib = OpBuilder::atBlockBegin(terminator.getBody());
+          tensor::ParallelInsertSliceOp::create(
+              ib, loc, tile, args[2], tileOffsets(ib, args[0], first),
+              tileSizes(ib, rowBlock), unitStrides(ib));
+        });
+    forall->setAttr(kTilingAttr, tilingAttr());
+    // Then tiles of rowTile tokens up to `tiled`, per sequence.
+    Value start = arith::MulIOp::create(tb, loc, blocks, index(tb, rowBlock));
+    auto sequences = scf::ForOp::create(
+        tb, loc, index(tb, 0), batch, index(tb, 1),
+        ValueRange{forall.getResult(0)},
+        [&](OpBuilder &sb, Location, Value sequence, ValueRange acc) {
+          auto rowTiles = scf::ForOp::create(
+              sb, loc, start, tiled, index(sb, rowTile), acc,
+              [&](OpBuilder &lb, Location, Value first, ValueRange inner) {
+                Value tile =
+                    tileProduct(lb, inner[0], sequence, first, rowTile);
+                Value updated = tensor::InsertSliceOp::create(
+                    lb, loc, tile, inner[0], tileOffsets(lb, sequence, first),
+                    tileSizes(lb, rowTile), unitStrides(lb));
+                scf::YieldOp::create(lb, loc, updated);
+              });
+          rowTiles->setAttr(kTilingAttr, tilingAttr());
+          scf::YieldOp::create(sb, loc, rowTiles.getResult(0));
+        });
+    return sequences.getResult(0);
+  }
+
+  RewriterBase &b;
+  Location loc;
+  Value x, weight, init;
+  int64_t rowBlock, rowTile, outputs = 0, inputs = 0;
+  Type f32;
+};
+
+struct GdnCPUTileProjectionsPass
+    : gdn::impl::GdnCPUTileProjectionsPassBase<GdnCPUTileProjectionsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    // The pass options, in Passes.td order.
+    if (llvm::Error error = checkCPUTileProjectionsOptions({rowBlock, rowTile})) {
+      getOperation().emitError() << "gdn-cpu-tile-projections: "
+                                 << llvm::toString(std::move(error));
+      return signalPassFailure();
+    }
+    // Collected first: the remainder contractions the rewrite creates are
+    // projections too, and stay as they are.
+    SmallVector<linalg::ContractOp> projections;
+    getOperation().walk([&](linalg::ContractOp op) {
+      if (isProjection(op))
+        projections.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::ContractOp op : projections) {
+      rewriter.setInsertionPoint(op);
+      Value tiled = ProjectionTiler(rewriter, op, rowBlock, rowTile).tile();
+      rewriter.replaceOp(op, tiled);
+    }
+  }
+};
+} // namespace
+
+llvm::Error mlir::gdn::checkCPUTileProjectionsOptions(
+    const GdnCPUTileProjectionsPassOptions &options) {
+  if (options.rowTile < 1 || options.rowBlock < options.rowTile ||
+      options.rowBlock % options.rowTile != 0)
+    return llvm::createStringError(
+        "row-tile must be positive and row-block a multiple of it, but got "
+        "row-block = " +
+        llvm::Twine(options.rowBlock) +
+        " and row-tile = " + llvm::Twine(options.rowTile));
+  return llvm::Error::success();
+}

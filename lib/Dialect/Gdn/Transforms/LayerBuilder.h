@@ -1,0 +1,416 @@
+//===- LayerBuilder.h - the pieces of gdn's layer ops -----------*- C++ -*-===//
+//
+// Builders of what layer ops decompose into, on f32 tensors of rank 3
+// ([B, T, C]) or 4 ([B, T, H, D]): projections as linalg.matmul, the causal
+// convolution, norms, gates and the pieces of multi-head latent attention.
+// Target-neutral: how a projection is tiled is the target's choice
+// (gdn-cpu-tile-projections on the CPU).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GDN_DIALECT_GDN_TRANSFORMS_LAYERBUILDER_H
+#define GDN_DIALECT_GDN_TRANSFORMS_LAYERBUILDER_H
+
+#include "gdn/Utils/TensorBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace mlir::gdn {
+
+using utils::IteratorType;
+
+class LayerBuilder {
+public:
+  LayerBuilder(OpBuilder &b, Location loc)
+      : b(b), loc(loc), f32(b.getF32Type()) {}
+
+  Value constant(float value) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+  }
+
+  AffineMap map(unsigned dims, ArrayRef<unsigned> results) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned r : results)
+      exprs.push_back(b.getAffineDimExpr(r));
+    return AffineMap::get(dims, 0, exprs, b.getContext());
+  }
+
+  /// [B, T, O] tensor.empty for an input x [B, T, I].
+  Value emptyRows(Value x, int64_t columns) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.back() = b.getIndexAttr(columns);
+    return createEmpty(b, loc, sizes, f32);
+  }
+
+  /// x [B, T, I] times weight^T ([O, I], PyTorch layout), plus bias [O]:
+  /// one linalg.contract (getProjectionIndexingMaps).
+  Value linear(Value x, Value weight, Value bias) {
+    int64_t outputs = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+    Value init = emptyRows(x, outputs);
+    if (bias)
+      init = buildElementwise(
+          b, loc, bias, init, map(3, {2}),
+          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    else
+      init = fillWith(b, loc, init, 0.0f);
+    return linalg::ContractOp::create(b, loc, TypeRange{init.getType()},
+                                      ValueRange{x, weight}, ValueRange{init},
+                                      getProjectionIndexingMaps(b.getContext()))
+        .getResult(0);
+  }
+
+  Value sigmoid(OpBuilder &nb, Location nl, Value z) {
+    Value negated = arith::NegFOp::create(nb, nl, z);
+    Value e = math::ExpOp::create(nb, nl, negated);
+    Value one = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f));
+    Value denominator = arith::AddFOp::create(nb, nl, one, e);
+    return arith::DivFOp::create(nb, nl, one, denominator);
+  }
+
+  Value silu(OpBuilder &nb, Location nl, Value z) {
+    return arith::MulFOp::create(nb, nl, z, sigmoid(nb, nl, z));
+  }
+
+  /// x[..., offset : offset + size] along the last dimension.
+  Value sliceLast(Value x, int64_t offset, int64_t size) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    offsets.back() = b.getIndexAttr(offset);
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.back() = b.getIndexAttr(size);
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = size;
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(shape, f32), x, offsets, sizes, strides);
+  }
+
+  /// SiLU of the causal depthwise convolution of z [B, T, C] with weight
+  /// [C, 1, W] and bias [C]: out[t] = bias + sum_j w[j] z[t + j - (W - 1)],
+  /// where the W - 1 inputs before the first token are `history`
+  /// [B, W - 1, C], or zeros without one. Also returns the history for the
+  /// next call: the last W - 1 inputs.
+  std::pair<Value, Value> causalConvSilu(Value z, Value weight, Value bias,
+                                         Value history) {
+    auto weightType = cast<RankedTensorType>(weight.getType());
+    int64_t kernel = weightType.getDimSize(2);
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, z);
+    SmallVector<OpFoldResult> paddedSizes = sizes;
+    Value tokens = getValueOrCreateConstantIndexOp(b, loc, sizes[1]);
+    paddedSizes[1] =
+        arith::AddIOp::create(
+            b, loc, tokens, arith::ConstantIndexOp::create(b, loc, kernel - 1))
+            .getResult();
+    SmallVector<OpFoldResult> unit(3, b.getIndexAttr(1));
+    SmallVector<OpFoldResult> historySizes = sizes;
+    historySizes[1] = b.getIndexAttr(kernel - 1);
+    Value padded;
+    if (history) {
+      padded = tensor::InsertSliceOp::create(
+          b, loc, history, createEmpty(b, loc, paddedSizes, f32),
+          SmallVector<OpFoldResult>(3, b.getIndexAttr(0)), historySizes, unit);
+    } else {
+      padded = createZeros(b, loc, paddedSizes, f32);
+    }
+    padded = tensor::InsertSliceOp::create(
+        b, loc, z, padded,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(kernel - 1),
+                               b.getIndexAttr(0)},
+        sizes, unit);
+    auto zType = cast<RankedTensorType>(z.getType());
+    Value nextHistory = tensor::ExtractSliceOp::create(
+        b, loc,
+        RankedTensorType::get(
+            {zType.getDimSize(0), kernel - 1, zType.getDimSize(2)}, f32),
+        padded,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), tokens, b.getIndexAttr(0)},
+        historySizes, unit);
+    Value init = buildElementwise(
+        b, loc, bias, createEmpty(b, loc, sizes, f32), map(3, {2}),
+        [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    AffineExpr bDim = b.getAffineDimExpr(0), t = b.getAffineDimExpr(1),
+               c = b.getAffineDimExpr(2), j = b.getAffineDimExpr(3);
+    AffineMap shifted = AffineMap::get(4, 0, {bDim, t + j, c}, b.getContext());
+    AffineMap taps = AffineMap::get(4, 0, {c, b.getAffineConstantExpr(0), j},
+                                    b.getContext());
+    Value conv = buildGeneric(
+        b, loc, ValueRange{padded, weight}, init,
+        {shifted, taps, map(4, {0, 1, 2})},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+         IteratorType::reduction},
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
+          return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+        });
+    Value activated = buildElementwise(
+        b, loc, ValueRange{}, conv, {},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          return silu(nb, nl, args[0]);
+        });
+    return {activated, nextHistory};
+  }
+
+  /// [B, T, H*D] -> [B, T, H, D].
+  Value splitHeads(Value x, int64_t heads) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t headDim = type.getDimSize(2) / heads;
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    SmallVector<OpFoldResult> shape = {
+        sizes[0], sizes[1], b.getIndexAttr(heads), b.getIndexAttr(headDim)};
+    auto resultType = RankedTensorType::get(
+        {type.getDimSize(0), type.getDimSize(1), heads, headDim}, f32);
+    return tensor::ExpandShapeOp::create(
+        b, loc, resultType, x,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}, shape);
+  }
+
+  /// [B, T, H, D] -> [B, T, H*D].
+  Value mergeHeads(Value x) {
+    return tensor::CollapseShapeOp::create(
+        b, loc, x, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  }
+
+  /// Maps of an iteration space of `rank` dims: all of them, and all but
+  /// the last (the reduced dimension).
+  AffineMap allDims(unsigned rank) { return b.getMultiDimIdentityMap(rank); }
+  AffineMap leadingDims(unsigned rank) {
+    SmallVector<unsigned> dims;
+    for (unsigned d = 0; d + 1 < rank; ++d)
+      dims.push_back(d);
+    return map(rank, dims);
+  }
+
+  /// Sum of squares over the last dimension: [..., D] -> [...].
+  Value sumOfSquares(Value x) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.pop_back();
+    Value init = createZeros(b, loc, sizes, f32);
+    SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+    iterators.back() = IteratorType::reduction;
+    return buildGeneric(
+        b, loc, x, init, {allDims(rank), leadingDims(rank)}, iterators,
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          Value square = arith::MulFOp::create(nb, nl, args[0], args[0]);
+          return arith::AddFOp::create(nb, nl, args[1], square).getResult();
+        });
+  }
+
+  /// F.normalize over the last dimension: x / max(|x|, 1e-12).
+  Value l2Normalize(Value x) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    Value squares = sumOfSquares(x);
+    Value floor = constant(1e-12f);
+    return buildElementwise(
+        b, loc, ValueRange{x, squares}, createEmptyLike(b, loc, x, f32),
+        {allDims(rank), leadingDims(rank)},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value norm = math::SqrtOp::create(nb, nl, args[1]);
+          Value safe = arith::MaximumFOp::create(nb, nl, norm, floor);
+          return arith::DivFOp::create(nb, nl, args[0], safe).getResult();
+        });
+  }
+
+  /// RMSNorm over the last dimension: x / sqrt(mean(x^2) + eps) * weight.
+  Value rmsNorm(Value x, Value weight, float eps) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    Value squares = sumOfSquares(x);
+    Value count = constant(static_cast<float>(type.getShape().back()));
+    Value epsilon = constant(eps);
+    return buildElementwise(
+        b, loc, ValueRange{x, squares, weight}, createEmptyLike(b, loc, x, f32),
+        {allDims(rank), leadingDims(rank), map(rank, {rank - 1})},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value mean = arith::DivFOp::create(nb, nl, args[1], count);
+          Value shifted = arith::AddFOp::create(nb, nl, mean, epsilon);
+          Value inverse = math::RsqrtOp::create(nb, nl, shifted);
+          Value scaled = arith::MulFOp::create(nb, nl, args[0], inverse);
+          return arith::MulFOp::create(nb, nl, scaled, args[2]).getResult();
+        });
+  }
+
+  /// g = -exp(log_alpha) * softplus(a), with PyTorch's softplus (identity
+  /// above 20), for a [B, T, H].
+  Value logForgetGate(Value a, Value logAlpha) {
+    Value threshold = constant(20.0f);
+    return buildElementwise(
+        b, loc, ValueRange{a, logAlpha}, createEmptyLike(b, loc, a, f32),
+        {map(3, {0, 1, 2}), map(3, {2})},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value e = math::ExpOp::create(nb, nl, args[0]);
+          Value soft = math::Log1pOp::create(nb, nl, e);
+          Value large = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
+                                              args[0], threshold);
+          Value softplus =
+              arith::SelectOp::create(nb, nl, large, args[0], soft);
+          Value rate = math::ExpOp::create(nb, nl, args[1]);
+          Value product = arith::MulFOp::create(nb, nl, rate, softplus);
+          return arith::NegFOp::create(nb, nl, product).getResult();
+        });
+  }
+
+  Value sigmoidTensor(Value z) {
+    return buildElementwise(b, loc, ValueRange{}, z, {},
+                            [&](OpBuilder &nb, Location nl, ValueRange args) {
+                              return sigmoid(nb, nl, args[0]);
+                            });
+  }
+
+  /// o * silu(gate), element-wise on [B, T, C].
+  Value gated(Value o, Value gate) {
+    AffineMap id = b.getMultiDimIdentityMap(3);
+    return buildElementwise(b, loc, ValueRange{gate}, o, {id},
+                            [&](OpBuilder &nb, Location nl, ValueRange args) {
+                              return arith::MulFOp::create(
+                                         nb, nl, args[1], silu(nb, nl, args[0]))
+                                  .getResult();
+                            });
+  }
+
+protected:
+  OpBuilder &b;
+  Location loc;
+  Type f32;
+};
+
+/// Pieces of multi-head latent attention.
+class AttentionBuilder : public LayerBuilder {
+public:
+  using LayerBuilder::LayerBuilder;
+
+  /// Rotate-half RoPE along the last dimension (size r) at the positions of
+  /// dimension 1 plus `offset`:
+  /// out[i] = x[i] cos(t w_j) + sign_i x[partner_i] sin(t w_j),
+  /// w_j = theta^(-2j / r), j = i mod r/2, partner_i = i +- r/2 with sign
+  /// -1 for the first half.
+  Value rope(Value x, float theta, Value offset) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    int64_t r = type.getShape().back();
+    Value logTheta = constant(std::log(theta));
+    return buildElementwise(
+        b, loc, x, createEmptyLike(b, loc, x, f32),
+        b.getMultiDimIdentityMap(rank),
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          SmallVector<Value> indices;
+          for (int64_t d = 0; d < rank; ++d)
+            indices.push_back(linalg::IndexOp::create(nb, nl, d));
+          Value i = indices.back();
+          Value half = arith::ConstantIndexOp::create(nb, nl, r / 2);
+          Value first =
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, i, half);
+          Value j = arith::RemUIOp::create(nb, nl, i, half);
+          Value partner = arith::SelectOp::create(
+              nb, nl, first, arith::AddIOp::create(nb, nl, i, half),
+              arith::SubIOp::create(nb, nl, i, half));
+          indices.back() = partner;
+          Value other = tensor::ExtractOp::create(nb, nl, x, indices);
+          auto toF32 = [&](Value index) {
+            Value i64 =
+                arith::IndexCastOp::create(nb, nl, nb.getI64Type(), index);
+            return arith::SIToFPOp::create(nb, nl, nb.getF32Type(), i64)
+                .getResult();
+          };
+          Value exponent = arith::MulFOp::create(
+              nb, nl, toF32(j),
+              arith::ConstantOp::create(
+                  nb, nl, nb.getF32FloatAttr(-2.0f / static_cast<float>(r))));
+          Value frequency = math::ExpOp::create(
+              nb, nl, arith::MulFOp::create(nb, nl, exponent, logTheta));
+          Value position = arith::AddIOp::create(nb, nl, indices[1], offset);
+          Value angle =
+              arith::MulFOp::create(nb, nl, toF32(position), frequency);
+          Value cosine = math::CosOp::create(nb, nl, angle);
+          Value sine = math::SinOp::create(nb, nl, angle);
+          Value rotated = arith::SelectOp::create(
+              nb, nl, first, arith::NegFOp::create(nb, nl, other), other);
+          Value a = arith::MulFOp::create(nb, nl, args[0], cosine);
+          Value c = arith::MulFOp::create(nb, nl, rotated, sine);
+          return arith::AddFOp::create(nb, nl, a, c).getResult();
+        });
+  }
+
+  /// scores[b, n, t, s] = q_nope[b,t,n,:] . k_nope[b,s,n,:]
+  ///                    + q_rope[b,t,n,:] . k_rope[b,s,:].
+  Value scores(Value qNope, Value kNope, Value qRope, Value kRope) {
+    int64_t heads = cast<RankedTensorType>(qNope.getType()).getDimSize(2);
+    OpFoldResult batch = tensor::getMixedSize(b, loc, qNope, 0);
+    OpFoldResult tokens = tensor::getMixedSize(b, loc, qNope, 1);
+    OpFoldResult keys = tensor::getMixedSize(b, loc, kNope, 1);
+    Value init = createZeros(
+        b, loc, {batch, b.getIndexAttr(heads), tokens, keys}, f32);
+    auto iterators = SmallVector<IteratorType>(4, IteratorType::parallel);
+    iterators.push_back(IteratorType::reduction);
+    auto body = [](OpBuilder &nb, Location nl, ValueRange args) {
+      Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
+      return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+    };
+    // Dimensions (b, n, t, s, d).
+    Value nope = buildGeneric(
+        b, loc, ValueRange{qNope, kNope}, init,
+        {map(5, {0, 2, 1, 4}), map(5, {0, 3, 1, 4}), map(5, {0, 1, 2, 3})},
+        iterators, body);
+    return buildGeneric(
+        b, loc, ValueRange{qRope, kRope}, nope,
+        {map(5, {0, 2, 1, 4}), map(5, {0, 3, 4}), map(5, {0, 1, 2, 3})},
+        iterators, body);
+  }
+
+  /// Causal softmax over s of scale * scores[b, n, t, s] for query t at
+  /// position t + offset (s <= t + offset): the masked, scaled scores
+  /// through linalg.softmax, which decomposes itself (AggregatedOpInterface)
+  /// into max, exp, sum and division.
+  Value causalSoftmax(Value scores, float scale, Value offset) {
+    Value factor = constant(scale);
+    Value lowest = constant(-std::numeric_limits<float>::infinity());
+    Value masked = buildElementwise(
+        b, loc, ValueRange{scores}, createEmptyLike(b, loc, scores, f32),
+        {b.getMultiDimIdentityMap(4)},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value t = arith::AddIOp::create(
+              nb, nl, linalg::IndexOp::create(nb, nl, 2), offset);
+          Value s = linalg::IndexOp::create(nb, nl, 3);
+          Value causal =
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule, s, t);
+          Value scaled = arith::MulFOp::create(nb, nl, args[0], factor);
+          return arith::SelectOp::create(nb, nl, causal, scaled, lowest)
+              .getResult();
+        });
+    return linalg::SoftmaxOp::create(b, loc, masked.getType(), masked,
+                                     createEmptyLike(b, loc, scores, f32),
+                                     /*dimension=*/3)
+        .getResult()[0];
+  }
+
+  /// out[b, t, n, e] = sum_s p[b, n, t, s] v[b, s, n, e].
+  Value weightedValues(Value probabilities, Value values) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, values);
+    sizes[1] = tensor::getMixedSize(b, loc, probabilities, 2);
+    Value init = createZeros(b, loc, sizes, f32);
+    SmallVector<IteratorType> iterators(4, IteratorType::parallel);
+    iterators.push_back(IteratorType::reduction);
+    // Dimensions (b, t, n, e, s).
+    return buildGeneric(
+        b, loc, ValueRange{probabilities, values}, init,
+        {map(5, {0, 2, 1, 4}), map(5, {0, 4, 2, 3}), map(5, {0, 1, 2, 3})},
+        iterators, [](OpBuilder &nb, Location nl, ValueRange args) {
+          Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
+          return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+        });
+  }
+};
+
+} // namespace mlir::gdn
+
+#endif // GDN_DIALECT_GDN_TRANSFORMS_LAYERBUILDER_H

@@ -1,0 +1,223 @@
+//===- LayerDecompositions.cpp - what layer ops decompose into ------------===//
+//
+// Every layer op of gdn implements linalg::AggregatedOpInterface, as
+// linalg.softmax does: decomposeOperation builds the op's semantics from
+// core gdn ops (gdn.delta_rule) and linalg on tensors, step by step as in
+// the design document's reference module (the float64 transcription is
+// python/gdn/reference.py). gdn-decompose-layers, and
+// transform.structured.decompose_interface, call it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LayerBuilder.h"
+
+#include "gdn/Dialect/Gdn/IR/GdnDialect.h"
+#include "gdn/Dialect/Gdn/IR/GdnOps.h"
+#include "gdn/Dialect/Gdn/Transforms/Transforms.h"
+#include "gdn/Utils/TensorBuilders.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+
+/// The interface's entry point for op `OpTy`, whose `Derived::decompose`
+/// returns the values that replace the op's results.
+template <typename Derived, typename OpTy>
+struct LayerDecomposition
+    : linalg::AggregatedOpInterface::ExternalModel<Derived, OpTy> {
+  FailureOr<SmallVector<Value>> decomposeOperation(Operation *op,
+                                                   OpBuilder &b) const {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(op);
+    return Derived::decompose(cast<OpTy>(op), b);
+  }
+};
+
+/// The Gated DeltaNet layer: projections, causal convolutions with SiLU,
+/// q/k L2 normalisation, the gates, the delta rule, the output norm and
+/// gate, and the output projection.
+struct GatedDeltaNetDecomposition
+    : LayerDecomposition<GatedDeltaNetDecomposition, GatedDeltaNetOp> {
+  static SmallVector<Value> decompose(GatedDeltaNetOp op, OpBuilder &b) {
+    using W = GatedDeltaNetOp::Weight;
+    Location loc = op.getLoc();
+    LayerBuilder lb(b, loc);
+    int64_t heads = static_cast<int64_t>(op.getNumHeads());
+    float eps = op.getEps().convertToFloat();
+    Value x = op.getX();
+    Value norm = op.getWeight(W::NormWeight);
+
+    int64_t dOut =
+        cast<RankedTensorType>(op.getWeight(W::WQuery).getType()).getDimSize(0);
+    // The conv state holds the q, k and v histories side by side.
+    SmallVector<Value> histories;
+    auto branch = [&](W projection, W convWeight, W convBias, int64_t part) {
+      Value projected = lb.linear(x, op.getWeight(projection), Value());
+      Value history;
+      if (op.getConvState())
+        history = lb.sliceLast(op.getConvState(), part * dOut, dOut);
+      auto [mixed, next] = lb.causalConvSilu(
+          projected, op.getWeight(convWeight), op.getWeight(convBias), history);
+      histories.push_back(next);
+      return lb.splitHeads(mixed, heads);
+    };
+    Value q =
+        lb.l2Normalize(branch(W::WQuery, W::ConvQWeight, W::ConvQBias, 0));
+    Value k = lb.l2Normalize(branch(W::WKey, W::ConvKWeight, W::ConvKBias, 1));
+    Value v = lb.rmsNorm(branch(W::WValue, W::ConvVWeight, W::ConvVBias, 2),
+                         norm, eps);
+
+    Value g = lb.logForgetGate(
+        lb.linear(x, op.getWeight(W::AlphaWeight), op.getWeight(W::AlphaBias)),
+        op.getWeight(W::LogAlpha));
+    Value beta = lb.sigmoidTensor(
+        lb.linear(x, op.getWeight(W::BetaWeight), op.getWeight(W::BetaBias)));
+
+    auto oType = cast<RankedTensorType>(v.getType());
+    auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
+    auto core = DeltaRuleOp::create(b, loc, TypeRange{oType, stateType},
+                                    q, k, v, g, beta, op.getInitialState(),
+                                    b.getF32FloatAttr(1.0f));
+    Value o = lb.mergeHeads(lb.rmsNorm(core.getO(), norm, eps));
+    Value gate =
+        lb.linear(x, op.getWeight(W::GateWeight), op.getWeight(W::GateBias));
+    Value y = lb.linear(lb.gated(o, gate), op.getWeight(W::OutProjWeight),
+                        op.getWeight(W::OutProjBias));
+    Value convState = concatAlong(b, loc, histories, 2);
+    return castToTypes(b, loc, {y, core.getFinalState(), convState},
+                       op->getResultTypes());
+  }
+};
+
+/// Multi-head latent attention over the past latents and RoPE keys and the
+/// new tokens.
+struct MlaDecomposition : LayerDecomposition<MlaDecomposition, MlaOp> {
+  static SmallVector<Value> decompose(MlaOp op, OpBuilder &b) {
+    Location loc = op.getLoc();
+    AttentionBuilder ab(b, loc);
+    int64_t heads = static_cast<int64_t>(op.getNumHeads());
+    int64_t kvLora = static_cast<int64_t>(op.getKvLoraRank());
+    int64_t nope = static_cast<int64_t>(op.getQkNopeHeadDim());
+    int64_t rope = static_cast<int64_t>(op.getQkRopeHeadDim());
+    int64_t vDim = static_cast<int64_t>(op.getVHeadDim());
+    float eps = op.getEps().convertToFloat();
+    float theta = op.getRopeTheta().convertToFloat();
+    Value x = op.getX();
+    ValueRange w = op.getWeights();
+    unsigned next = 0;
+
+    Value q;
+    if (op.getQLoraRank() == 0) {
+      q = ab.linear(x, w[next++], Value());
+    } else {
+      Value down = ab.linear(x, w[next++], Value());
+      Value normed = ab.rmsNorm(down, w[next++], eps);
+      q = ab.linear(normed, w[next++], Value());
+    }
+    // The new tokens sit at positions past..past+T-1.
+    Value past =
+        op.getPastLatent()
+            ? tensor::DimOp::create(b, loc, op.getPastLatent(), 1)
+                  .getResult()
+            : arith::ConstantIndexOp::create(b, loc, 0).getResult();
+    Value qHeads = ab.splitHeads(q, heads);
+    Value qNope = ab.sliceLast(qHeads, 0, nope);
+    Value qRope = ab.rope(ab.sliceLast(qHeads, nope, rope), theta, past);
+
+    Value kvA = ab.linear(x, w[next++], Value());
+    Value latent = ab.rmsNorm(ab.sliceLast(kvA, 0, kvLora), w[next++], eps);
+    Value kRope = ab.rope(ab.sliceLast(kvA, kvLora, rope), theta, past);
+    Value allLatent = latent, allKRope = kRope;
+    if (op.getPastLatent()) {
+      allLatent = concatAlong(b, loc, {op.getPastLatent(), latent}, 1);
+      allKRope = concatAlong(b, loc, {op.getPastKRope(), kRope}, 1);
+    }
+    Value kv = ab.splitHeads(ab.linear(allLatent, w[next++], Value()), heads);
+    Value kNope = ab.sliceLast(kv, 0, nope);
+    Value values = ab.sliceLast(kv, nope, vDim);
+
+    Value probabilities =
+        ab.causalSoftmax(ab.scores(qNope, kNope, qRope, allKRope),
+                         1.0f / std::sqrt(static_cast<float>(nope + rope)),
+                         past);
+    Value attended = ab.mergeHeads(ab.weightedValues(probabilities, values));
+    Value y = ab.linear(attended, w[next++], Value());
+    return castToTypes(b, loc, {y, latent, kRope}, op->getResultTypes());
+  }
+};
+
+struct RmsNormDecomposition
+    : LayerDecomposition<RmsNormDecomposition, RmsNormOp> {
+  static SmallVector<Value> decompose(RmsNormOp op, OpBuilder &b) {
+    LayerBuilder lb(b, op.getLoc());
+    return castToTypes(b, op.getLoc(),
+                       lb.rmsNorm(op.getX(), op.getWeight(),
+                                  op.getEps().convertToFloat()),
+                       op->getResultTypes());
+  }
+};
+
+struct SwiGluMlpDecomposition
+    : LayerDecomposition<SwiGluMlpDecomposition, SwiGluMlpOp> {
+  static SmallVector<Value> decompose(SwiGluMlpOp op, OpBuilder &b) {
+    LayerBuilder lb(b, op.getLoc());
+    Value gate = lb.linear(op.getX(), op.getGate(), Value());
+    Value up = lb.linear(op.getX(), op.getUp(), Value());
+    Value y = lb.linear(lb.gated(up, gate), op.getDown(), Value());
+    return castToTypes(b, op.getLoc(), y, op->getResultTypes());
+  }
+};
+
+struct LmHeadDecomposition
+    : LayerDecomposition<LmHeadDecomposition, LmHeadOp> {
+  static SmallVector<Value> decompose(LmHeadOp op, OpBuilder &b) {
+    LayerBuilder lb(b, op.getLoc());
+    Value logits = lb.linear(op.getX(), op.getWeight(), Value());
+    return castToTypes(b, op.getLoc(), logits, op->getResultTypes());
+  }
+};
+
+/// y[b, t, d] = table[ids[b, t], d], a gather in a linalg.generic body.
+struct EmbedDecomposition : LayerDecomposition<EmbedDecomposition, EmbedOp> {
+  static SmallVector<Value> decompose(EmbedOp op, OpBuilder &b) {
+    Location loc = op.getLoc();
+    auto tableType = cast<RankedTensorType>(op.getTable().getType());
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(b, loc, op.getIds());
+    sizes.push_back(b.getIndexAttr(tableType.getDimSize(1)));
+    Value init = createEmpty(b, loc, sizes, b.getF32Type());
+    AffineMap ids = AffineMap::get(
+        3, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1)},
+        b.getContext());
+    Value table = op.getTable();
+    Value y = buildElementwise(
+        b, loc, op.getIds(), init, ids,
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value row =
+              arith::IndexCastOp::create(nb, nl, nb.getIndexType(), args[0]);
+          Value column = linalg::IndexOp::create(nb, nl, 2);
+          return tensor::ExtractOp::create(nb, nl, table,
+                                           ValueRange{row, column})
+              .getResult();
+        });
+    return castToTypes(b, loc, y, op->getResultTypes());
+  }
+};
+
+} // namespace
+
+void mlir::gdn::registerGdnDecompositionInterfaces(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, GdnDialect *) {
+    GatedDeltaNetOp::attachInterface<GatedDeltaNetDecomposition>(*context);
+    MlaOp::attachInterface<MlaDecomposition>(*context);
+    RmsNormOp::attachInterface<RmsNormDecomposition>(*context);
+    SwiGluMlpOp::attachInterface<SwiGluMlpDecomposition>(*context);
+    LmHeadOp::attachInterface<LmHeadDecomposition>(*context);
+    EmbedOp::attachInterface<EmbedDecomposition>(*context);
+  });
+}

@@ -1,0 +1,50 @@
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections='row-block=32 row-tile=4' | FileCheck %s --check-prefix=SMALL
+// RUN: not gdn-opt %s -split-input-file -gdn-cpu-tile-projections='row-block=12 row-tile=8' 2>&1 | FileCheck %s --check-prefix=BAD
+
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+
+// A projection: blocks of 64 tokens per sequence in an scf.forall, then
+// 8-token tiles, both static matmuls on the weight transposed once; the
+// last tokens stay a projection contraction. The choice is on the loops.
+// CHECK-LABEL: func.func @projection
+// CHECK: scf.if
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<48x32xf32>)
+// CHECK: scf.forall
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<64x32xf32>, tensor<32x48xf32>) outs(%{{.*}} : tensor<64x48xf32>)
+// CHECK: } {gdn.projection_tiling = {row_block = 64 : i64, row_tile = 8 : i64}}
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x32xf32>, tensor<32x48xf32>) outs(%{{.*}} : tensor<8x48xf32>)
+// CHECK: } {gdn.projection_tiling = {row_block = 64 : i64, row_tile = 8 : i64}}
+// CHECK: linalg.contract
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<?x?x32xf32>, tensor<48x32xf32>)
+// SMALL-LABEL: func.func @projection
+// SMALL: tensor<32x32xf32>, tensor<32x48xf32>
+// SMALL: {gdn.projection_tiling = {row_block = 32 : i64, row_tile = 4 : i64}}
+// SMALL: tensor<4x32xf32>, tensor<32x48xf32>
+// BAD: gdn-cpu-tile-projections: row-tile must be positive and row-block a multiple of it, but got row-block = 12 and row-tile = 8
+func.func @projection(%x: tensor<?x?x32xf32>, %w: tensor<48x32xf32>, %init: tensor<?x?x48xf32>) -> tensor<?x?x48xf32> {
+  %0 = linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : tensor<?x?x32xf32>, tensor<48x32xf32>) outs(%init : tensor<?x?x48xf32>) -> tensor<?x?x48xf32>
+  return %0 : tensor<?x?x48xf32>
+}
+
+// -----
+
+// Other contractions are left alone: a weight of dynamic shape, another
+// layout.
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#wt = affine_map<(b, t, o, i) -> (i, o)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+// CHECK-LABEL: func.func @not_projections
+// CHECK-NOT: scf.forall
+// CHECK-COUNT-2: linalg.contract
+// CHECK-NOT: scf.forall
+func.func @not_projections(%x: tensor<?x?x32xf32>, %w: tensor<?x32xf32>, %wt: tensor<32x48xf32>, %init: tensor<?x?x48xf32>) -> (tensor<?x?x48xf32>, tensor<?x?x48xf32>) {
+  %0 = linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : tensor<?x?x32xf32>, tensor<?x32xf32>) outs(%init : tensor<?x?x48xf32>) -> tensor<?x?x48xf32>
+  %1 = linalg.contract indexing_maps = [#x, #wt, #y] ins(%x, %wt : tensor<?x?x32xf32>, tensor<32x48xf32>) outs(%init : tensor<?x?x48xf32>) -> tensor<?x?x48xf32>
+  return %0, %1 : tensor<?x?x48xf32>, tensor<?x?x48xf32>
+}
