@@ -5,10 +5,12 @@
 # the input that caused it is left in WORKDIR.
 #
 #   fuzz/run.sh build/bin/gdn-fuzz-model_description \
-#       fuzz/corpus/model_description /tmp/work 1000000
+#       fuzz/corpus/model_description /tmp/work 1000000 [DICT]
+#
+# DICT defaults to the JSON dictionary (fuzz/dicts/json.dict).
 set -euo pipefail
 FUZZER=$(realpath "$1") SEEDS=$(realpath "$2") WORKDIR=$3 RUNS=$4
-DICT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/dicts/json.dict
+DICT=$(realpath "${5:-$(dirname "${BASH_SOURCE[0]}")/dicts/json.dict}")
 mkdir -p "$WORKDIR/corpus"
 cd "$WORKDIR"
 exec "$FUZZER" -runs="$RUNS" -seed=1 -max_len=4096 -timeout=10 \
