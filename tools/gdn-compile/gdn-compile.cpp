@@ -7,6 +7,7 @@
 
 #include "gdn/Compiler/Compiler.h"
 #include "gdn/Compiler/ModelInput.h"
+#include "gdn/Compiler/PipelineFlags.h"
 #include "gdn/Compiler/OutputFile.h"
 #include "gdn/InitAllGdn.h"
 
@@ -19,8 +20,6 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -80,122 +79,6 @@ static cl::opt<bool> listPipelineOptions(
              "(flag, pipeline, option, default, help), and exit"),
     cl::init(false));
 
-namespace {
-/// A flag of this tool that sets one option of a pipeline: the pipeline's
-/// options struct declares it (Pipelines.h), this tool only forwards the
-/// text, so names, parsing, defaults and bounds are the pipeline's.
-struct PipelineFlag {
-  /// cl::opt keeps references to its name and help: they live here, on the
-  /// heap, so that moving the entry does not move them.
-  std::unique_ptr<std::string> name, help;
-  std::unique_ptr<cl::opt<std::string>> flag;
-  std::string pipeline;
-  std::string option;
-  std::string defaultValue;
-};
-} // namespace
-
-/// The value of every option of `options`, by name, from its printed form
-/// "{name=value name=value}" (values here have no spaces).
-static llvm::StringMap<std::string>
-printedDefaults(const detail::PassOptions &options) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  options.print(os);
-  llvm::StringRef body = llvm::StringRef(text).trim("{}");
-  llvm::StringMap<std::string> values;
-  llvm::SmallVector<llvm::StringRef> pairs;
-  body.split(pairs, ' ', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef pair : pairs) {
-    auto [name, value] = pair.split('=');
-    values[name] = value.str();
-  }
-  return values;
-}
-
-/// What --help shows as the value of a flag, from its default.
-static llvm::StringRef valueKind(llvm::StringRef defaultValue) {
-  if (defaultValue == "true" || defaultValue == "false")
-    return "bool";
-  int64_t number;
-  if (!defaultValue.getAsInteger(10, number))
-    return "int";
-  return "string";
-}
-
-/// One flag per option of the pipeline, named `prefix` + the option's name;
-/// the options that follow from --emit are left to compileModule.
-template <typename Options>
-static void addPipelineFlags(const Options &options, llvm::StringRef pipeline,
-                             llvm::StringRef prefix,
-                             std::vector<PipelineFlag> &flags) {
-  llvm::StringMap<std::string> defaults = printedDefaults(options);
-  for (const cl::Option *option : options.listOptions()) {
-    llvm::StringRef name = option->ArgStr;
-    if (llvm::is_contained({llvm::StringRef(kResultsAsOutParamsOption),
-                            llvm::StringRef(kCInterfacesOption),
-                            llvm::StringRef(kManagedHostBuffersOption)},
-                           name))
-      continue;
-    PipelineFlag entry;
-    entry.pipeline = pipeline.str();
-    entry.option = name.str();
-    entry.defaultValue = defaults.lookup(name);
-    entry.name = std::make_unique<std::string>((prefix + name).str());
-    entry.help = std::make_unique<std::string>(
-        (option->HelpStr + " (default: " + entry.defaultValue + ")").str());
-    entry.flag = std::make_unique<cl::opt<std::string>>(
-        llvm::StringRef(*entry.name), cl::cat(compileCategory),
-        cl::desc(*entry.help),
-        cl::value_desc(valueKind(entry.defaultValue)));
-    // Flags of boolean options may stand alone, as in gdn-opt.
-    entry.flag->setValueExpectedFlag(option->getValueExpectedFlag());
-    flags.push_back(std::move(entry));
-  }
-}
-
-/// Passes the flags given on the command line to their pipelines' options.
-static llvm::Error applyPipelineFlags(const std::vector<PipelineFlag> &flags,
-                                      CompileOptions &options) {
-  for (const PipelineFlag &entry : flags) {
-    if (entry.flag->getNumOccurrences() == 0)
-      continue;
-    // A boolean flag may stand alone ("--flush-denormals"); other values,
-    // empty ones included, are passed on as given.
-    std::string text = entry.option;
-    if (!entry.flag->getValue().empty() ||
-        entry.flag->getValueExpectedFlag() != cl::ValueOptional)
-      text += "=" + entry.flag->getValue();
-    std::string message;
-    llvm::raw_string_ostream errors(message);
-    LogicalResult parsed =
-        entry.pipeline == "cpu"
-            ? options.cpuPipeline.parseFromString(text, errors)
-            : options.cudaPipeline.parseFromString(text, errors);
-    if (failed(parsed))
-      return llvm::createStringError(
-          "--" + entry.flag->ArgStr + ": '" + entry.flag->getValue() +
-          "' is not a valid value" +
-          (message.empty() ? "" : ": " + llvm::StringRef(message).trim()));
-  }
-  return llvm::Error::success();
-}
-
-/// --list-pipeline-options: what the Python package reads to derive its
-/// keyword arguments.
-static void printPipelineFlags(const std::vector<PipelineFlag> &flags,
-                               llvm::raw_ostream &os) {
-  llvm::json::Array array;
-  for (const PipelineFlag &entry : flags)
-    array.push_back(llvm::json::Object{
-        {"flag", ("--" + entry.flag->ArgStr).str()},
-        {"pipeline", entry.pipeline},
-        {"option", entry.option},
-        {"default", entry.defaultValue},
-        {"help", entry.flag->HelpStr.str()}});
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(array))) << "\n";
-}
-
 /// An address inside this executable, to locate it on disk.
 static void locateExecutable() {}
 
@@ -206,9 +89,7 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   registerAllGdnPasses();
   CompileOptions options;
-  std::vector<PipelineFlag> pipelineFlags;
-  addPipelineFlags(options.cpuPipeline, "cpu", "", pipelineFlags);
-  addPipelineFlags(options.cudaPipeline, "cuda", "cuda-", pipelineFlags);
+  PipelineFlags pipelineFlags(compileCategory);
   cl::HideUnrelatedOptions(compileCategory);
   cl::ParseCommandLineOptions(argc, argv,
                               "gdn-compile: compile gdn modules and model "
@@ -223,7 +104,7 @@ int main(int argc, char **argv) {
     return 1;
   };
   if (listPipelineOptions) {
-    printPipelineFlags(pipelineFlags, llvm::outs());
+    pipelineFlags.printJSON(llvm::outs());
     return 0;
   }
   if (inputFilename.empty())
@@ -231,7 +112,7 @@ int main(int argc, char **argv) {
                        "(see --help)");
   if (outputFilename.empty())
     return optionError("no output: give -o <path> (see --help)");
-  if (llvm::Error error = applyPipelineFlags(pipelineFlags, options))
+  if (llvm::Error error = pipelineFlags.apply(options))
     return optionError(llvm::toString(std::move(error)));
   // Bounds of the pipelines, before any work; the messages start with the
   // option's name, which gdn-compile spells with its prefix.
