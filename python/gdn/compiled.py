@@ -252,10 +252,32 @@ def _check_finite(name, x, axes):
     by the names of its axes."""
     bad = ~np.isfinite(x)
     if bad.any():
-        index = np.unravel_index(int(np.argmax(bad)), x.shape)
-        where = ", ".join(f"{axis} {i}" for axis, i in zip(axes, index))
+        index, where = _first(bad, axes)
         value = x[index]
         raise FloatingPointError(f"numerics: {value} in {name} at {where}")
+
+
+def _first(bad, axes):
+    index = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    return index, ", ".join(f"{axis} {i}" for axis, i in zip(axes, index))
+
+
+def _check_preconditions(k, g, beta, axes):
+    """ValueError naming the first element outside the op's documented
+    value ranges (g <= 0, beta in [0, 1], keys of unit length to 1e-2, all
+    finite), where the compiled kernels may give NaN although the float64
+    recurrence stays finite."""
+    norms = np.sqrt(np.sum(np.square(k, dtype=np.float64), axis=-1))
+    for name, bad, at_axes, values, rule in (
+            ("g", ~(g <= 0), axes, g, "must be <= 0 (a log-decay)"),
+            ("beta", ~((beta >= 0) & (beta <= 1)), axes, beta,
+             "must be in [0, 1]"),
+            ("k", ~(np.abs(norms - 1) <= 1e-2), axes, norms,
+             "must have unit length (L2 norm over K)")):
+        if bad.any():
+            index, where = _first(bad, at_axes)
+            raise ValueError(f"precondition: {name} at {where} is "
+                             f"{float(values[index]):.6g}; {name} {rule}")
 
 
 def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
@@ -272,8 +294,10 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     compile_options: further options of gdn-compile's CPU pipeline by
     keyword, for example {"matmul_tile_n": 64, "num_threads": 1}
     (gdn.cache.pipeline_options() lists them with their defaults).
-    check_numerics: raise FloatingPointError naming the first NaN or Inf in
-    o (batch, token, head, column) or the final state.
+    check_numerics: first check the documented value ranges (ValueError
+    naming the first element with g > 0, beta outside [0, 1] or a key not
+    of unit length), then raise FloatingPointError naming the first NaN or
+    Inf in o (batch, token, head, column) or the final state.
     """
     q = _check_array("q", q, 4, "[B, T, H, K]")
     k = _check_array("k", k, 4, "[B, T, H, K]")
@@ -302,6 +326,8 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     scale = _check_scale(scale)
     chunk_size = _check_chunk_size(chunk_size)
 
+    if check_numerics:
+        _check_preconditions(k, g, beta, ("batch", "token", "head"))
     o = np.empty(v.shape, dtype=v.dtype)
     if initial_state is None:
         initial_state = np.zeros(state_shape, dtype=np.float32)
@@ -375,6 +401,8 @@ def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False,
     et, bt = _check_dtypes(q, k, v, g, beta, state, "state")
     scale = _check_scale(scale)
 
+    if check_numerics:
+        _check_preconditions(k, g, beta, ("batch", "head"))
     o = np.empty(v.shape, dtype=v.dtype)
     if batch == 0:                      # nothing to run
         return o, np.array(state, dtype=np.float32, copy=True)

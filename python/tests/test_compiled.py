@@ -692,3 +692,28 @@ def test_check_numerics_names_the_first_bad_element():
     state = np.zeros((1, 1, 8, 16), np.float32)
     with pytest.raises(FloatingPointError, match="numerics: nan in o"):
         gdn.delta_rule_step(*step, state, check_numerics=True)
+
+
+@pytest.mark.parametrize("name,position,value,message", [
+    ("g", (0, 2, 0), 0.5, "g at batch 0, token 2, head 0 is 0.5; g must be <= 0"),
+    ("beta", (0, 6, 0), 1.5, "beta at batch 0, token 6, head 0 is 1.5"),
+    ("k", (0, 3, 0), None, "k at batch 0, token 3, head 0 is 2; k must "
+                           "have unit length"),
+])
+def test_check_numerics_refuses_values_outside_the_preconditions(
+        name, position, value, message):
+    x = inputs.delta_rule_inputs(5, 1, 9, 1, 1, 8, 16)
+    args = {n: x[n].copy() for n in ("q", "k", "v", "g", "beta")}
+    if name == "k":
+        args["k"][position] *= 2.0
+    else:
+        args[name][position] = value
+    ordered = [args[n] for n in ("q", "k", "v", "g", "beta")]
+    gdn.delta_rule(*ordered)                   # unchecked: runs
+    with pytest.raises(ValueError, match="precondition: " + message):
+        gdn.delta_rule(*ordered, check_numerics=True)
+    step = [a[:, position[1]] for a in ordered]
+    state = np.zeros((1, 1, 8, 16), np.float32)
+    with pytest.raises(ValueError, match=f"precondition: {name} at batch 0, "
+                                         f"head 0"):
+        gdn.delta_rule_step(*step, state, check_numerics=True)
