@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds what the GPU machine needs into one small folder (default
 # out/gpu): the CUDA kernels of every configuration the GPU check uses, as
-# shared libraries with a manifest, the pure-Python gdn package, and the
-# check script. Copy the folder to the GPU machine and run
-#   python3 gpu_check.py
-# there (it needs CUDA's driver, numpy and torch; no MLIR).
+# shared libraries with a manifest, the models of the GPU model check
+# compiled for CUDA (models/), the pure-Python gdn package, and the check
+# scripts. Copy the folder to the GPU machine and run
+#   python3 gpu_check.py; python3 gpu_model_check.py
+# there (they need CUDA's driver and numpy, gpu_check.py torch too; no
+# MLIR).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${1:-$ROOT/out/gpu}
@@ -13,7 +15,9 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 PYTHONPATH="$ROOT/python" /usr/bin/python3 "$ROOT/scripts/build_gpu_artifacts.py" \
   --compiler "$ROOT/build/bin/gdn-compile" --out "$OUT"
+PYTHONPATH="$ROOT/python" /usr/bin/python3 "$ROOT/scripts/build_gpu_models.py" \
+  --compiler "$ROOT/build/bin/gdn-compile" --out "$OUT/models"
 cp -r "$ROOT/python/gdn" "$OUT/gdn"
 rm -rf "$OUT/gdn/__pycache__"
-cp "$ROOT/scripts/gpu_check.py" "$OUT/gpu_check.py"
+cp "$ROOT/scripts/gpu_check.py" "$ROOT/scripts/gpu_model_check.py" "$OUT/"
 du -sh "$OUT"

@@ -152,18 +152,35 @@ LogicalResult runLinker(ModuleOp module, const CompileOptions &options,
   return success();
 }
 
-/// The libraries the CPU code of `object` needs, after it on the command
-/// line: none of LLVM or MLIR at run time (libc, libstdc++, libm, libomp).
-SmallVector<std::string> cpuLibraries(const CompileOptions &options) {
+/// For a model: the C API of gdn_model.h (the target's runtime archive,
+/// whole: nothing in the model's code refers to the API, but the library
+/// must export it), then what it needs: the description and weights
+/// validation on LLVM Support, linked statically and kept out of the
+/// library's exports.
+SmallVector<std::string> modelRuntimeLibraries(const CompileOptions &options) {
   SmallVector<std::string> args;
-  if (options.model) {
-    // The C API of gdn_model.h, then what it needs: the description and
-    // weights validation on LLVM Support, linked statically and kept out of
-    // the library's exports. The whole runtime archive: nothing in the
-    // model's code refers to the API, but the library must export it.
-    args.append({"-Wl,--whole-archive", options.modelRuntimeLibrary,
-                 "-Wl,--no-whole-archive", options.modelDescriptionLibrary});
-    args.append(llvmSupportLibraries(options));
+  if (!options.model)
+    return args;
+  const std::string &runtime = options.target == CompileTarget::CUDA
+                                   ? options.modelCudaRuntimeLibrary
+                                   : options.modelRuntimeLibrary;
+  args.append({"-Wl,--whole-archive", runtime, "-Wl,--no-whole-archive",
+               options.modelDescriptionLibrary});
+  args.append(llvmSupportLibraries(options));
+  return args;
+}
+
+/// The libraries the code of `object` needs, after it on the command line:
+/// none of LLVM or MLIR at run time. CPU: libc, libstdc++, libm, libomp.
+/// CUDA: the mgpu* runtime, linked in, so that on the GPU machine the
+/// library needs only the driver's libcuda.so.1 (the stub here carries that
+/// soname).
+SmallVector<std::string> targetLibraries(const CompileOptions &options) {
+  SmallVector<std::string> args = modelRuntimeLibraries(options);
+  if (options.target == CompileTarget::CUDA) {
+    args.append({options.cudaRuntimeLibrary,
+                 "-L" + options.cudaRoot + "/lib64/stubs", "-lcuda"});
+    return args;
   }
   // memrefCopy (strided copies) and printMemref*, instead of MLIR's runner
   // utilities.
@@ -178,14 +195,7 @@ LogicalResult link(ModuleOp module, const CompileOptions &options,
   SmallVector<std::string> args = {object.str()};
   if (options.emit == EmitAction::SharedLibrary)
     args.push_back("-shared");
-  if (options.target == CompileTarget::CUDA) {
-    // The runtime is linked in: on the GPU machine the library needs only
-    // the driver's libcuda.so.1 (the stub here carries that soname).
-    args.append({options.cudaRuntimeLibrary,
-                 "-L" + options.cudaRoot + "/lib64/stubs", "-lcuda"});
-  } else {
-    args.append(cpuLibraries(options));
-  }
+  args.append(targetLibraries(options));
   return runLinker(module, options, args, output);
 }
 
@@ -223,12 +233,15 @@ LogicalResult writeModelDirectory(ModuleOp module,
   SmallVector<std::string> args = {object.str(), "-shared",
                                    std::string("-Wl,-soname,") +
                                        kModelLibraryName};
-  args.append(cpuLibraries(options));
+  args.append(targetLibraries(options));
   if (failed(runLinker(module, options, args, library)))
     return failure();
   // The executable parses its options with LLVM Support, linked in too.
   SmallVector<std::string> mainArgs = {options.modelMainLibrary, library,
                                        "-Wl,-rpath,$ORIGIN"};
+  // The library's libcuda.so.1 resolves against the toolkit's stub here.
+  if (options.target == CompileTarget::CUDA)
+    mainArgs.append({"-L" + options.cudaRoot + "/lib64/stubs", "-lcuda"});
   mainArgs.append(llvmSupportLibraries(options));
   if (failed(runLinker(module, options, mainArgs,
                        inDir(kModelExecutableName))))
@@ -304,6 +317,29 @@ static LogicalResult emitFromLLVMDialect(ModuleOp module,
   return link(module, options, objectPath, options.outputPath);
 }
 
+/// A model's libraries are linked from the runtime archives and header of
+/// the build or install tree gdn-compile runs from.
+static LogicalResult checkModelRuntimeFiles(ModuleOp module,
+                                            const CompileOptions &options) {
+  if (!options.model)
+    return success();
+  StringRef runtime = options.target == CompileTarget::CUDA
+                          ? StringRef(options.modelCudaRuntimeLibrary)
+                          : StringRef(options.modelRuntimeLibrary);
+  for (StringRef file :
+       {runtime, StringRef(options.modelDescriptionLibrary),
+        StringRef(options.modelMainLibrary), StringRef(options.modelHeader)})
+    if (!llvm::sys::fs::exists(file))
+      return module.emitError()
+             << "the model runtime file '" << file
+             << "' does not exist (is gdn-compile in a complete build or "
+                "install tree"
+             << (options.target == CompileTarget::CUDA
+                     ? ", built with the CUDA toolkit?)"
+                     : "?)");
+  return success();
+}
+
 /// An executable runs func.func @main(), which must take and return
 /// nothing. It is renamed and called from a C main that returns exit
 /// status 0.
@@ -331,19 +367,18 @@ static LogicalResult prepareMain(ModuleOp module) {
 static LogicalResult compileForCUDA(ModuleOp module,
                                     const CompileOptions &options) {
   auto printModule = [&](llvm::raw_ostream &os) { printMLIR(module, os); };
-  if (options.model)
-    return module.emitError()
-           << "--target=cuda compiles .mlir files; model descriptions "
-              "compile for --target=cpu";
   bool executable = options.emit == EmitAction::Executable;
-  if (executable && failed(prepareMain(module)))
+  if (executable && !options.model && failed(prepareMain(module)))
     return failure();
-  if ((options.emit == EmitAction::SharedLibrary || executable) &&
-      !llvm::sys::fs::exists(options.cudaRuntimeLibrary))
-    return module.emitError() << "the CUDA runtime library '"
-                              << options.cudaRuntimeLibrary
-                              << "' does not exist (was gdn built with the "
-                                 "CUDA toolkit?)";
+  if (options.emit >= EmitAction::SharedLibrary) {
+    if (!llvm::sys::fs::exists(options.cudaRuntimeLibrary))
+      return module.emitError() << "the CUDA runtime library '"
+                                << options.cudaRuntimeLibrary
+                                << "' does not exist (was gdn built with the "
+                                   "CUDA toolkit?)";
+    if (failed(checkModelRuntimeFiles(module, options)))
+      return failure();
+  }
   // ptxas and fatbinary come from the toolkit; MLIR looks for them under
   // CUDA_ROOT.
   if (!llvm::sys::Process::GetEnv("CUDA_ROOT"))
@@ -353,9 +388,11 @@ static LogicalResult compileForCUDA(ModuleOp module,
   if (llvm::Error error = verifyCUDAPipelineOptions(pipeline))
     return module.emitError() << llvm::toString(std::move(error));
   // @main makes and prints its tensors on the host, where kernels must
-  // reach them.
-  pipeline.managedHostBuffers = executable;
-  pipeline.cInterfaces = options.emit == EmitAction::SharedLibrary;
+  // reach them. A model's step runs on the device from end to end; its
+  // runtime passes device buffers through the packed C interface.
+  pipeline.managedHostBuffers = executable && !options.model;
+  pipeline.cInterfaces = options.emit == EmitAction::SharedLibrary ||
+                         (options.model && executable);
   if (failed(runPipeline(module, "gdn-to-gpu", [&](OpPassManager &pm) {
         buildGdnToGPUPipeline(pm, pipeline);
       })))
@@ -399,16 +436,9 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
     return writeText(module, options.outputPath, printModule);
 
   if (options.model) {
-    for (StringRef archive :
-         {StringRef(options.modelRuntimeLibrary),
-          StringRef(options.modelDescriptionLibrary),
-          StringRef(options.modelMainLibrary), StringRef(options.modelHeader)})
-      if (options.emit >= EmitAction::SharedLibrary &&
-          !llvm::sys::fs::exists(archive))
-        return module.emitError()
-               << "the model runtime file '" << archive
-               << "' does not exist (is gdn-compile in a complete build or "
-                  "install tree?)";
+    if (options.emit >= EmitAction::SharedLibrary &&
+        failed(checkModelRuntimeFiles(module, options)))
+      return failure();
   } else if (options.emit == EmitAction::Executable &&
              failed(prepareMain(module))) {
     return failure();

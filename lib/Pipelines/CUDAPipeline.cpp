@@ -3,11 +3,13 @@
 #include "gdn/Conversion/Passes.h"
 #include "gdn/ABI/Passes.h"
 #include "gdn/Codegen/GPU/Passes.h"
+#include "gdn/Dialect/Gdn/Transforms/Passes.h"
 #include "gdn/Pipelines/Pipelines.h"
 
 #include "ResultsToOutParams.h"
 
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
@@ -66,11 +68,17 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
                                    "' is not one of fatbin, bin, isa");
   if (llvm::Error error = checkGdnToGPUOptions(gpuOptionsOf(options)))
     return error;
+  if (llvm::Error error =
+          checkMapParallelLoopsOptions({options.elementwiseThreads}))
+    return llvm::createStringError("elementwise-threads: " +
+                                   llvm::toString(std::move(error)));
   return checkSharedMemoryOccupancyOptions(occupancyOptionsOf(options));
 }
 
 void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
                                       const CUDAPipelineOptions &options) {
+  // Layer ops become the delta rule and linalg, as for the CPU.
+  pm.addNestedPass<func::FuncOp>(createGdnDecomposeLayersPass());
   pm.addNestedPass<func::FuncOp>(
       createConvertGdnToGPUPass(gpuOptionsOf(options)));
   // Outline the kernels before canonicalization: inside the isolated
@@ -98,13 +106,23 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   bufferizeOptions.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
+  if (!options.managedHostBuffers)
+    addResultsToOutParams(pm);
+  // What host code computes besides the delta-rule kernels (linalg ops,
+  // copies) becomes kernels too.
+  GdnGPUMapParallelLoopsPassOptions loopOptions;
+  loopOptions.blockThreads = options.elementwiseThreads;
+  pm.addNestedPass<func::FuncOp>(createGdnGPUMapParallelLoopsPass(loopOptions));
+  pm.addPass(createConvertParallelLoopToGpuPass());
   if (options.managedHostBuffers) {
     // An executable's buffers, results included, are managed memory that
     // both sides reach; results stay results, so @main can call functions
     // whose result shapes are dynamic.
     pm.addNestedPass<func::FuncOp>(createGdnManagedHostBuffersPass());
   } else {
-    addResultsToOutParams(pm);
+    // Everything is on the device; host code only launches kernels, and
+    // frees each temporary after its last launch.
+    pm.addNestedPass<func::FuncOp>(createGdnGPUDeviceBuffersPass());
   }
   pm.addPass(createCanonicalizerPass());
 
@@ -116,6 +134,9 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   nvvmOptions.cubinFormat = options.binaryFormat;
   nvvmOptions.optLevel = 3;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvmOptions);
+  // Model runtimes call the step through one array of descriptors.
+  if (options.cInterfaces)
+    pm.addPass(createGdnPackedCInterfacePass());
 }
 
 void mlir::gdn::buildGdnToCUDAPipeline(OpPassManager &pm,

@@ -88,6 +88,11 @@ class CompiledModel:
         return self._api.gdn_model_last_error().decode("utf-8", "replace")
 
     @property
+    def device(self):
+        """Where the library runs: "CPU", or the GPU of a CUDA build."""
+        return self._api.gdn_model_device().decode("utf-8", "replace")
+
+    @property
     def position(self):
         """Tokens per sequence so far."""
         return self._api.gdn_model_position(self._handle)
@@ -161,6 +166,7 @@ def _load_api(library_path):
         "gdn_model_load": (handle, [ctypes.c_char_p]),
         "gdn_model_free": (None, [handle]),
         "gdn_model_last_error": (ctypes.c_char_p, []),
+        "gdn_model_device": (ctypes.c_char_p, []),
         "gdn_model_prefill": (ctypes.c_int, [handle, ids, i64, i64]),
         "gdn_model_extend": (ctypes.c_int, [handle, ids, i64, i64]),
         "gdn_model_decode": (ctypes.c_int, [handle, ids]),

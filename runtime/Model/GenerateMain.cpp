@@ -222,6 +222,7 @@ int main(int argc, char **argv) {
   }
   double decodeSeconds = secondsSince(decodeStart);
 
+  llvm::outs() << "device:           " << gdn_model_device() << "\n";
   llvm::outs() << "weights loaded in "
                << llvm::format("%.1f", loadSeconds * 1e3) << " ms\n";
   llvm::outs() << "prompt tokens:    " << promptLength

@@ -13,6 +13,8 @@
 
 #include "gdn/Frontend/Safetensors.h"
 
+#include "ModelMemory.h"
+
 #include "llvm/Support/Error.h"
 
 #include <algorithm>
@@ -71,52 +73,56 @@ int64_t checkedProduct(llvm::ArrayRef<int64_t> sizes) {
   return n;
 }
 
-/// Floats whose allocation may fail without ending the process: the
-/// runtime is built without exceptions, where std::vector aborts instead.
-class FloatBuffer {
+/// Elements whose allocation may fail without ending the process (the
+/// runtime is built without exceptions, where std::vector aborts instead),
+/// in the memory the step reads (ModelMemory.h).
+template <typename T> class Buffer {
 public:
-  FloatBuffer() = default;
-  FloatBuffer(const FloatBuffer &) = delete;
-  FloatBuffer &operator=(const FloatBuffer &) = delete;
-  FloatBuffer(FloatBuffer &&other) noexcept
-      : values(other.values), count(other.count) {
+  Buffer() = default;
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  Buffer(Buffer &&other) noexcept : values(other.values), count(other.count) {
     other.values = nullptr;
     other.count = 0;
   }
-  FloatBuffer &operator=(FloatBuffer &&other) noexcept {
+  Buffer &operator=(Buffer &&other) noexcept {
     std::swap(values, other.values);
     std::swap(count, other.count);
     return *this;
   }
-  ~FloatBuffer() { std::free(values); }
+  ~Buffer() { gdn::model::freeBytes(values); }
 
-  /// Makes room for `n` floats (the first ones kept); false if `n` is
+  /// Makes room for `n` elements (the first ones kept); false if `n` is
   /// negative or the memory cannot be had.
   bool resize(int64_t n) {
-    if (n < 0 || uint64_t(n) > SIZE_MAX / sizeof(float))
+    if (n < 0 || uint64_t(n) > SIZE_MAX / sizeof(T))
       return false;
-    if (n == count)
+    if (n == count && values)
       return true;
-    // realloc(p, 0) may free p and return NULL: keep one float.
-    void *grown = std::realloc(values, std::max<int64_t>(n, 1) * sizeof(float));
+    auto *grown = static_cast<T *>(
+        gdn::model::allocateBytes(std::max<int64_t>(n, 1) * sizeof(T)));
     if (!grown)
       return false;
-    values = static_cast<float *>(grown);
+    if (values)
+      std::memcpy(grown, values, std::min(n, count) * sizeof(T));
+    gdn::model::freeBytes(values);
+    values = grown;
     count = n;
     return true;
   }
   bool assignZeros(int64_t n) {
     if (!resize(n))
       return false;
-    std::fill(values, values + n, 0.0f);
+    std::fill(values, values + n, T(0));
     return true;
   }
-  float *data() const { return values; }
+  T *data() const { return values; }
 
 private:
-  float *values = nullptr;
+  T *values = nullptr;
   int64_t count = 0;
 };
+using FloatBuffer = Buffer<float>;
 
 /// One cache tensor of one layer; the batch and, for MLA, the token count
 /// vary.
@@ -138,19 +144,23 @@ int failAllocation(llvm::StringRef what, llvm::ArrayRef<int64_t> shape) {
   std::string dims;
   for (int64_t size : shape)
     dims += (dims.empty() ? "" : "x") + std::to_string(size);
-  return fail("cannot allocate the " + what.str() + " [" + dims + "] (f32)");
+  return fail("cannot allocate the " + what.str() + " [" + dims +
+              "] (f32): " + gdn::model::memoryError());
 }
 } // namespace
 
 struct gdn_model {
   ModelConfig config;
   SafetensorsFile file;
-  /// f32 copies of weights that are bf16 (or not 4-byte aligned).
-  std::vector<std::vector<float>> converted;
+  /// f32 copies of weights that are bf16, not 4-byte aligned, or where
+  /// the step cannot read the mapped file (a GPU).
+  std::vector<FloatBuffer> converted;
   /// The weights do not move: their descriptors are built once, at load.
   std::vector<Descriptor> weights;
   std::vector<Cache> caches, next;
   FloatBuffer logits;
+  /// The step's token ids, where it can read them.
+  Buffer<int64_t> ids;
   int64_t batch = 0, tokens = 0, position = 0;
   /// gdn_model_set_check_numerics: every step's caches and logits are
   /// scanned for NaN and Inf.
@@ -166,6 +176,11 @@ extern "C" const char *gdn_model_default_weights(void) {
 }
 
 extern "C" const char *gdn_model_last_error(void) { return lastError.c_str(); }
+
+extern "C" const char *gdn_model_device(void) {
+  static const std::string name = gdn::model::deviceName();
+  return name.c_str();
+}
 
 static std::vector<Cache> emptyCaches(const ModelConfig &config) {
   std::vector<Cache> caches;
@@ -214,6 +229,11 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
          llvm::toString(config.takeError()));
     return nullptr;
   }
+  std::string unavailable = gdn::model::memoryUnavailable();
+  if (!unavailable.empty()) {
+    fail(unavailable);
+    return nullptr;
+  }
   const char *path = weightsPath ? weightsPath : _gdn_model_default_weights;
   llvm::Expected<SafetensorsFile> file = SafetensorsFile::open(path);
   if (!file) {
@@ -235,11 +255,15 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
     int64_t count = checkedProduct(shape);
     const char *bytes = tensor.bytes.data();
     const void *data = bytes;
-    if (tensor.dtype == "F32" &&
+    if (tensor.dtype == "F32" && gdn::model::stepReadsMappedFiles() &&
         reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0) {
       model->weights.emplace_back(bytes, shape);
     } else {
-      std::vector<float> values(count);
+      FloatBuffer values;
+      if (!values.resize(count)) {
+        failAllocation("weight " + name, shape);
+        return nullptr;
+      }
       if (tensor.dtype == "F32") {
         std::memcpy(values.data(), bytes, count * sizeof(float));
       } else { // BF16: the high half of an f32.
@@ -247,11 +271,11 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
           uint16_t half;
           std::memcpy(&half, bytes + 2 * i, 2);
           uint32_t word = uint32_t(half) << 16;
-          std::memcpy(&values[i], &word, 4);
+          std::memcpy(&values.data()[i], &word, 4);
         }
       }
+      data = values.data();
       model->converted.push_back(std::move(values));
-      data = model->converted.back().data();
       model->weights.emplace_back(data, shape);
     }
     // A NaN or Inf weight would only show as garbage tokens later.
@@ -399,11 +423,18 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
   llvm::SmallVector<int64_t> logitsShape = {batch, tokens, config.vocabSize};
   if (!model->logits.resize(checkedProduct(logitsShape)))
     return failAllocation("logits", logitsShape);
+  int64_t idCount = batch * tokens; // checked by checkStep
+  if (!model->ids.resize(idCount))
+    return fail("cannot allocate the token ids [" + std::to_string(batch) +
+                "x" + std::to_string(tokens) +
+                "] (i64): " + gdn::model::memoryError());
+  std::memcpy(model->ids.data(), ids, idCount * sizeof(int64_t));
 
   // The step's arguments: ids, the caches, the weights, then the outputs
   // (logits and the new caches).
   std::vector<Descriptor> inputs, outputs;
-  inputs.emplace_back(ids, llvm::ArrayRef<int64_t>{batch, tokens});
+  inputs.emplace_back(model->ids.data(),
+                      llvm::ArrayRef<int64_t>{batch, tokens});
   for (Cache &cache : model->caches)
     inputs.emplace_back(cache.data.data(), cache.shape(batch, past));
   outputs.emplace_back(model->logits.data(), logitsShape);
@@ -414,6 +445,7 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
     for (Descriptor &d : *group)
       addresses.push_back(d.address());
   _gdn_packed_gdn_forward_step(addresses.data());
+  gdn::model::finishStep();
   if (model->checkNumerics && checkNumerics(*model, batch, tokens, total))
     return -1;
   std::swap(model->caches, model->next);

@@ -217,6 +217,8 @@ int main(int argc, char **argv) {
   options.cpuRuntimeLibrary = underPrefix({"lib", "libgdn_cpu_runtime.a"});
   options.model = isModel;
   options.modelRuntimeLibrary = underPrefix({"lib", "libgdn_model_runtime.a"});
+  options.modelCudaRuntimeLibrary =
+      underPrefix({"lib", "libgdn_model_runtime_cuda.a"});
   options.modelDescriptionLibrary =
       underPrefix({"lib", "libGdnModelDescription.a"});
   options.modelMainLibrary = underPrefix({"lib", "libgdn_model_main.a"});

@@ -69,10 +69,11 @@ struct CompileOptions {
   /// (runtime/CPU).
   std::string cpuRuntimeLibrary;
   /// The module is a model's (gdn-compile model.json): its libraries carry
-  /// the C API of gdn_model.h, from these archives and header.
+  /// the C API of gdn_model.h, from these archives and header (the runtime
+  /// in host memory for the CPU, in CUDA managed memory for CUDA).
   bool model = false;
-  std::string modelRuntimeLibrary, modelDescriptionLibrary, modelMainLibrary,
-      modelHeader;
+  std::string modelRuntimeLibrary, modelCudaRuntimeLibrary,
+      modelDescriptionLibrary, modelMainLibrary, modelHeader;
 };
 
 /// The files of a compiled model's directory.

@@ -186,6 +186,12 @@ struct CUDAPipelineOptions
       llvm::cl::desc("Largest blocks-per-multiprocessor count the occupancy "
                      "hints ask for"),
       llvm::cl::init(GdnSharedMemoryOccupancyPassOptions().maxBlocks)};
+  Option<int64_t> elementwiseThreads{
+      *this, "elementwise-threads",
+      llvm::cl::desc("Threads per block of the kernels made from linalg ops "
+                     "(projections, norms, gates, attention, copies): one "
+                     "thread per output element"),
+      llvm::cl::init(GdnGPUMapParallelLoopsPassOptions().blockThreads)};
   Option<bool> managedHostBuffers{
       *this, kManagedHostBuffersOption,
       llvm::cl::desc("Host buffers in managed memory, reachable by kernels "

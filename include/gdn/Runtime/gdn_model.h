@@ -53,6 +53,11 @@ GDN_MODEL_API gdn_model *gdn_model_load(const char *weights_path);
 
 GDN_MODEL_API void gdn_model_free(gdn_model *model);
 
+/* The device the model runs on, for people: "CPU" for a CPU build, the GPU's
+ * name and CUDA device number for a CUDA build ("no CUDA device" without
+ * one). */
+GDN_MODEL_API const char *gdn_model_device(void);
+
 /* The message of the last failure on this thread ("" if none). */
 GDN_MODEL_API const char *gdn_model_last_error(void);
 

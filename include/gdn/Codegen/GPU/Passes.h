@@ -1,7 +1,8 @@
 //===- Passes.h - Codegen/GPU passes ----------------------------*- C++ -*-===//
 //
 // GPU code generation: occupancy hints for ptxas, managed memory for the
-// host buffers of CUDA executables.
+// host buffers of CUDA executables, host linalg ops as grid-mapped loops,
+// device memory for the temporaries of host code.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,10 @@ namespace mlir::gdn {
 /// The option bounds of gdn-shared-memory-occupancy.
 llvm::Error checkSharedMemoryOccupancyOptions(
     const GdnSharedMemoryOccupancyPassOptions &options);
+
+/// The option bounds of gdn-gpu-map-parallel-loops.
+llvm::Error
+checkMapParallelLoopsOptions(const GdnGPUMapParallelLoopsPassOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "gdn/Codegen/GPU/Passes.h.inc"

@@ -62,4 +62,52 @@ def GdnManagedHostBuffersPass : Pass<"gdn-managed-host-buffers",
   ];
 }
 
+def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
+                                      "func::FuncOp"> {
+  let summary = "Run the host code's linalg ops and copies as grid-mapped "
+                "parallel loops";
+  let description = [{
+    After bufferization, every linalg op and `memref.copy` in host code
+    (outside `gpu.launch` and `gpu.module`) becomes linalg's parallel loop
+    nest. The parallel dimensions of each outermost loop are linearised
+    into one index, the innermost dimension fastest, and split into blocks
+    of `block-threads` threads, one thread per element (guarded by
+    `scf.if` past the end); reduction dimensions stay loops in the thread,
+    and parallel loops nested inside them run sequentially. The loops carry
+    `#gpu.loop_dim_map` attributes (block_x, thread_x, sequential), which
+    `convert-parallel-loops-to-gpu` turns into `gpu.launch`. An op without
+    a leading parallel dimension runs in one thread.
+  }];
+  let options = [
+    Option<"blockThreads", "block-threads", "int64_t", /*default=*/"256",
+           "Threads per block of the element-wise kernels (a multiple of "
+           "32, at most 1024)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def GdnGPUDeviceBuffersPass : Pass<"gdn-gpu-device-buffers", "func::FuncOp"> {
+  let summary = "Give host code's temporaries device memory and check that "
+                "it never touches their elements";
+  let description = [{
+    For code whose every computation runs in kernels (a compiled model's
+    step): `memref.alloc` in host code becomes a stream-ordered device
+    `gpu.alloc` (the runtime's memory pool) and `memref.dealloc` a
+    `gpu.dealloc`, each between a `gpu.wait async` and a `gpu.wait`. Any
+    host op left that reads or writes buffer elements (`memref.load`,
+    `memref.store`, a constant `memref.get_global`, ...) is an error at
+    the op: it would touch device memory from the host. Views, sizes,
+    calls and kernel launches are what host code may do with buffers.
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 #endif // GDN_CODEGEN_GPU_PASSES_TD

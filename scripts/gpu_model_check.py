@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Checks models compiled for CUDA (gdn-compile model.json --target=cuda)
+against the float64 model reference, on the GPU machine.
+
+Runs from the folder scripts/build-gpu-artifacts.sh wrote (models/ with
+models.json, the gdn package); needs numpy and the CUDA driver, no MLIR.
+For every model and both weight files (f32, bf16): the logits after a
+prefill of B = 1..4 sequences of 1 to 300 tokens and after each of 16
+decode steps (relative error, and the greedy tokens wherever the reference
+has no near-tie), a prompt in two chunks against one prefill, the cache
+bytes against gdn.model.cache_bytes, the refusal of bad inputs, and the
+gdn-model executable's output. Then prefill and decode times. Prints one
+line per check and "N passed, M failed"; exits non-zero on any failure.
+
+  python3 gpu_model_check.py
+  python3 gpu_model_check.py --sanitize memcheck,racecheck --sanitize-log DIR
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+from gdn import model as gmodel, safetensors  # noqa: E402
+from gdn.compiled_model import CompiledModel  # noqa: E402
+
+MODELS = os.path.join(HERE, "models")
+# f32 weights: only the order of f32 sums differs from the reference.
+TOLERANCE = {"f32": 1e-3, "bf16": 2e-2}
+# (B, T) of the prefills; T is capped below max_context - 16.
+SHAPES = [(1, 1), (1, 7), (2, 64), (3, 33), (4, 300), (1, 300)]
+DECODE_STEPS = 16
+
+
+class Results:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        print(f"{'PASS' if ok else 'FAIL'} {what}" +
+              (f": {detail}" if detail else ""), flush=True)
+        return ok
+
+
+def relative_error(got, want):
+    scale = max(float(np.abs(want).max()), 1e-30)
+    return float(np.abs(got.astype(np.float64) - want).max()) / scale
+
+
+def greedy_agrees(got, want, margin=1e-3):
+    """Whether the argmax agrees wherever the reference's top two logits are
+    further apart than `margin` (relative to the row's range)."""
+    top2 = np.sort(want, axis=-1)[..., -2:]
+    spread = np.maximum(want.max(-1) - want.min(-1), 1e-30)
+    clear = (top2[..., 1] - top2[..., 0]) / spread > margin
+    return bool(np.all((got.argmax(-1) == want.argmax(-1))[clear]))
+
+
+def check_model(results, name, entry, dtype, timings):
+    config_path = os.path.join(MODELS, entry["config"])
+    weights_path = os.path.join(MODELS, entry["weights" if dtype == "f32"
+                                              else "weights_bf16"])
+    library = os.path.join(MODELS, entry["library"])
+    config = gmodel.load_config(config_path)
+    weights = safetensors.load(weights_path)
+    tol = TOLERANCE[dtype]
+    compiled = CompiledModel(config_path, weights_path, library_path=library)
+    label = f"{name} ({dtype} weights)"
+    results.check("H200" in compiled.device or "NVIDIA" in compiled.device,
+                  f"{label}: runs on the GPU", compiled.device)
+    rng = np.random.default_rng(7)
+    vocab, limit = config["vocab_size"], config["max_context"] - DECODE_STEPS
+    for batch, tokens in SHAPES:
+        tokens = min(tokens, limit)
+        ids = rng.integers(0, vocab, size=(batch, tokens))
+        reference = gmodel.ModelReference(config, weights)
+        want = reference.prefill(ids)
+        got = compiled.prefill(ids)
+        error = relative_error(got, want)
+        what = f"{label}: prefill B={batch} T={tokens}"
+        results.check(error <= tol and greedy_agrees(got, want), what,
+                      f"relative error {error:.2e}")
+        worst, agree = 0.0, True
+        for _ in range(DECODE_STEPS):
+            step = want[:, -1].argmax(-1) if want.ndim == 3 else \
+                want.argmax(-1)
+            want = reference.decode(step)
+            got = compiled.decode(step)
+            worst = max(worst, relative_error(got, want))
+            agree = agree and greedy_agrees(got, want)
+        results.check(worst <= tol and agree,
+                      f"{what}: {DECODE_STEPS} decode steps",
+                      f"worst relative error {worst:.2e}")
+        expected = gmodel.cache_bytes(config, tokens + DECODE_STEPS)
+        cache = compiled.cache_nbytes()
+        results.check(cache["gdn"] == expected["gdn"]["per_layer"] *
+                      expected["gdn"]["layers"] and
+                      cache["mla"] == expected["mla"]["per_layer"] *
+                      expected["mla"]["layers"],
+                      f"{what}: cache bytes", f"{cache} vs {expected}")
+    # A prompt in two chunks equals one prefill.
+    ids = rng.integers(0, vocab, size=(2, min(90, limit)))
+    whole = compiled.prefill(ids)
+    compiled.prefill(ids[:, :40])
+    second = compiled.extend(ids[:, 40:])
+    error = relative_error(second, whole[:, 40:].astype(np.float64))
+    results.check(error <= 1e-4, f"{label}: prefill in two chunks",
+                  f"relative error {error:.2e}")
+    # Bad inputs: the CPU build's errors.
+    for what, call in [
+            ("batch over the maximum",
+             lambda: compiled.prefill(np.zeros((65537, 1), np.int64))),
+            ("context over max_context",
+             lambda: compiled.prefill(
+                 np.zeros((1, config["max_context"] + 1), np.int64))),
+            ("token id outside the vocabulary",
+             lambda: compiled.prefill(np.full((1, 2), vocab, np.int64)))]:
+        try:
+            call()
+            results.check(False, f"{label}: refuses {what}", "accepted")
+        except ValueError as error:
+            results.check(True, f"{label}: refuses {what}", str(error))
+    # Timing (informative): prefill of the longest prompt and decode.
+    tokens = min(300, limit)
+    ids = rng.integers(0, vocab, size=(1, tokens))
+    compiled.prefill(ids)
+    start = time.perf_counter()
+    compiled.prefill(ids)
+    prefill = time.perf_counter() - start
+    step = np.zeros(1, np.int64)
+    compiled.decode(step)
+    start = time.perf_counter()
+    for _ in range(8):
+        compiled.decode(step)
+    decode = (time.perf_counter() - start) / 8
+    timings.append((label, tokens, prefill * 1e3, decode * 1e3))
+
+
+def check_executable(results, name, entry, sanitize, log_dir):
+    executable = os.path.join(MODELS, entry["executable"])
+    config = gmodel.load_config(os.path.join(MODELS, entry["config"]))
+    weights = safetensors.load(os.path.join(MODELS, entry["weights"]))
+    prompt = [1, 2, 3, 4, 5]
+    command = [executable, "--ids=" + ",".join(map(str, prompt)), "-n", "6",
+               "--weights=" + os.path.join(MODELS, entry["weights"])]
+    run = subprocess.run(command, capture_output=True, text=True)
+    ok = run.returncode == 0
+    results.check(ok, f"{name}: gdn-model runs", run.stdout.strip()
+                  .replace("\n", " | ") if ok else run.stderr.strip())
+    if ok:
+        reference = gmodel.ModelReference(config, weights)
+        logits = reference.prefill(np.array([prompt]))[:, -1]
+        tokens = []
+        for _ in range(6):
+            token = int(logits[0].argmax())
+            tokens.append(token)
+            logits = reference.decode(np.array([token]))
+        line = [l for l in run.stdout.splitlines()
+                if l.startswith("generated tokens:")]
+        got = line[0].split(":", 1)[1].strip() if line else ""
+        want = " ".join(map(str, tokens))
+        results.check(got.replace(",", " ").split() == want.split(),
+                      f"{name}: gdn-model greedy tokens",
+                      f"got {got!r}, reference {want!r}")
+    for tool in sanitize:
+        sanitizer = shutil.which("compute-sanitizer") or \
+            "/usr/local/cuda/bin/compute-sanitizer"
+        log = os.path.join(log_dir, f"{name}-{tool}.log")
+        short = [executable, "--ids=1,2,3", "-n", "2", "--quiet",
+                 "--weights=" + os.path.join(MODELS, entry["weights"])]
+        run = subprocess.run([sanitizer, "--tool", tool,
+                              "--error-exitcode", "17", "--log-file", log,
+                              *short], capture_output=True, text=True)
+        with open(log) as f:
+            text = f.read()
+        summary = [l for l in text.splitlines() if "ERROR SUMMARY" in l or
+                   "RACECHECK SUMMARY" in l]
+        results.check(run.returncode == 0, f"{name}: {tool}",
+                      summary[-1] if summary else run.stderr.strip()[-300:])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sanitize", default="",
+                        help="compute-sanitizer tools to run gdn-model under "
+                             "(comma-separated)")
+    parser.add_argument("--sanitize-log", default=HERE,
+                        help="folder of the sanitizer logs")
+    parser.add_argument("--only", default="", help="one model by name")
+    args = parser.parse_args()
+    with open(os.path.join(MODELS, "models.json")) as f:
+        manifest = json.load(f)
+    results, timings = Results(), []
+    sanitize = [t for t in args.sanitize.split(",") if t]
+    for name, entry in manifest.items():
+        if args.only and name != args.only:
+            continue
+        for dtype in ("f32", "bf16"):
+            check_model(results, name, entry, dtype, timings)
+        check_executable(results, name, entry, sanitize, args.sanitize_log)
+    print("\n| model | prompt tokens | prefill ms | decode ms/token (B=1) |")
+    print("|---|---|---|---|")
+    for label, tokens, prefill, decode in timings:
+        print(f"| {label} | {tokens} | {prefill:.2f} | {decode:.2f} |")
+    print(f"\n{results.passed} passed, {results.failed} failed")
+    return 1 if results.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=128}))' | FileCheck %s
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=128}),convert-parallel-loops-to-gpu)' | FileCheck %s --check-prefix=LAUNCH
+// RUN: not gdn-opt %s --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=100}))' 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: gdn-gpu-map-parallel-loops: block-threads must be a multiple of 32 in 32..1024, but got 100
+
+// A projection: its three parallel dimensions become one index, the
+// innermost fastest, split into blocks of 128 threads; the reduction stays
+// a loop in the thread.
+// CHECK-LABEL: func.func @projection
+// CHECK-SAME: (%[[X:.*]]: memref<?x?x64xf32>, %[[W:.*]]: memref<96x64xf32>, %[[Y:.*]]: memref<?x?x96xf32>)
+// CHECK: %[[BLOCKS:.*]] = arith.maxui
+// CHECK: scf.parallel (%[[BLOCK:.*]]) = (%{{.*}}) to (%[[BLOCKS]])
+// CHECK: scf.parallel (%[[THREAD:.*]]) = (%{{.*}}) to (%c128)
+// CHECK: %[[LINEAR:.*]] = arith.addi
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[LINEAR]], %{{.*}}
+// CHECK: scf.if %[[IN]]
+// CHECK: arith.remui %[[LINEAR]], %{{.*}}
+// CHECK: scf.for
+// CHECK: memref.store
+// CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]
+// LAUNCH-LABEL: func.func @projection
+// LAUNCH: %[[THREADS:.*]] = affine.apply #{{.*}}(%c128)
+// LAUNCH: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %[[THREADS]], %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}})
+func.func @projection(%x: memref<?x?x64xf32>, %w: memref<96x64xf32>, %y: memref<?x?x96xf32>) {
+  linalg.contract
+      indexing_maps = [affine_map<(b, t, n, k) -> (b, t, k)>,
+                       affine_map<(b, t, n, k) -> (n, k)>,
+                       affine_map<(b, t, n, k) -> (b, t, n)>]
+      ins(%x, %w : memref<?x?x64xf32>, memref<96x64xf32>)
+      outs(%y : memref<?x?x96xf32>)
+  return
+}
+
+// -----
+
+// A copy between buffers runs as a kernel too.
+// CHECK-LABEL: func.func @copy
+// CHECK-NOT: memref.copy
+// CHECK: scf.parallel
+// CHECK: memref.load
+// CHECK: memref.store
+func.func @copy(%a: memref<?x8xf32>, %b: memref<?x8xf32, strided<[16, 1]>>) {
+  memref.copy %a, %b : memref<?x8xf32> to memref<?x8xf32, strided<[16, 1]>>
+  return
+}
+
+// -----
+
+// An op without parallel dimensions runs in one thread of one block.
+// CHECK-LABEL: func.func @scalar
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: memref.store
+func.func @scalar(%out: memref<f32>) {
+  %c = arith.constant 1.0 : f32
+  linalg.fill ins(%c : f32) outs(%out : memref<f32>)
+  return
+}
+
+// -----
+
+// Kernels already built are left alone.
+// CHECK-LABEL: func.func @kernel
+// CHECK: gpu.launch
+// CHECK-NEXT: linalg.fill
+func.func @kernel(%out: memref<4xf32>) {
+  %c1 = arith.constant 1 : index
+  %c = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1)
+             threads(%tx, %ty, %tz) in (%u = %c1, %v = %c1, %w = %c1) {
+    linalg.fill ins(%c : f32) outs(%out : memref<4xf32>)
+    gpu.terminator
+  }
+  return
+}
