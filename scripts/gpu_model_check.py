@@ -13,7 +13,8 @@ gdn-model executable's output. Then prefill and decode times. Prints one
 line per check and "N passed, M failed"; exits non-zero on any failure.
 
   python3 gpu_model_check.py
-  python3 gpu_model_check.py --sanitize memcheck,racecheck --sanitize-log DIR
+  python3 gpu_model_check.py --sanitize memcheck,racecheck,synccheck,initcheck
+                             --sanitize-log DIR
 """
 
 import argparse
@@ -148,7 +149,7 @@ def check_model(results, name, entry, dtype, timings):
     timings.append((label, tokens, prefill * 1e3, decode * 1e3))
 
 
-def check_executable(results, name, entry, sanitize, log_dir):
+def check_executable(results, name, entry):
     executable = os.path.join(MODELS, entry["executable"])
     config = gmodel.load_config(os.path.join(MODELS, entry["config"]))
     weights = safetensors.load(os.path.join(MODELS, entry["weights"]))
@@ -174,21 +175,48 @@ def check_executable(results, name, entry, sanitize, log_dir):
         results.check(got.replace(",", " ").split() == want.split(),
                       f"{name}: gdn-model greedy tokens",
                       f"got {got!r}, reference {want!r}")
-    for tool in sanitize:
-        sanitizer = shutil.which("compute-sanitizer") or \
-            "/usr/local/cuda/bin/compute-sanitizer"
+
+
+def sanitize_case(name):
+    """The calls the sanitizers watch (run in a child process, which loads
+    the library after compute-sanitizer has attached: gdn-model loads its
+    kernels before main, too early for it): a prefill of 2 sequences, an
+    extension and three decode steps."""
+    with open(os.path.join(MODELS, "models.json")) as f:
+        entry = json.load(f)[name]
+    compiled = CompiledModel(os.path.join(MODELS, entry["config"]),
+                             os.path.join(MODELS, entry["weights"]),
+                             library_path=os.path.join(MODELS,
+                                                       entry["library"]))
+    rng = np.random.default_rng(5)
+    vocab = compiled.config["vocab_size"]
+    compiled.prefill(rng.integers(0, vocab, size=(2, 20)))
+    compiled.extend(rng.integers(0, vocab, size=(2, 5)))
+    for _ in range(3):
+        compiled.decode(rng.integers(0, vocab, size=2))
+    print("sanitize case done")
+
+
+def sanitize(results, name, tools, log_dir):
+    sanitizer = shutil.which("compute-sanitizer") or \
+        "/usr/local/cuda/bin/compute-sanitizer"
+    for tool in tools:
         log = os.path.join(log_dir, f"{name}-{tool}.log")
-        short = [executable, "--ids=1,2,3", "-n", "2", "--quiet",
-                 "--weights=" + os.path.join(MODELS, entry["weights"])]
-        run = subprocess.run([sanitizer, "--tool", tool,
-                              "--error-exitcode", "17", "--log-file", log,
-                              *short], capture_output=True, text=True)
+        command = [sanitizer, "--tool", tool, "--error-exitcode", "17",
+                   "--print-limit", "100", "--log-file", log]
+        if tool == "racecheck":
+            command += ["--racecheck-report", "all"]
+        command += [sys.executable, os.path.abspath(__file__),
+                    "--sanitize-case", name]
+        run = subprocess.run(command, capture_output=True, text=True)
         with open(log) as f:
             text = f.read()
         summary = [l for l in text.splitlines() if "ERROR SUMMARY" in l or
                    "RACECHECK SUMMARY" in l]
-        results.check(run.returncode == 0, f"{name}: {tool}",
-                      summary[-1] if summary else run.stderr.strip()[-300:])
+        done = "sanitize case done" in run.stdout
+        results.check(run.returncode == 0 and done, f"{name}: {tool}",
+                      summary[-1].strip("= ") if summary else
+                      (run.stdout + run.stderr).strip()[-300:])
 
 
 def main():
@@ -199,17 +227,23 @@ def main():
     parser.add_argument("--sanitize-log", default=HERE,
                         help="folder of the sanitizer logs")
     parser.add_argument("--only", default="", help="one model by name")
+    parser.add_argument("--sanitize-case", default="",
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.sanitize_case:
+        sanitize_case(args.sanitize_case)
+        return 0
     with open(os.path.join(MODELS, "models.json")) as f:
         manifest = json.load(f)
     results, timings = Results(), []
-    sanitize = [t for t in args.sanitize.split(",") if t]
+    sanitize_tools = [t for t in args.sanitize.split(",") if t]
     for name, entry in manifest.items():
         if args.only and name != args.only:
             continue
         for dtype in ("f32", "bf16"):
             check_model(results, name, entry, dtype, timings)
-        check_executable(results, name, entry, sanitize, args.sanitize_log)
+        check_executable(results, name, entry)
+        sanitize(results, name, sanitize_tools, args.sanitize_log)
     print("\n| model | prompt tokens | prefill ms | decode ms/token (B=1) |")
     print("|---|---|---|---|")
     for label, tokens, prefill, decode in timings:

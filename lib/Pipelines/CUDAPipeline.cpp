@@ -121,8 +121,12 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createGdnManagedHostBuffersPass());
   } else {
     // Everything is on the device; host code only launches kernels, and
-    // frees each temporary after its last launch.
+    // frees each temporary after its last launch. Launches, allocations
+    // and frees then run in the order of one stream, with one wait at the
+    // end instead of one per launch.
     pm.addNestedPass<func::FuncOp>(createGdnGPUDeviceBuffersPass());
+    pm.addPass(createGpuKernelOutliningPass());
+    pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   }
   pm.addPass(createCanonicalizerPass());
 

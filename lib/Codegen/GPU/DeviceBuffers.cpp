@@ -2,9 +2,10 @@
 //
 // A compiled model's step runs on the device from end to end: its
 // arguments (ids, caches, weights) and results are device buffers, and so
-// must be every temporary. Host buffers become stream-ordered device
-// allocations from the runtime's memory pool (mgpuMemAlloc), each freed
-// after the last op that uses it or a view of it. The pass then checks what
+// must be every temporary. Host buffers become device allocations
+// (gpu.alloc, from the runtime's memory pool once gpu-async-region has put
+// them in stream order with the launches), each freed after the last op
+// that uses it or a view of it. The pass then checks what
 // is left: host code may take views and sizes of buffers and pass them to
 // kernels, and must never read or write their elements (that would be a
 // host access to device memory, or a copy per step).
@@ -32,18 +33,6 @@ using namespace mlir;
 using namespace mlir::gdn;
 
 namespace {
-/// Runs `body` between a fresh stream's creation and its synchronization:
-/// gpu-to-llvm lowers only the stream-ordered forms of gpu.alloc and
-/// gpu.dealloc for device memory.
-template <typename Body>
-void inStream(RewriterBase &rewriter, Location loc, Body body) {
-  Type tokenType = gpu::AsyncTokenType::get(rewriter.getContext());
-  Value ready = gpu::WaitOp::create(rewriter, loc, tokenType, ValueRange())
-                    .getAsyncToken();
-  Value done = body(ready, tokenType);
-  gpu::WaitOp::create(rewriter, loc, Type(), ValueRange{done});
-}
-
 bool isBuffer(Value v) { return isa<BaseMemRefType>(v.getType()); }
 
 /// Ops whose buffer results alias a buffer operand.
@@ -134,24 +123,17 @@ struct GdnGPUDeviceBuffersPass
         return signalPassFailure();
       }
       rewriter.setInsertionPoint(alloc);
-      Value buffer;
-      inStream(rewriter, loc, [&](Value ready, Type tokenType) {
-        auto device = gpu::AllocOp::create(
-            rewriter, loc, alloc.getType(), tokenType, ValueRange{ready},
-            alloc.getDynamicSizes(), alloc.getSymbolOperands(),
-            /*hostShared=*/false);
-        buffer = device.getMemref();
-        return device.getAsyncToken();
-      });
-      rewriter.replaceOp(alloc, buffer);
+      auto device = gpu::AllocOp::create(
+          rewriter, loc, alloc.getType(), /*asyncToken=*/Type(),
+          /*asyncDependencies=*/ValueRange(), alloc.getDynamicSizes(),
+          alloc.getSymbolOperands(), /*hostShared=*/false);
+      rewriter.replaceOp(alloc, device.getMemref());
       if (*last == nullptr)
         continue; // the caller's now
       rewriter.setInsertionPointAfter(*last);
-      inStream(rewriter, loc, [&](Value ready, Type tokenType) {
-        return gpu::DeallocOp::create(rewriter, loc, tokenType,
-                                      ValueRange{ready}, buffer)
-            .getAsyncToken();
-      });
+      gpu::DeallocOp::create(rewriter, loc, /*asyncToken=*/Type(),
+                             /*asyncDependencies=*/ValueRange(),
+                             device.getMemref());
     }
   }
 };

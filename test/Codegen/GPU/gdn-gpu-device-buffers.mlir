@@ -1,23 +1,20 @@
 // RUN: gdn-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(gdn-gpu-device-buffers))' | FileCheck %s
 
-// Temporaries become stream-ordered device allocations, each freed after
-// the last op that uses it or a view of it (here a launch that reads the
-// collapsed view); an unused one disappears.
+// Temporaries become device allocations, each freed after the last op
+// that uses it or a view of it (here a launch that reads the collapsed
+// view); an unused one disappears. gpu-async-region orders them on the
+// function's stream later.
 module attributes {gpu.container_module} {
 gpu.module @kernels {
   gpu.func @consume(%a: memref<?xf32>) kernel { gpu.return }
 }
 // CHECK-LABEL: func.func @temporaries
 // CHECK-SAME: (%[[N:.*]]: index)
-// CHECK: %[[READY:.*]] = gpu.wait async
-// CHECK-NEXT: %[[BUF:.*]], %[[TOKEN:.*]] = gpu.alloc async [%[[READY]]] (%[[N]]) : memref<?x4xf32>
-// CHECK-NEXT: gpu.wait [%[[TOKEN]]]
+// CHECK: %[[BUF:.*]] = gpu.alloc  (%[[N]]) : memref<?x4xf32>
 // CHECK-NOT: gpu.alloc
 // CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[BUF]]
 // CHECK: gpu.launch_func @kernels::@consume {{.*}} args(%[[FLAT]] : memref<?xf32>)
-// CHECK-NEXT: %[[START:.*]] = gpu.wait async
-// CHECK-NEXT: %[[FREED:.*]] = gpu.dealloc async [%[[START]]] %[[BUF]] : memref<?x4xf32>
-// CHECK-NEXT: gpu.wait [%[[FREED]]]
+// CHECK-NEXT: gpu.dealloc %[[BUF]] : memref<?x4xf32>
 // CHECK-NEXT: return
 func.func @temporaries(%n: index) {
   %c1 = arith.constant 1 : index
@@ -33,7 +30,7 @@ func.func @temporaries(%n: index) {
 
 // A buffer the function returns is the caller's to free.
 // CHECK-LABEL: func.func @returned
-// CHECK: gpu.alloc async
+// CHECK: gpu.alloc
 // CHECK-NOT: gpu.dealloc
 func.func @returned() -> memref<4xf32> {
   %buffer = memref.alloc() : memref<4xf32>

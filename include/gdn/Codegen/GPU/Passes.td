@@ -96,9 +96,10 @@ def GdnGPUDeviceBuffersPass : Pass<"gdn-gpu-device-buffers", "func::FuncOp"> {
                 "it never touches their elements";
   let description = [{
     For code whose every computation runs in kernels (a compiled model's
-    step): `memref.alloc` in host code becomes a stream-ordered device
-    `gpu.alloc` (the runtime's memory pool) and `memref.dealloc` a
-    `gpu.dealloc`, each between a `gpu.wait async` and a `gpu.wait`. Any
+    step): `memref.alloc` in host code becomes a device `gpu.alloc`, and
+    a `gpu.dealloc` follows the last op that uses the buffer or a view of
+    it (unless it is returned). `gpu-async-region` then puts them, with the
+    launches, in the order of one stream (the runtime's memory pool). Any
     host op left that reads or writes buffer elements (`memref.load`,
     `memref.store`, a constant `memref.get_global`, ...) is an error at
     the op: it would touch device memory from the host. Views, sizes,
