@@ -8,7 +8,7 @@
 // Six inputs and two out-parameters, as memref descriptors.
 // CHECK-SAME: %arg83: i64)
 // CHECK-NOT: llvm.call @malloc
-// CHECK: gpu.launch_func @prefill_kernel::@prefill_kernel
+// CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @prefill_kernel::@prefill_kernel
 // CHECK-NOT: llvm.call @malloc
 // CHECK: llvm.return
 // CHECK: gpu.binary @prefill_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">

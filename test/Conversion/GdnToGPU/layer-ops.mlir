@@ -5,7 +5,7 @@
 // RUN: gdn-opt %s --gdn-lower-to-cuda=binary-format=isa | FileCheck %s
 // CHECK-LABEL: llvm.func @norm(
 // CHECK: llvm.call @mgpuMemAlloc
-// CHECK-COUNT-3: gpu.launch_func @norm_kernel{{.*}}::@norm_kernel
+// CHECK-COUNT-3: gpu.launch_func <%{{.*}} : !llvm.ptr> @norm_kernel{{.*}}::@norm_kernel
 // CHECK: llvm.call @mgpuMemFree
 // CHECK: gpu.binary @norm_kernel
 
