@@ -18,6 +18,19 @@ from model_configs import hybrid_config  # noqa: E402
 
 MANIFEST = "models.json"
 
+# Timed only (the float64 reference would take minutes): about 124M
+# parameters in the design document's shape (d_model 768, 12 layers in its
+# pattern, GDN heads of 128), tied embeddings over a GPT-2-sized vocabulary.
+NENYA_124M = {
+    "vocab_size": 50257, "d_model": 768, "num_layers": 12,
+    "layer_pattern": "nenya",
+    "gdn": {"num_heads": 6, "head_dim": 128, "conv_size": 4},
+    "mla": {"num_heads": 12, "q_lora_rank": 0, "kv_lora_rank": 256,
+            "qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
+            "v_head_dim": 64, "rope_theta": 10000.0},
+    "mlp_hidden_size": 2048, "norm_eps": 1e-6, "tie_embeddings": True,
+    "max_context": 8192, "tokenizer": "ids"}
+
 
 def models():
     """(name, config, weights seed) of every checked model: the bundled
@@ -25,12 +38,15 @@ def models():
     with open(os.path.join(ROOT, "examples", "nenya-tiny", "model.json")) as f:
         nenya_tiny = json.load(f)
     lora = hybrid_config(q_lora_rank=8, num_layers=5)
-    return [("nenya-tiny", nenya_tiny, 0), ("hybrid-qlora", lora, 3)]
+    return [("nenya-tiny", nenya_tiny, 0), ("hybrid-qlora", lora, 3),
+            ("nenya-124m", NENYA_124M, 1)]
 
 
 def build(compiler, out, name, config, seed, target):
     """The model's folder; the weights in f32 and in bf16 (one library
-    loads either)."""
+    loads either). A timed-only model keeps no weights in the folder (they
+    are too large to carry): the check makes them again from the seed."""
+    timed_only = name == "nenya-124m"
     folder = os.path.join(out, name)
     os.makedirs(folder, exist_ok=True)
     config_path = os.path.join(folder, "model.json")
@@ -38,15 +54,23 @@ def build(compiler, out, name, config, seed, target):
         json.dump(config, f, indent=1)
     weights = model.init_weights(config, seed)
     weights_path = os.path.join(folder, "model.safetensors")
-    safetensors.save(weights_path, weights, "f32")
-    safetensors.save(os.path.join(folder, "model-bf16.safetensors"), weights,
-                     "bf16")
+    safetensors.save(weights_path, weights, "bf16" if timed_only else "f32")
+    if not timed_only:
+        safetensors.save(os.path.join(folder, "model-bf16.safetensors"),
+                         weights, "bf16")
     command = [compiler, config_path, f"--target={target}", "-o",
                os.path.join(folder, "compiled")]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"compiling {name} failed:\n{result.stderr}")
     print(f"built {name}")
+    if timed_only:
+        os.unlink(weights_path)
+        return {"config": f"{name}/model.json", "seed": seed,
+                "weights": f"{name}/model.safetensors",
+                "library": f"{name}/compiled/libgdn-model.so",
+                "executable": f"{name}/compiled/gdn-model",
+                "timed_only": True}
     return {"config": f"{name}/model.json",
             "weights": f"{name}/model.safetensors",
             "weights_bf16": f"{name}/model-bf16.safetensors",

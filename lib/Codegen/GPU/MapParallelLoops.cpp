@@ -6,19 +6,26 @@
 // parallel loop nest; its parallel dimensions are linearised into one
 // index, the innermost dimension fastest, and split into blocks of
 // `block-threads` threads, one thread per element: neighbouring threads
-// write neighbouring elements. Reductions stay loops inside the thread.
-// The loops carry the mapping attributes that convert-parallel-loops-to-gpu
-// turns into gpu.launch.
+// write neighbouring elements. Reductions stay loops inside the thread,
+// except a sum over a long last dimension (a projection's, a norm's): each
+// output element then gets a warp, whose lanes read consecutive elements
+// along the sum (a row of the weight matrix in one transaction, where one
+// thread per output reads rows K elements apart) and add their partial sums
+// with shuffles. The loops carry the mapping attributes that
+// convert-parallel-loops-to-gpu turns into gpu.launch.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gdn/Codegen/GPU/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::gdn {
@@ -139,6 +146,157 @@ LogicalResult mapToGrid(RewriterBase &rewriter, scf::ParallelOp loop,
   return nested;
 }
 
+
+constexpr int64_t kWarpSize = 32;
+
+/// For an op that sums over its last loop dimension (its only reduction)
+/// into its one output, the payload's final addition `out + x` (x is the
+/// summand); nothing else reads `out`. Null otherwise, and for sums shorter
+/// than `minLength` (a warp per output would idle).
+arith::AddFOp finalAddOf(linalg::LinalgOp op, int64_t minLength) {
+  if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
+      op.getNumLoops() < 2 ||
+      !linalg::isReductionIterator(op.getIteratorTypesArray().back()))
+    return {};
+  int64_t length = op.getStaticLoopRanges().back();
+  if (!ShapedType::isDynamic(length) && length < minLength)
+    return {};
+  Block *body = op.getBlock();
+  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
+  Value out = body->getArguments().back();
+  if (!yield || yield.getNumOperands() != 1 || !out.hasOneUse())
+    return {};
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add || add->getBlock() != body ||
+      (add.getLhs() != out && add.getRhs() != out))
+    return {};
+  return add;
+}
+
+/// The indices `map` gives for the loop indices `dims`.
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                            ValueRange dims) {
+  SmallVector<Value> indices;
+  for (AffineExpr expr : map.getResults())
+    indices.push_back(affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(map.getNumDims(), 0, expr), dims));
+  return indices;
+}
+
+/// Rewrites a sum (summandOf) into a warp per output element: lanes stride
+/// over the summed dimension, a butterfly of xor shuffles adds the partial
+/// sums, and lane 0 adds the total to the output element.
+void lowerToWarpSums(RewriterBase &rewriter, linalg::LinalgOp op,
+                     arith::AddFOp finalAdd, int64_t blockThreads) {
+  Location loc = op.getLoc();
+  Value out = op.getBlock()->getArguments().back();
+  Value summand =
+      finalAdd.getLhs() == out ? finalAdd.getRhs() : finalAdd.getLhs();
+  rewriter.setInsertionPoint(op);
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+  };
+  Value zero = constant(0), one = constant(1), warp = constant(kWarpSize);
+  SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
+  SmallVector<Value> sizes;
+  for (const Range &range : ranges)
+    sizes.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, range.size));
+  Value length = sizes.pop_back_val();
+  Value total = one;
+  for (Value size : sizes)
+    total = arith::MulIOp::create(rewriter, loc, total, size);
+  int64_t warpsPerBlock = blockThreads / kWarpSize;
+  Value blocks = arith::MaxUIOp::create(
+      rewriter, loc,
+      arith::CeilDivUIOp::create(rewriter, loc, total,
+                                 constant(warpsPerBlock)),
+      one);
+  auto grid = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                      ValueRange{blocks}, ValueRange{one});
+  rewriter.setInsertionPointToStart(grid.getBody());
+  auto block = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                       ValueRange{constant(blockThreads)},
+                                       ValueRange{one});
+  rewriter.setInsertionPointToStart(block.getBody());
+  Value thread = block.getInductionVars()[0];
+  Value lane = arith::RemUIOp::create(rewriter, loc, thread, warp);
+  Value linear = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, grid.getInductionVars()[0],
+                            constant(warpsPerBlock)),
+      arith::DivUIOp::create(rewriter, loc, thread, warp));
+  // The condition is the same for the whole warp, so every lane of a warp
+  // that sums meets the shuffles.
+  Value inRange = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                        linear, total);
+  auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElse=*/false);
+  rewriter.setInsertionPointToStart(guard.thenBlock());
+  SmallVector<Value> ivs(sizes.size());
+  Value rest = linear;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    ivs[d] = rest;
+    if (d > 0) {
+      ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, sizes[d]);
+      rest = arith::DivUIOp::create(rewriter, loc, rest, sizes[d]);
+    }
+  }
+  Type elementType = summand.getType();
+  Value initial = arith::ConstantOp::create(
+      rewriter, loc, elementType, rewriter.getZeroAttr(elementType));
+  Block *body = op.getBlock();
+  auto sum = scf::ForOp::create(
+      rewriter, loc, lane, length, warp, ValueRange{initial},
+      [&](OpBuilder &b, Location l, Value k, ValueRange acc) {
+        SmallVector<Value> dims(ivs);
+        dims.push_back(k);
+        IRMapping mapping;
+        for (OpOperand *input : op.getDpsInputOperands()) {
+          Value value = input->get();
+          Value element = value;
+          if (isa<ShapedType>(value.getType()))
+            element = memref::LoadOp::create(
+                b, l, value,
+                applyMap(b, l, op.getMatchingIndexingMap(input), dims));
+          mapping.map(body->getArgument(input->getOperandNumber()), element);
+        }
+        for (Operation &payload : body->without_terminator()) {
+          if (auto index = dyn_cast<linalg::IndexOp>(payload)) {
+            mapping.map(index.getResult(), dims[index.getDim()]);
+            continue;
+          }
+          if (&payload != finalAdd.getOperation())
+            b.clone(payload, mapping);
+        }
+        Value next =
+            arith::AddFOp::create(b, l, acc[0], mapping.lookup(summand));
+        scf::YieldOp::create(b, l, next);
+      });
+  Value partial = sum.getResult(0);
+  for (int64_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(rewriter, loc, partial, offset,
+                                         kWarpSize, gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    partial = arith::AddFOp::create(rewriter, loc, partial, other);
+  }
+  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      lane, zero);
+  auto write = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+  rewriter.setInsertionPointToStart(write.thenBlock());
+  OpOperand *init = op.getDpsInitOperand(0);
+  SmallVector<Value> dims(ivs);
+  dims.push_back(zero);
+  SmallVector<Value> outIndices =
+      applyMap(rewriter, loc, op.getMatchingIndexingMap(init), dims);
+  Value old = memref::LoadOp::create(rewriter, loc, init->get(), outIndices);
+  memref::StoreOp::create(rewriter, loc,
+                          arith::AddFOp::create(rewriter, loc, old, partial),
+                          init->get(), outIndices);
+  rewriter.eraseOp(op);
+  (void)gpu::setMappingAttr(grid, mappingTo(rewriter, gpu::Processor::BlockX));
+  (void)gpu::setMappingAttr(block,
+                            mappingTo(rewriter, gpu::Processor::ThreadX));
+}
+
 struct GdnGPUMapParallelLoopsPass
     : gdn::impl::GdnGPUMapParallelLoopsPassBase<GdnGPUMapParallelLoopsPass> {
   using Base::Base;
@@ -168,10 +326,17 @@ struct GdnGPUMapParallelLoopsPass
       if (!isInKernel(op))
         ops.push_back(op);
     });
+    SmallVector<std::pair<linalg::LinalgOp, arith::AddFOp>> sums;
     for (linalg::LinalgOp op : ops) {
       if (!op.hasPureBufferSemantics()) {
         op.emitOpError("on tensors: the GPU mapping runs after bufferization");
         return signalPassFailure();
+      }
+      if (warpSums) {
+        if (arith::AddFOp finalAdd = finalAddOf(op, 2 * kWarpSize)) {
+          sums.emplace_back(op, finalAdd);
+          continue;
+        }
       }
       if (failed(lowerToLoops(rewriter, op)))
         return signalPassFailure();
@@ -184,6 +349,10 @@ struct GdnGPUMapParallelLoopsPass
     for (scf::ParallelOp loop : outermost)
       if (failed(mapToGrid(rewriter, loop, blockThreads)))
         return signalPassFailure();
+    // After the element loops, which would otherwise take these loops for
+    // their own.
+    for (auto [op, finalAdd] : sums)
+      lowerToWarpSums(rewriter, op, finalAdd, blockThreads);
   }
 };
 } // namespace

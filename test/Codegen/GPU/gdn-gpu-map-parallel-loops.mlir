@@ -4,11 +4,10 @@
 
 // BAD: gdn-gpu-map-parallel-loops: block-threads must be a multiple of 32 in 32..1024, but got 100
 
-// A projection: its three parallel dimensions become one index, the
-// innermost fastest, split into blocks of 128 threads; the reduction stays
-// a loop in the thread.
-// CHECK-LABEL: func.func @projection
-// CHECK-SAME: (%[[X:.*]]: memref<?x?x64xf32>, %[[W:.*]]: memref<96x64xf32>, %[[Y:.*]]: memref<?x?x96xf32>)
+// A projection with a short sum (K = 16): its three parallel dimensions
+// become one index, the innermost fastest, split into blocks of 128
+// threads; the sum stays a loop in the thread.
+// CHECK-LABEL: func.func @short_projection
 // CHECK: %[[BLOCKS:.*]] = arith.maxui
 // CHECK: scf.parallel (%[[BLOCK:.*]]) = (%{{.*}}) to (%[[BLOCKS]])
 // CHECK: scf.parallel (%[[THREAD:.*]]) = (%{{.*}}) to (%c128)
@@ -20,9 +19,44 @@
 // CHECK: memref.store
 // CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]
 // CHECK: mapping = [#gpu.loop_dim_map<processor = block_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]
-// LAUNCH-LABEL: func.func @projection
+// LAUNCH-LABEL: func.func @short_projection
 // LAUNCH: %[[THREADS:.*]] = affine.apply #{{.*}}(%c128)
 // LAUNCH: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %[[THREADS]], %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}})
+func.func @short_projection(%x: memref<?x?x16xf32>, %w: memref<96x16xf32>, %y: memref<?x?x96xf32>) {
+  linalg.contract
+      indexing_maps = [affine_map<(b, t, n, k) -> (b, t, k)>,
+                       affine_map<(b, t, n, k) -> (n, k)>,
+                       affine_map<(b, t, n, k) -> (b, t, n)>]
+      ins(%x, %w : memref<?x?x16xf32>, memref<96x16xf32>)
+      outs(%y : memref<?x?x96xf32>)
+  return
+}
+
+// -----
+
+// A projection with K = 64: a warp per output element (four per block of
+// 128), the lanes 32 apart along K, their partial sums added by xor
+// shuffles, lane 0 adding the total to the output.
+// CHECK-LABEL: func.func @projection
+// CHECK: %[[OUTPUTS:.*]] = arith.muli %{{.*}}, %c96
+// CHECK: scf.parallel
+// CHECK: scf.parallel (%[[THREAD:.*]]) = (%{{.*}}) to (%c128)
+// CHECK: %[[LANE:.*]] = arith.remui %[[THREAD]], %c32
+// CHECK: scf.if
+// CHECK: %[[PARTIAL:.*]] = scf.for %{{.*}} = %[[LANE]] to %c64 step %c32 iter_args
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: gpu.shuffle  xor %[[PARTIAL]], %c16_i32, %c32_i32
+// CHECK-COUNT-4: gpu.shuffle  xor
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK: scf.if %[[FIRST]]
+// CHECK: memref.load %arg2
+// CHECK: arith.addf
+// CHECK: memref.store {{.*}}, %arg2
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{warp-sums=false}))' | FileCheck %s --check-prefix=NOWARP
+// NOWARP-LABEL: func.func @projection
+// NOWARP-NOT: gpu.shuffle
+// NOWARP: return
 func.func @projection(%x: memref<?x?x64xf32>, %w: memref<96x64xf32>, %y: memref<?x?x96xf32>) {
   linalg.contract
       indexing_maps = [affine_map<(b, t, n, k) -> (b, t, k)>,
