@@ -18,6 +18,7 @@ line per check and "N passed, M failed"; exits non-zero on any failure.
 """
 
 import argparse
+import ctypes
 import json
 import os
 import shutil
@@ -146,7 +147,9 @@ def check_model(results, name, entry, dtype, timings):
     for _ in range(8):
         compiled.decode(step)
     decode = (time.perf_counter() - start) / 8
-    timings.append((label, tokens, prefill * 1e3, decode * 1e3))
+    kernels = kernel_time(compiled, lambda: compiled.prefill(ids)) + \
+        kernel_time(compiled, lambda: compiled.decode(step))
+    timings.append((label, tokens, prefill * 1e3, decode * 1e3, *kernels))
 
 
 def check_executable(results, name, entry):
@@ -219,6 +222,23 @@ def sanitize(results, name, tools, log_dir):
                       (run.stdout + run.stderr).strip()[-300:])
 
 
+def kernel_time(compiled, call):
+    """(kernel ms, launches) of `call()`: the runtime's CUDA events around
+    every launch (gdnCudaSetKernelTiming), which the library exports."""
+    api = compiled._api
+    api.gdnCudaSetKernelTiming.argtypes = [ctypes.c_int]
+    api.gdnCudaTakeKernelMicroseconds.restype = ctypes.c_double
+    api.gdnCudaTakeKernelMicroseconds.argtypes = [
+        ctypes.POINTER(ctypes.c_int64)]
+    launches = ctypes.c_int64()
+    api.gdnCudaTakeKernelMicroseconds(ctypes.byref(launches))
+    api.gdnCudaSetKernelTiming(1)
+    call()
+    micros = api.gdnCudaTakeKernelMicroseconds(ctypes.byref(launches))
+    api.gdnCudaSetKernelTiming(0)
+    return micros / 1e3, launches.value
+
+
 def time_model(name, entry, timings):
     """Prefill and decode times of a model too large for the reference;
     its bf16 weights are made here from the manifest's seed."""
@@ -244,8 +264,10 @@ def time_model(name, entry, timings):
         for _ in range(8):
             compiled.decode(step)
         decode = (time.perf_counter() - start) / 8
+        kernels = kernel_time(compiled, lambda: compiled.prefill(ids)) + \
+            kernel_time(compiled, lambda: compiled.decode(step))
         timings.append((f"{name} (bf16 weights)", tokens, prefill * 1e3,
-                        decode * 1e3))
+                        decode * 1e3, *kernels))
 
 
 def main():
@@ -277,10 +299,12 @@ def main():
         check_executable(results, name, entry)
         sanitize(results, name, sanitize_tools, args.sanitize_log)
     print("\n| model | prompt tokens | prefill ms | decode ms/token (B=1, "
-          "after the prompt) |")
-    print("|---|---|---|---|")
-    for label, tokens, prefill, decode in timings:
-        print(f"| {label} | {tokens} | {prefill:.2f} | {decode:.2f} |")
+          "after the prompt) | prefill kernels ms (launches) | decode "
+          "kernels ms (launches) |")
+    print("|---|---|---|---|---|---|")
+    for label, tokens, prefill, decode, pk, pn, dk, dn in timings:
+        print(f"| {label} | {tokens} | {prefill:.2f} | {decode:.2f} | "
+              f"{pk:.2f} ({pn}) | {dk:.2f} ({dn}) |")
     print(f"\n{results.passed} passed, {results.failed} failed")
     return 1 if results.failed else 0
 

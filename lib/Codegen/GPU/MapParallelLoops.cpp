@@ -7,11 +7,12 @@
 // index, the innermost dimension fastest, and split into blocks of
 // `block-threads` threads, one thread per element: neighbouring threads
 // write neighbouring elements. Reductions stay loops inside the thread,
-// except a sum over a long last dimension (a projection's, a norm's): each
-// output element then gets a warp, whose lanes read consecutive elements
-// along the sum (a row of the weight matrix in one transaction, where one
-// thread per output reads rows K elements apart) and add their partial sums
-// with shuffles. The loops carry the mapping attributes that
+// except a sum, maximum or minimum over a long last dimension (a
+// projection's, a norm's, attention's softmax): each output element then
+// gets a warp, whose lanes read consecutive elements along the reduction (a
+// row of the weight matrix in one transaction, where one thread per output
+// reads rows K elements apart) and combine their partial results with
+// shuffles. The loops carry the mapping attributes that
 // convert-parallel-loops-to-gpu turns into gpu.launch.
 //
 //===----------------------------------------------------------------------===//
@@ -149,28 +150,49 @@ LogicalResult mapToGrid(RewriterBase &rewriter, scf::ParallelOp loop,
 
 constexpr int64_t kWarpSize = 32;
 
-/// For an op that sums over its last loop dimension (its only reduction)
-/// into its one output, the payload's final addition `out + x` (x is the
-/// summand); nothing else reads `out`. Null otherwise, and for sums shorter
-/// than `minLength` (a warp per output would idle).
-arith::AddFOp finalAddOf(linalg::LinalgOp op, int64_t minLength) {
+/// For an op that reduces over its last loop dimension (its only
+/// reduction) into its one output with an associative float combiner (a
+/// sum, a maximum or a minimum), the payload's final `combine(out, x)` (x
+/// is the reduced value); nothing else reads `out`. Null otherwise, and for
+/// reductions shorter than `minLength` (a warp per output would idle).
+Operation *finalCombinerOf(linalg::LinalgOp op, int64_t minLength) {
   if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
       op.getNumLoops() < 2 ||
       !linalg::isReductionIterator(op.getIteratorTypesArray().back()))
-    return {};
+    return nullptr;
   int64_t length = op.getStaticLoopRanges().back();
   if (!ShapedType::isDynamic(length) && length < minLength)
-    return {};
+    return nullptr;
   Block *body = op.getBlock();
   auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
   Value out = body->getArguments().back();
   if (!yield || yield.getNumOperands() != 1 || !out.hasOneUse())
-    return {};
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add || add->getBlock() != body ||
-      (add.getLhs() != out && add.getRhs() != out))
-    return {};
-  return add;
+    return nullptr;
+  Operation *combiner = yield.getOperand(0).getDefiningOp();
+  if (!combiner || combiner->getBlock() != body ||
+      !isa<arith::AddFOp, arith::MaximumFOp, arith::MaxNumFOp,
+           arith::MinimumFOp, arith::MinNumFOp>(combiner) ||
+      !llvm::is_contained(combiner->getOperands(), out))
+    return nullptr;
+  return combiner;
+}
+
+/// The value `combiner` leaves unchanged: 0 for a sum, -inf for a maximum,
+/// +inf for a minimum.
+TypedAttr identityOf(Operation *combiner, FloatType type) {
+  if (isa<arith::AddFOp>(combiner))
+    return FloatAttr::get(type, 0.0);
+  bool maximum = isa<arith::MaximumFOp, arith::MaxNumFOp>(combiner);
+  return FloatAttr::get(type,
+                        APFloat::getInf(type.getFloatSemantics(), maximum));
+}
+
+/// `combiner`'s operation on `lhs` and `rhs`.
+Value combine(OpBuilder &b, Operation *combiner, Value lhs, Value rhs) {
+  IRMapping mapping;
+  mapping.map(combiner->getOperand(0), lhs);
+  mapping.map(combiner->getOperand(1), rhs);
+  return b.clone(*combiner, mapping)->getResult(0);
 }
 
 /// The indices `map` gives for the loop indices `dims`.
@@ -183,15 +205,16 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
   return indices;
 }
 
-/// Rewrites a sum (summandOf) into a warp per output element: lanes stride
-/// over the summed dimension, a butterfly of xor shuffles adds the partial
-/// sums, and lane 0 adds the total to the output element.
-void lowerToWarpSums(RewriterBase &rewriter, linalg::LinalgOp op,
-                     arith::AddFOp finalAdd, int64_t blockThreads) {
+/// Rewrites a reduction (finalCombinerOf) into a warp per output element:
+/// lanes stride over the reduced dimension, a butterfly of xor shuffles
+/// combines the partial results, and lane 0 combines the total into the
+/// output element.
+void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
+                          Operation *combiner, int64_t blockThreads) {
   Location loc = op.getLoc();
   Value out = op.getBlock()->getArguments().back();
-  Value summand =
-      finalAdd.getLhs() == out ? finalAdd.getRhs() : finalAdd.getLhs();
+  Value summand = combiner->getOperand(0) == out ? combiner->getOperand(1)
+                                                 : combiner->getOperand(0);
   rewriter.setInsertionPoint(op);
   auto constant = [&](int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
@@ -240,9 +263,9 @@ void lowerToWarpSums(RewriterBase &rewriter, linalg::LinalgOp op,
       rest = arith::DivUIOp::create(rewriter, loc, rest, sizes[d]);
     }
   }
-  Type elementType = summand.getType();
-  Value initial = arith::ConstantOp::create(
-      rewriter, loc, elementType, rewriter.getZeroAttr(elementType));
+  auto elementType = cast<FloatType>(summand.getType());
+  Value initial = arith::ConstantOp::create(rewriter, loc, elementType,
+                                            identityOf(combiner, elementType));
   Block *body = op.getBlock();
   auto sum = scf::ForOp::create(
       rewriter, loc, lane, length, warp, ValueRange{initial},
@@ -264,11 +287,10 @@ void lowerToWarpSums(RewriterBase &rewriter, linalg::LinalgOp op,
             mapping.map(index.getResult(), dims[index.getDim()]);
             continue;
           }
-          if (&payload != finalAdd.getOperation())
+          if (&payload != combiner)
             b.clone(payload, mapping);
         }
-        Value next =
-            arith::AddFOp::create(b, l, acc[0], mapping.lookup(summand));
+        Value next = combine(b, combiner, acc[0], mapping.lookup(summand));
         scf::YieldOp::create(b, l, next);
       });
   Value partial = sum.getResult(0);
@@ -276,7 +298,7 @@ void lowerToWarpSums(RewriterBase &rewriter, linalg::LinalgOp op,
     Value other = gpu::ShuffleOp::create(rewriter, loc, partial, offset,
                                          kWarpSize, gpu::ShuffleMode::XOR)
                       .getShuffleResult();
-    partial = arith::AddFOp::create(rewriter, loc, partial, other);
+    partial = combine(rewriter, combiner, partial, other);
   }
   Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
                                       lane, zero);
@@ -289,7 +311,7 @@ void lowerToWarpSums(RewriterBase &rewriter, linalg::LinalgOp op,
       applyMap(rewriter, loc, op.getMatchingIndexingMap(init), dims);
   Value old = memref::LoadOp::create(rewriter, loc, init->get(), outIndices);
   memref::StoreOp::create(rewriter, loc,
-                          arith::AddFOp::create(rewriter, loc, old, partial),
+                          combine(rewriter, combiner, old, partial),
                           init->get(), outIndices);
   rewriter.eraseOp(op);
   (void)gpu::setMappingAttr(grid, mappingTo(rewriter, gpu::Processor::BlockX));
@@ -326,15 +348,15 @@ struct GdnGPUMapParallelLoopsPass
       if (!isInKernel(op))
         ops.push_back(op);
     });
-    SmallVector<std::pair<linalg::LinalgOp, arith::AddFOp>> sums;
+    SmallVector<std::pair<linalg::LinalgOp, Operation *>> reductions;
     for (linalg::LinalgOp op : ops) {
       if (!op.hasPureBufferSemantics()) {
         op.emitOpError("on tensors: the GPU mapping runs after bufferization");
         return signalPassFailure();
       }
-      if (warpSums) {
-        if (arith::AddFOp finalAdd = finalAddOf(op, 2 * kWarpSize)) {
-          sums.emplace_back(op, finalAdd);
+      if (warpReductions) {
+        if (Operation *combiner = finalCombinerOf(op, 2 * kWarpSize)) {
+          reductions.emplace_back(op, combiner);
           continue;
         }
       }
@@ -351,8 +373,8 @@ struct GdnGPUMapParallelLoopsPass
         return signalPassFailure();
     // After the element loops, which would otherwise take these loops for
     // their own.
-    for (auto [op, finalAdd] : sums)
-      lowerToWarpSums(rewriter, op, finalAdd, blockThreads);
+    for (auto [op, combiner] : reductions)
+      lowerToWarpReduction(rewriter, op, combiner, blockThreads);
   }
 };
 } // namespace

@@ -53,7 +53,7 @@ func.func @short_projection(%x: memref<?x?x16xf32>, %w: memref<96x16xf32>, %y: m
 // CHECK: memref.load %arg2
 // CHECK: arith.addf
 // CHECK: memref.store {{.*}}, %arg2
-// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{warp-sums=false}))' | FileCheck %s --check-prefix=NOWARP
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{warp-reductions=false}))' | FileCheck %s --check-prefix=NOWARP
 // NOWARP-LABEL: func.func @projection
 // NOWARP-NOT: gpu.shuffle
 // NOWARP: return
@@ -106,6 +106,28 @@ func.func @kernel(%out: memref<4xf32>) {
              threads(%tx, %ty, %tz) in (%u = %c1, %v = %c1, %w = %c1) {
     linalg.fill ins(%c : f32) outs(%out : memref<4xf32>)
     gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A row maximum (softmax's) takes a warp too, starting from -inf and
+// combining with the same maximum.
+// CHECK-LABEL: func.func @row_max
+// CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[NEG]])
+// CHECK: arith.maxnumf
+// CHECK: gpu.shuffle  xor
+// CHECK: arith.maxnumf
+// CHECK: memref.store
+func.func @row_max(%s: memref<?x128xf32>, %m: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%s : memref<?x128xf32>) outs(%m : memref<?xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.maxnumf %acc, %x : f32
+    linalg.yield %r : f32
   }
   return
 }

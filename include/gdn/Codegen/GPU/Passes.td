@@ -78,19 +78,20 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
     `convert-parallel-loops-to-gpu` turns into `gpu.launch`. An op without
     a leading parallel dimension runs in one thread.
 
-    With `warp-sums`, an op whose only reduction is a sum over its last
-    loop dimension of at least 64 elements (a projection, a norm's sum of
-    squares, attention's products) gets a warp per output element instead:
-    the lanes stride over the summed dimension (consecutive lanes,
-    consecutive elements of a weight row), a butterfly of `gpu.shuffle xor`
-    adds their partial sums, and lane 0 adds the total to the output.
+    With `warp-reductions`, an op whose only reduction is a sum, maximum
+    or minimum over its last loop dimension of at least 64 elements (a
+    projection, a norm's sum of squares, attention's products and softmax)
+    gets a warp per output element instead: the lanes stride over the
+    reduced dimension (consecutive lanes, consecutive elements of a weight
+    row), a butterfly of `gpu.shuffle xor` combines their partial results,
+    and lane 0 combines the total into the output.
   }];
   let options = [
     Option<"blockThreads", "block-threads", "int64_t", /*default=*/"256",
            "Threads per block of the element-wise kernels (a multiple of "
            "32, at most 1024)">,
-    Option<"warpSums", "warp-sums", "bool", /*default=*/"true",
-           "Sums over a long last dimension with a warp per output "
+    Option<"warpReductions", "warp-reductions", "bool", /*default=*/"true",
+           "Reductions over a long last dimension with a warp per output "
            "element">,
   ];
   let dependentDialects = [
