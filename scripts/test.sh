@@ -10,4 +10,6 @@ BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 
 echo "== running ctest"
 cd "$BUILD_DIR"
-ctest --output-on-failure
+# Two at a time: the Python tests (mostly one gdn-compile after another) and
+# the fuzzers overlap the lit suite instead of waiting for it.
+ctest --output-on-failure -j2
