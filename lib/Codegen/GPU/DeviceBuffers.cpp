@@ -46,7 +46,7 @@ bool touchesNoElements(Operation *op) {
          isa<memref::DimOp, memref::ExtractStridedMetadataOp,
              memref::ExtractAlignedPointerAsIndexOp, memref::AllocOp,
              func::ReturnOp, func::CallOp>(op) ||
-         isa<gpu::GPUDialect>(op->getDialect());
+         isa_and_nonnull<gpu::GPUDialect>(op->getDialect());
 }
 
 /// The op of `block` after which `buffer` is dead, or null if it escapes
