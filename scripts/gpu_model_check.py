@@ -137,19 +137,7 @@ def check_model(results, name, entry, dtype, timings):
     # Timing (informative): prefill of the longest prompt and decode.
     tokens = min(300, limit)
     ids = rng.integers(0, vocab, size=(1, tokens))
-    compiled.prefill(ids)
-    start = time.perf_counter()
-    compiled.prefill(ids)
-    prefill = time.perf_counter() - start
-    step = np.zeros(1, np.int64)
-    compiled.decode(step)
-    start = time.perf_counter()
-    for _ in range(8):
-        compiled.decode(step)
-    decode = (time.perf_counter() - start) / 8
-    kernels = kernel_time(compiled, lambda: compiled.prefill(ids)) + \
-        kernel_time(compiled, lambda: compiled.decode(step))
-    timings.append((label, tokens, prefill * 1e3, decode * 1e3, *kernels))
+    timings.append((label, tokens, *time_calls(compiled, ids)))
 
 
 def check_executable(results, name, entry):
@@ -239,6 +227,25 @@ def kernel_time(compiled, call):
     return micros / 1e3, launches.value
 
 
+def time_calls(compiled, ids):
+    """(prefill ms, decode ms per step, then kernel_time of a prefill and
+    of a decode step) for a prefill of `ids` [1, T] after a warm-up call,
+    and the mean of 8 decode steps after it."""
+    compiled.prefill(ids)
+    start = time.perf_counter()
+    compiled.prefill(ids)
+    prefill = time.perf_counter() - start
+    step = np.zeros(1, np.int64)
+    compiled.decode(step)
+    start = time.perf_counter()
+    for _ in range(8):
+        compiled.decode(step)
+    decode = (time.perf_counter() - start) / 8
+    kernels = kernel_time(compiled, lambda: compiled.prefill(ids)) + \
+        kernel_time(compiled, lambda: compiled.decode(step))
+    return (prefill * 1e3, decode * 1e3, *kernels)
+
+
 def time_model(name, entry, timings):
     """Prefill and decode times of a model too large for the reference;
     its bf16 weights are made here from the manifest's seed."""
@@ -254,20 +261,8 @@ def time_model(name, entry, timings):
     rng = np.random.default_rng(3)
     for tokens in (512, 2048):
         ids = rng.integers(0, config["vocab_size"], size=(1, tokens))
-        compiled.prefill(ids)
-        start = time.perf_counter()
-        compiled.prefill(ids)
-        prefill = time.perf_counter() - start
-        step = np.zeros(1, np.int64)
-        compiled.decode(step)
-        start = time.perf_counter()
-        for _ in range(8):
-            compiled.decode(step)
-        decode = (time.perf_counter() - start) / 8
-        kernels = kernel_time(compiled, lambda: compiled.prefill(ids)) + \
-            kernel_time(compiled, lambda: compiled.decode(step))
-        timings.append((f"{name} (bf16 weights)", tokens, prefill * 1e3,
-                        decode * 1e3, *kernels))
+        timings.append((f"{name} (bf16 weights)", tokens,
+                        *time_calls(compiled, ids)))
 
 
 def main():
