@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gdn/Frontend/ModelConfig.h"
-#include "gdn/Frontend/Safetensors.h"
+#include "gdn/Frontend/WeightFiles.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     llvm::consumeError(file.takeError());
     return 0;
   }
-  if (llvm::Error error = mlir::gdn::validateWeights(*config, *file))
+  if (llvm::Error error = mlir::gdn::validateWeights(
+          *config, mlir::gdn::WeightFiles::fromFile(std::move(*file))))
     llvm::consumeError(std::move(error));
   return 0;
 }

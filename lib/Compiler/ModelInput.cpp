@@ -26,10 +26,15 @@ mlir::gdn::loadModelInput(StringRef descriptionPath, StringRef descriptionText,
   if (!config)
     return llvm::createStringError(descriptionPath + ": " +
                                    llvm::toString(config.takeError()));
-  std::string weights = weightsPath.empty()
-                            ? defaultWeightsPath(descriptionPath)
-                            : weightsPath.str();
-  llvm::Expected<SafetensorsFile> file = SafetensorsFile::open(weights);
+  // A checkpoint's weights are its folder's (one file or shards).
+  std::string weights =
+      !weightsPath.empty() ? weightsPath.str()
+      : config->modelType.empty()
+          ? defaultWeightsPath(descriptionPath)
+          : std::string(llvm::sys::path::parent_path(descriptionPath));
+  if (weights.empty())
+    weights = ".";
+  llvm::Expected<WeightFiles> file = WeightFiles::open(weights);
   if (!file)
     return file.takeError();
   if (llvm::Error error = validateWeights(*config, *file))
@@ -42,38 +47,46 @@ void mlir::gdn::printModelSummary(const ModelInput &model,
                                   llvm::raw_ostream &os) {
   const ModelConfig &config = model.config;
   int64_t parameters = 0;
-  for (const auto &entry : model.weights.tensors()) {
+  for (const auto &entry : expectedWeightShapes(config)) {
     int64_t count = 1;
-    for (int64_t size : entry.second.shape)
+    for (int64_t size : entry.second)
       count *= size;
     parameters += count;
   }
-  int64_t gdnLayers = llvm::count(config.layers, LayerKind::GDN);
-  int64_t mlaLayers = config.layers.size() - gdnLayers;
-  os << "model: " << config.numLayers << " layers (" << gdnLayers << " GDN, "
-     << mlaLayers << " MLA), d_model " << config.dModel << ", vocab "
-     << config.vocabSize << ", " << parameters << " parameters\n";
+  int64_t gdnLayers = llvm::count_if(config.layers, [](LayerKind kind) {
+    return kind == LayerKind::GDN || kind == LayerKind::QwenGDN;
+  });
+  const char *other = config.modelType.empty() ? "MLA" : "attention";
+  os << "model: ";
+  if (!config.modelType.empty())
+    os << config.modelType << ", ";
+  os << config.numLayers << " layers (" << gdnLayers << " GDN, "
+     << config.numLayers - gdnLayers << " " << other << "), d_model " << config.dModel << ", vocab " << config.vocabSize
+     << ", " << parameters << " parameters\n";
   os << "layers:";
   for (LayerKind kind : config.layers)
-    os << (kind == LayerKind::GDN ? " gdn" : " mla");
+    os << " " << layerKindName(kind);
   os << "\n";
-  // The caches are f32: per GDN layer the [H, K, K] state and the conv
-  // windows of q, k and v; per MLA layer and token the latent and RoPE key.
-  int64_t gdnBytes = 0, mlaBytesPerToken = 0;
-  if (config.gdn) {
-    const GdnSettings &g = *config.gdn;
-    gdnBytes = (g.numHeads * g.headDim * g.headDim +
-                3 * (g.convSize - 1) * g.numHeads * g.headDim) *
-               4 * gdnLayers;
+  // The caches are f32: fixed-size GDN states, and per token the MLA
+  // latents and RoPE keys or the attention keys and values.
+  int64_t fixedBytes = 0, bytesPerToken = 0;
+  for (const CacheLayout &cache : cacheLayouts(config)) {
+    int64_t count = 4;
+    for (int64_t size : llvm::ArrayRef<int64_t>(cache.innerShape)
+                            .drop_front(cache.growsWithTokens ? 1 : 0))
+      count *= size;
+    (cache.growsWithTokens ? bytesPerToken : fixedBytes) += count;
   }
-  if (config.mla)
-    mlaBytesPerToken =
-        (config.mla->kvLoraRank + config.mla->qkRopeHeadDim) * 4 * mlaLayers;
-  os << "cache per sequence: GDN " << gdnBytes
-     << " bytes (constant), MLA " << mlaBytesPerToken
-     << " bytes per token (" << mlaBytesPerToken * config.maxContext
-     << " at max_context " << config.maxContext << ")\n";
-  os << "weights: " << model.weights.path() << " valid\n";
+  os << "cache per sequence: GDN " << fixedBytes << " bytes (constant), "
+     << other << " " << bytesPerToken << " bytes per token ("
+     << bytesPerToken * config.maxContext << " at max_context "
+     << config.maxContext << ")\n";
+  os << "weights: " << model.weights.path() << " valid ("
+     << model.weights.files().size() << " file"
+     << (model.weights.files().size() == 1 ? "" : "s") << ")\n";
+  for (const auto &[prefix, count] : ignoredWeights(config, model.weights))
+    os << "ignored: " << count << " tensors " << prefix
+       << "* (not part of the text model)\n";
 }
 
 FailureOr<OwningOpRef<ModuleOp>>

@@ -2,6 +2,8 @@
 
 #include "gdn/Frontend/ModelConfig.h"
 #include "gdn/Frontend/StrictJSON.h"
+#include "FieldReader.h"
+#include "HuggingFaceConfig.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
@@ -16,121 +18,6 @@ using llvm::Error;
 using llvm::StringRef;
 namespace json = llvm::json;
 
-namespace {
-Error fieldError(const llvm::Twine &field, const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 field + ": " + message);
-}
-
-/// Reads the fields of one JSON object, checking types and that no unknown
-/// field is present.
-class FieldReader {
-public:
-  FieldReader(const json::Object &object, std::string prefix)
-      : object(object), prefix(std::move(prefix)) {}
-
-  std::string name(StringRef field) const { return prefix + field.str(); }
-
-  bool has(StringRef field) const { return object.get(field) != nullptr; }
-
-  /// An integer in [minimum, maximum]; the upper bounds (ModelConfig.h)
-  /// keep every size product the compiler forms far from overflow.
-  llvm::Expected<int64_t> integer(StringRef field, int64_t minimum,
-                                  int64_t maximum) {
-    known.insert(field);
-    const json::Value *value = object.get(field);
-    std::string range =
-        "an integer in " + std::to_string(minimum) + ".." +
-        std::to_string(maximum);
-    if (!value)
-      return fieldError(name(field), "missing (" + range + ")");
-    std::optional<int64_t> number = value->getAsInteger();
-    if (!number || *number < minimum || *number > maximum)
-      return fieldError(name(field),
-                        "expected " + range + ", got " + describe(*value));
-    return *number;
-  }
-
-  /// A number in [minimum, maximum], bounds chosen so that the value stays
-  /// a normal, finite float32 where the compiled code uses it.
-  llvm::Expected<double> number(StringRef field, double minimum,
-                                double maximum) {
-    known.insert(field);
-    const json::Value *value = object.get(field);
-    std::string range;
-    llvm::raw_string_ostream(range)
-        << llvm::format("a number in [%g, %g]", minimum, maximum);
-    if (!value)
-      return fieldError(name(field), "missing (" + range + ")");
-    std::optional<double> number = value->getAsNumber();
-    if (!number || !(*number >= minimum && *number <= maximum))
-      return fieldError(name(field),
-                        "expected " + range + ", got " + describe(*value));
-    return *number;
-  }
-
-  llvm::Expected<bool> boolean(StringRef field) {
-    known.insert(field);
-    const json::Value *value = object.get(field);
-    if (!value)
-      return fieldError(name(field), "missing (true or false)");
-    std::optional<bool> flag = value->getAsBoolean();
-    if (!flag)
-      return fieldError(name(field),
-                        "expected true or false, got " + describe(*value));
-    return *flag;
-  }
-
-  llvm::Expected<std::string> choice(StringRef field,
-                                     llvm::ArrayRef<StringRef> options) {
-    known.insert(field);
-    const json::Value *value = object.get(field);
-    std::string expected =
-        "one of \"" + llvm::join(options, "\", \"") + "\"";
-    if (!value)
-      return fieldError(name(field), "missing (" + expected + ")");
-    std::optional<StringRef> text = value->getAsString();
-    if (!text || !llvm::is_contained(options, *text))
-      return fieldError(name(field),
-                        "expected " + expected + ", got " + describe(*value));
-    return text->str();
-  }
-
-  const json::Value *raw(StringRef field) {
-    known.insert(field);
-    return object.get(field);
-  }
-
-  /// Fails on the first field that was never read.
-  Error rejectUnknown() const {
-    for (const auto &entry : object)
-      if (!known.contains(entry.first.str()))
-        return fieldError(name(entry.first.str()),
-                          "unknown field (misspelt?)");
-    return Error::success();
-  }
-
-  static std::string describe(const json::Value &value) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << value;
-    return text;
-  }
-
-private:
-  const json::Object &object;
-  std::string prefix;
-  llvm::StringSet<> known;
-};
-
-template <typename T>
-Error assign(T &target, llvm::Expected<T> value) {
-  if (!value)
-    return value.takeError();
-  target = *value;
-  return Error::success();
-}
-} // namespace
 
 llvm::Expected<ModelConfig> mlir::gdn::parseModelConfig(StringRef text) {
   llvm::Expected<json::Value> parsed = parseStrictJSON(text);
@@ -140,6 +27,8 @@ llvm::Expected<ModelConfig> mlir::gdn::parseModelConfig(StringRef text) {
   const json::Object *root = parsed->getAsObject();
   if (!root)
     return fieldError("model description", "expected a JSON object");
+  if (isHuggingFaceConfig(*root))
+    return parseHuggingFaceConfig(*root);
 
   ModelConfig config;
   FieldReader top(*root, "");
@@ -270,17 +159,50 @@ std::map<std::string, llvm::SmallVector<int64_t>>
 mlir::gdn::expectedWeightShapes(const ModelConfig &config) {
   std::map<std::string, llvm::SmallVector<int64_t>> shapes;
   int64_t d = config.dModel, f = config.mlpHiddenSize;
-  shapes["model.embed_tokens.weight"] = {config.vocabSize, d};
-  shapes["model.norm.weight"] = {d};
+  const std::string &model = config.weightPrefix;
+  shapes[model + "embed_tokens.weight"] = {config.vocabSize, d};
+  shapes[model + "norm.weight"] = {d};
   if (!config.tieEmbeddings)
     shapes["lm_head.weight"] = {config.vocabSize, d};
   for (auto [index, kind] : llvm::enumerate(config.layers)) {
-    std::string layer = llvm::formatv("model.layers.{0}.", index).str();
+    std::string layer = llvm::formatv("{0}layers.{1}.", model, index).str();
     shapes[layer + "input_layernorm.weight"] = {d};
     shapes[layer + "post_attention_layernorm.weight"] = {d};
     shapes[layer + "mlp.gate_proj.weight"] = {f, d};
     shapes[layer + "mlp.up_proj.weight"] = {f, d};
     shapes[layer + "mlp.down_proj.weight"] = {d, f};
+    if (kind == LayerKind::QwenGDN) {
+      const QwenGdnSettings &g = *config.qwenGdn;
+      int64_t hv = g.numValueHeads, values = hv * g.valueHeadDim;
+      int64_t keys = g.numKeyHeads * g.keyHeadDim;
+      std::string p = layer + "linear_attn.";
+      if (g.groupedProjections) {
+        shapes[p + "in_proj_qkvz.weight"] = {2 * keys + 2 * values, d};
+        shapes[p + "in_proj_ba.weight"] = {2 * hv, d};
+      } else {
+        shapes[p + "in_proj_qkv.weight"] = {2 * keys + values, d};
+        shapes[p + "in_proj_z.weight"] = {values, d};
+        shapes[p + "in_proj_b.weight"] = {hv, d};
+        shapes[p + "in_proj_a.weight"] = {hv, d};
+      }
+      shapes[p + "conv1d.weight"] = {g.convChannels(), 1, g.convSize};
+      shapes[p + "dt_bias"] = {hv};
+      shapes[p + "A_log"] = {hv};
+      shapes[p + "norm.weight"] = {g.valueHeadDim};
+      shapes[p + "out_proj.weight"] = {d, values};
+      continue;
+    }
+    if (kind == LayerKind::Attention) {
+      const AttentionSettings &a = *config.attention;
+      std::string p = layer + "self_attn.";
+      shapes[p + "q_proj.weight"] = {2 * a.numHeads * a.headDim, d};
+      shapes[p + "k_proj.weight"] = {a.numKvHeads * a.headDim, d};
+      shapes[p + "v_proj.weight"] = {a.numKvHeads * a.headDim, d};
+      shapes[p + "o_proj.weight"] = {d, a.numHeads * a.headDim};
+      shapes[p + "q_norm.weight"] = {a.headDim};
+      shapes[p + "k_norm.weight"] = {a.headDim};
+      continue;
+    }
     if (kind == LayerKind::GDN) {
       const GdnSettings &g = *config.gdn;
       int64_t out = g.numHeads * g.headDim, h = g.numHeads;
@@ -320,4 +242,54 @@ mlir::gdn::expectedWeightShapes(const ModelConfig &config) {
     shapes[p + "o_proj.weight"] = {d, n * m.vHeadDim};
   }
   return shapes;
+}
+
+std::vector<CacheLayout> mlir::gdn::cacheLayouts(const ModelConfig &config) {
+  std::vector<CacheLayout> caches;
+  for (LayerKind kind : config.layers) {
+    switch (kind) {
+    case LayerKind::GDN: {
+      const GdnSettings &g = *config.gdn;
+      caches.push_back(
+          {false, {g.convSize - 1, 3 * g.numHeads * g.headDim}, "conv state"});
+      caches.push_back(
+          {false, {g.numHeads, g.headDim, g.headDim}, "delta-rule state"});
+      break;
+    }
+    case LayerKind::MLA:
+      caches.push_back({true, {0, config.mla->kvLoraRank}, "latent cache"});
+      caches.push_back({true, {0, config.mla->qkRopeHeadDim}, "RoPE key cache"});
+      break;
+    case LayerKind::QwenGDN: {
+      const QwenGdnSettings &g = *config.qwenGdn;
+      caches.push_back(
+          {false, {g.convSize - 1, g.convChannels()}, "conv state"});
+      caches.push_back({false,
+                        {g.numValueHeads, g.keyHeadDim, g.valueHeadDim},
+                        "delta-rule state"});
+      break;
+    }
+    case LayerKind::Attention: {
+      const AttentionSettings &a = *config.attention;
+      caches.push_back({true, {0, a.numKvHeads, a.headDim}, "key cache"});
+      caches.push_back({true, {0, a.numKvHeads, a.headDim}, "value cache"});
+      break;
+    }
+    }
+  }
+  return caches;
+}
+
+const char *mlir::gdn::layerKindName(LayerKind kind) {
+  switch (kind) {
+  case LayerKind::GDN:
+    return "gdn";
+  case LayerKind::MLA:
+    return "mla";
+  case LayerKind::QwenGDN:
+    return "qwen_gdn";
+  case LayerKind::Attention:
+    return "attention";
+  }
+  return "?";
 }

@@ -17,21 +17,14 @@ using namespace mlir::gdn;
 SmallVector<RankedTensorType>
 mlir::gdn::modelCacheTypes(MLIRContext *context, const ModelConfig &config) {
   Type f32 = Float32Type::get(context);
-  int64_t dyn = ShapedType::kDynamic;
   SmallVector<RankedTensorType> types;
-  for (LayerKind kind : config.layers) {
-    if (kind == LayerKind::MLA) {
-      const MlaSettings &m = *config.mla;
-      types.push_back(RankedTensorType::get({dyn, dyn, m.kvLoraRank}, f32));
-      types.push_back(RankedTensorType::get({dyn, dyn, m.qkRopeHeadDim}, f32));
-    } else {
-      const GdnSettings &g = *config.gdn;
-      int64_t dOut = g.numHeads * g.headDim;
-      types.push_back(
-          RankedTensorType::get({dyn, g.convSize - 1, 3 * dOut}, f32));
-      types.push_back(
-          RankedTensorType::get({dyn, g.numHeads, g.headDim, g.headDim}, f32));
-    }
+  for (const CacheLayout &cache : cacheLayouts(config)) {
+    // The batch, and for growing caches the tokens, vary between calls.
+    SmallVector<int64_t> shape = {ShapedType::kDynamic};
+    shape.append(cache.innerShape.begin(), cache.innerShape.end());
+    if (cache.growsWithTokens)
+      shape[1] = ShapedType::kDynamic;
+    types.push_back(RankedTensorType::get(shape, f32));
   }
   return types;
 }
@@ -77,17 +70,68 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
         .getResult(0);
   };
   FloatAttr eps = b.getF32FloatAttr(static_cast<float>(config.normEps));
+  UnitAttr zeroCentered =
+      config.zeroCenteredNorms ? b.getUnitAttr() : UnitAttr();
   auto norm = [&](Value x, const std::string &name) {
-    auto op = RmsNormOp::create(b, loc, hidden, x, weight(name), eps);
+    auto op =
+        RmsNormOp::create(b, loc, hidden, x, weight(name), eps, zeroCentered);
     return op.getY();
   };
+  const std::string &model = config.weightPrefix;
 
   Value x = EmbedOp::create(b, loc, hidden, body->getArgument(0),
-                            weight("model.embed_tokens.weight"));
+                            weight(model + "embed_tokens.weight"));
   for (size_t i = 0; i < config.layers.size(); ++i) {
-    std::string layer = llvm::formatv("model.layers.{0}.", i).str();
+    std::string layer = llvm::formatv("{0}layers.{1}.", model, i).str();
     Value normed = norm(x, layer + "input_layernorm.weight");
-    if (config.layers[i] == LayerKind::MLA) {
+    if (config.layers[i] == LayerKind::QwenGDN) {
+      const QwenGdnSettings &g = *config.qwenGdn;
+      ProjectionLayout layout = g.groupedProjections
+                                    ? ProjectionLayout::grouped
+                                    : ProjectionLayout::split;
+      SmallVector<Value> weights;
+      for (StringRef name : QwenGatedDeltaNetOp::weightNames(layout))
+        weights.push_back(weight(layer + "linear_attn." + name.str()));
+      auto stateType = RankedTensorType::get(
+          {dyn, g.numValueHeads, g.keyHeadDim, g.valueHeadDim}, f32);
+      auto convType =
+          RankedTensorType::get({dyn, g.convSize - 1, g.convChannels()}, f32);
+      auto mixer = QwenGatedDeltaNetOp::create(
+          b, loc, TypeRange{hidden, stateType, convType}, normed, weights,
+          withCaches ? cache(i, 0) : Value(),
+          withCaches ? cache(i, 1) : Value(),
+          b.getI64IntegerAttr(g.numKeyHeads),
+          b.getI64IntegerAttr(g.numValueHeads),
+          b.getI64IntegerAttr(g.keyHeadDim),
+          b.getI64IntegerAttr(g.valueHeadDim),
+          ProjectionLayoutAttr::get(b.getContext(), layout), eps);
+      x = add(x, mixer.getY());
+      if (withCaches)
+        newCaches.append({mixer.getFinalConvState(), mixer.getFinalState()});
+    } else if (config.layers[i] == LayerKind::Attention) {
+      const AttentionSettings &a = *config.attention;
+      SmallVector<Value> weights;
+      for (StringRef name : {"q_proj.weight", "k_proj.weight", "v_proj.weight",
+                             "o_proj.weight", "q_norm.weight", "k_norm.weight"})
+        weights.push_back(weight(layer + "self_attn." + name.str()));
+      auto kvType =
+          RankedTensorType::get({dyn, dyn, a.numKvHeads, a.headDim}, f32);
+      Value pastKeys = withCaches ? cache(i, 0) : Value();
+      Value pastValues = withCaches ? cache(i, 1) : Value();
+      auto mixer = GatedAttentionOp::create(
+          b, loc, TypeRange{hidden, kvType, kvType}, normed, weights, pastKeys,
+          pastValues, b.getI64IntegerAttr(a.numHeads),
+          b.getI64IntegerAttr(a.numKvHeads), b.getI64IntegerAttr(a.headDim),
+          b.getI64IntegerAttr(a.rotaryDim),
+          b.getF32FloatAttr(static_cast<float>(a.ropeTheta)), eps);
+      x = add(x, mixer.getY());
+      if (withCaches) {
+        newCaches.push_back(
+            concatAlong(b, loc, {pastKeys, mixer.getKeys()}, 1));
+        newCaches.push_back(
+            concatAlong(b, loc, {pastValues, mixer.getValues()}, 1));
+      }
+    } else if (config.layers[i] == LayerKind::MLA) {
       const MlaSettings &m = *config.mla;
       std::string p = layer + "self_attn.";
       SmallVector<Value> weights;
@@ -152,8 +196,8 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
                                     weight(layer + "mlp.down_proj.weight"));
     x = add(x, mlp);
   }
-  Value last = norm(x, "model.norm.weight");
-  Value head = weight(config.tieEmbeddings ? "model.embed_tokens.weight"
+  Value last = norm(x, model + "norm.weight");
+  Value head = weight(config.tieEmbeddings ? model + "embed_tokens.weight"
                                            : "lm_head.weight");
   Value logits = LmHeadOp::create(b, loc, logitsType, last, head);
   SmallVector<Value> results = {logits};

@@ -162,36 +162,3 @@ SafetensorsFile::fromBuffer(StringRef path,
                                " of " + llvm::Twine(data.size()) + ")");
   return std::move(file);
 }
-
-Error mlir::gdn::validateWeights(const ModelConfig &config,
-                                 const SafetensorsFile &file) {
-  auto expected = expectedWeightShapes(config);
-  auto error = [&](const llvm::Twine &message) {
-    return fileError(file.path(), message);
-  };
-  auto text = [](llvm::ArrayRef<int64_t> shape) {
-    std::string out = "[";
-    for (auto [i, size] : llvm::enumerate(shape))
-      out += (i ? ", " : "") + std::to_string(size);
-    return out + "]";
-  };
-  for (const auto &[name, shape] : expected) {
-    auto it = file.tensors().find(name);
-    if (it == file.tensors().end())
-      return error("missing tensor '" + name + "' (shape " + text(shape) +
-                   ")");
-    const SafetensorsTensor &tensor = it->second;
-    if (tensor.dtype != "F32" && tensor.dtype != "BF16")
-      return error("tensor '" + name + "' has dtype " + tensor.dtype +
-                   "; model weights must be F32 or BF16");
-    if (llvm::ArrayRef<int64_t>(tensor.shape) !=
-        llvm::ArrayRef<int64_t>(shape))
-      return error("tensor '" + name + "' must have shape " + text(shape) +
-                   ", but has " + text(tensor.shape));
-  }
-  for (const auto &entry : file.tensors())
-    if (!expected.count(entry.first().str()))
-      return error("unexpected tensor '" + entry.first() +
-                   "' (not a weight of this model description)");
-  return Error::success();
-}

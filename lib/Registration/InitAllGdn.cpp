@@ -19,6 +19,7 @@
 void mlir::gdn::registerAllGdnDialects(DialectRegistry &registry) {
   registry.insert<GdnDialect>();
   registerGdnDecompositionInterfaces(registry);
+  registerQwenDecompositionInterfaces(registry);
   // gdn-opt is meant as a drop-in mlir-opt: tests and users mix gdn ops with
   // any upstream dialect, and the lowering pipelines need the extensions
   // (bufferization and ConvertToLLVM models) registered.

@@ -11,7 +11,7 @@
 
 #include "gdn/Runtime/gdn_model.h"
 
-#include "gdn/Frontend/Safetensors.h"
+#include "gdn/Frontend/WeightFiles.h"
 
 #include "ModelMemory.h"
 
@@ -151,7 +151,7 @@ int failAllocation(llvm::StringRef what, llvm::ArrayRef<int64_t> shape) {
 
 struct gdn_model {
   ModelConfig config;
-  SafetensorsFile file;
+  WeightFiles file;
   /// f32 copies of weights that are bf16, not 4-byte aligned, or where
   /// the step cannot read the mapped file (a GPU).
   std::vector<FloatBuffer> converted;
@@ -184,18 +184,8 @@ extern "C" const char *gdn_model_device(void) {
 
 static std::vector<Cache> emptyCaches(const ModelConfig &config) {
   std::vector<Cache> caches;
-  for (LayerKind kind : config.layers) {
-    if (kind == LayerKind::GDN) {
-      const GdnSettings &g = *config.gdn;
-      int64_t dOut = g.numHeads * g.headDim;
-      caches.push_back({false, {g.convSize - 1, 3 * dOut}, {}});
-      caches.push_back({false, {g.numHeads, g.headDim, g.headDim}, {}});
-    } else {
-      const MlaSettings &m = *config.mla;
-      caches.push_back({true, {0, m.kvLoraRank}, {}});
-      caches.push_back({true, {0, m.qkRopeHeadDim}, {}});
-    }
-  }
+  for (const CacheLayout &layout : cacheLayouts(config))
+    caches.push_back({layout.growsWithTokens, layout.innerShape, {}});
   return caches;
 }
 
@@ -235,7 +225,7 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
     return nullptr;
   }
   const char *path = weightsPath ? weightsPath : _gdn_model_default_weights;
-  llvm::Expected<SafetensorsFile> file = SafetensorsFile::open(path);
+  llvm::Expected<WeightFiles> file = WeightFiles::open(path);
   if (!file) {
     fail(llvm::toString(file.takeError()));
     return nullptr;
@@ -251,7 +241,7 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
   model->next = emptyCaches(model->config);
   // The step takes the weights in the order of the sorted names.
   for (const auto &[name, shape] : expectedWeightShapes(model->config)) {
-    const SafetensorsTensor &tensor = model->file.tensors().find(name)->second;
+    const SafetensorsTensor &tensor = *model->file.find(name);
     int64_t count = checkedProduct(shape);
     const char *bytes = tensor.bytes.data();
     const void *data = bytes;
@@ -333,8 +323,7 @@ static int64_t firstNonFinite(const float *values, int64_t count) {
 /// the position stay as before the step.
 static int checkNumerics(const gdn_model &model, int64_t batch,
                          int64_t tokens, int64_t total) {
-  static const char *kCacheNames[2][2] = {{"conv state", "delta-rule state"},
-                                          {"latent cache", "RoPE key cache"}};
+  std::vector<CacheLayout> layouts = cacheLayouts(model.config);
   auto kind = [](float x) { return std::isnan(x) ? "NaN" : "Inf"; };
   for (auto [i, cache] : llvm::enumerate(model.next)) {
     auto shape = cache.shape(batch, total);
@@ -343,18 +332,17 @@ static int checkNumerics(const gdn_model &model, int64_t batch,
     if (bad < 0)
       continue;
     int64_t layer = i / 2;
-    bool mla = model.config.layers[layer] == LayerKind::MLA;
     int64_t perSequence = count / batch;
     std::string where = "sequence " + std::to_string(bad / perSequence);
-    if (cache.growsWithTokens) // [B, tokens, width]
+    if (cache.growsWithTokens) // [B, tokens, ...]
       where += ", position " +
-               std::to_string((bad % perSequence) / shape.back());
+               std::to_string((bad % perSequence) / (perSequence / total));
     else
       where += ", after position " + std::to_string(total - 1);
     return fail(std::string("numerics: ") + kind(cache.data.data()[bad]) +
                 " in layer " + std::to_string(layer) + " (" +
-                (mla ? "mla" : "gdn") + ") " + kCacheNames[mla][i % 2] +
-                " of " + where);
+                layerKindName(model.config.layers[layer]) + ") " +
+                layouts[i].name + " of " + where);
   }
   int64_t vocab = model.config.vocabSize;
   int64_t bad = firstNonFinite(model.logits.data(), batch * tokens * vocab);
@@ -522,13 +510,12 @@ extern "C" int64_t gdn_model_cache_bytes(const gdn_model *model,
                                          int64_t *mlaBytes) {
   if (!model)
     return nullModel();
+  // Fixed-size states (GDN) and caches that grow with the tokens (MLA
+  // latents, attention keys and values).
   int64_t bytes[2] = {0, 0};
-  std::vector<Cache> layout = emptyCaches(model->config);
-  for (auto [i, cache] : llvm::enumerate(layout)) {
-    bool mla = model->config.layers[i / 2] == LayerKind::MLA;
-    bytes[mla] +=
+  for (const Cache &cache : emptyCaches(model->config))
+    bytes[cache.growsWithTokens] +=
         checkedProduct(cache.shape(1, model->position)) * sizeof(float);
-  }
   if (gdnBytes)
     *gdnBytes = bytes[0];
   if (mlaBytes)

@@ -123,6 +123,17 @@ int main(int argc, char **argv) {
   if (target == CompileTarget::CUDA)
     if (llvm::Error error = verifyCUDAPipelineOptions(options.cudaPipeline))
       return optionError("--cuda-" + llvm::toString(std::move(error)));
+  // A Hugging Face checkpoint folder is read through its config.json.
+  if (llvm::sys::fs::is_directory(inputFilename)) {
+    llvm::SmallString<256> config(inputFilename);
+    llvm::sys::path::append(config, "config.json");
+    if (!llvm::sys::fs::exists(config))
+      return optionError(inputFilename +
+                         ": a directory without config.json (give a "
+                         "Hugging Face checkpoint folder, a model .json or a "
+                         ".mlir file)");
+    inputFilename = std::string(config);
+  }
   bool isModel = llvm::StringRef(inputFilename).ends_with(".json");
   // A model description compiles to its directory unless told otherwise.
   if (isModel && emitAction.getNumOccurrences() == 0)

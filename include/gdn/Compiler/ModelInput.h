@@ -9,7 +9,7 @@
 #define GDN_COMPILER_MODELINPUT_H
 
 #include "gdn/Frontend/ModelConfig.h"
-#include "gdn/Frontend/Safetensors.h"
+#include "gdn/Frontend/WeightFiles.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -29,7 +29,7 @@ struct ModelInput {
   /// The description's text, embedded in the compiled model.
   std::string descriptionText;
   ModelConfig config;
-  SafetensorsFile weights;
+  WeightFiles weights;
 };
 
 /// The weights file of a description that names none: model.safetensors

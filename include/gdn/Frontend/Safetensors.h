@@ -42,11 +42,6 @@ private:
   llvm::StringMap<SafetensorsTensor> tensorMap;
 };
 
-/// Checks that `file` holds exactly the weights of `config` with their
-/// shapes, in f32 or bf16; the error names the tensor.
-llvm::Error validateWeights(const ModelConfig &config,
-                            const SafetensorsFile &file);
-
 } // namespace mlir::gdn
 
 #endif // GDN_FRONTEND_SAFETENSORS_H

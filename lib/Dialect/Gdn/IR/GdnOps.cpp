@@ -36,7 +36,7 @@ static constexpr int64_t kMaxLayerDim = int64_t(1) << 17;
 
 /// A float attribute that must be a positive, finite number (an epsilon, a
 /// RoPE base).
-static LogicalResult verifyPositiveFinite(Operation *op, StringRef name,
+LogicalResult mlir::gdn::verifyPositiveFinite(Operation *op, StringRef name,
                                           float value) {
   if (std::isfinite(value) && value > 0)
     return success();
@@ -46,7 +46,7 @@ static LogicalResult verifyPositiveFinite(Operation *op, StringRef name,
 }
 
 /// Integer attributes of sizes: at most `maximum`.
-static LogicalResult verifySizeAttrs(
+LogicalResult mlir::gdn::verifySizeAttrs(
     Operation *op, ArrayRef<std::pair<StringRef, int64_t>> sizes,
     int64_t maximum) {
   for (auto [name, size] : sizes)
@@ -348,8 +348,8 @@ LogicalResult GatedDeltaNetOp::verify() {
 
 /// All operands and results must be f32 tensors, except those named in
 /// `except`.
-static LogicalResult verifyF32(Operation *op,
-                               ArrayRef<std::pair<StringRef, Value>> values) {
+LogicalResult mlir::gdn::verifyF32(Operation *op,
+                                    ArrayRef<std::pair<StringRef, Value>> values) {
   Type f32 = Float32Type::get(op->getContext());
   for (auto [name, value] : values)
     if (getTensorElementType(value.getType()) != f32)

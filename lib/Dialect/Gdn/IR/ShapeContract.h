@@ -48,6 +48,20 @@ private:
 /// Returns the element type of a ranked tensor type, or null.
 Type getTensorElementType(Type type);
 
+/// A float attribute that must be a positive, finite number (an epsilon, a
+/// RoPE base).
+LogicalResult verifyPositiveFinite(Operation *op, StringRef name, float value);
+
+/// Integer attributes of sizes: at most `maximum`.
+LogicalResult verifySizeAttrs(Operation *op,
+                              ArrayRef<std::pair<StringRef, int64_t>> sizes,
+                              int64_t maximum);
+
+/// All of `values` must be f32 tensors; the error names the first that is
+/// not.
+LogicalResult verifyF32(Operation *op,
+                        ArrayRef<std::pair<StringRef, Value>> values);
+
 } // namespace mlir::gdn
 
 #endif // GDN_LIB_DIALECT_GDN_IR_SHAPECONTRACT_H

@@ -96,7 +96,7 @@ public:
   }
 
   /// SiLU of the causal depthwise convolution of z [B, T, C] with weight
-  /// [C, 1, W] and bias [C]: out[t] = bias + sum_j w[j] z[t + j - (W - 1)],
+  /// [C, 1, W] and bias [C] (none when null): out[t] = bias + sum_j w[j] z[t + j - (W - 1)],
   /// where the W - 1 inputs before the first token are `history`
   /// [B, W - 1, C], or zeros without one. Also returns the history for the
   /// next call: the last W - 1 inputs.
@@ -135,9 +135,13 @@ public:
         padded,
         ArrayRef<OpFoldResult>{b.getIndexAttr(0), tokens, b.getIndexAttr(0)},
         historySizes, unit);
-    Value init = buildElementwise(
-        b, loc, bias, createEmpty(b, loc, sizes, f32), map(3, {2}),
-        [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    Value init =
+        bias ? buildElementwise(
+                   b, loc, bias, createEmpty(b, loc, sizes, f32), map(3, {2}),
+                   [](OpBuilder &, Location, ValueRange args) {
+                     return args[0];
+                   })
+             : createZeros(b, loc, sizes, f32);
     AffineExpr bDim = b.getAffineDimExpr(0), t = b.getAffineDimExpr(1),
                c = b.getAffineDimExpr(2), j = b.getAffineDimExpr(3);
     AffineMap shifted = AffineMap::get(4, 0, {bDim, t + j, c}, b.getContext());
@@ -160,25 +164,39 @@ public:
     return {activated, nextHistory};
   }
 
-  /// [B, T, H*D] -> [B, T, H, D].
-  Value splitHeads(Value x, int64_t heads) {
+  /// [..., G*C] -> [..., G, C] (any rank).
+  Value splitLast(Value x, int64_t groups) {
     auto type = cast<RankedTensorType>(x.getType());
-    int64_t headDim = type.getDimSize(2) / heads;
+    int64_t rank = type.getRank();
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
-    SmallVector<OpFoldResult> shape = {
-        sizes[0], sizes[1], b.getIndexAttr(heads), b.getIndexAttr(headDim)};
-    auto resultType = RankedTensorType::get(
-        {type.getDimSize(0), type.getDimSize(1), heads, headDim}, f32);
+    sizes.back() = b.getIndexAttr(groups);
+    sizes.push_back(b.getIndexAttr(type.getShape().back() / groups));
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = groups;
+    shape.push_back(type.getShape().back() / groups);
+    SmallVector<ReassociationIndices> groupsOfDims;
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      groupsOfDims.push_back({d});
+    groupsOfDims.push_back({rank - 1, rank});
     return tensor::ExpandShapeOp::create(
-        b, loc, resultType, x,
-        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}, shape);
+        b, loc, RankedTensorType::get(shape, f32), x, groupsOfDims, sizes);
   }
 
-  /// [B, T, H, D] -> [B, T, H*D].
-  Value mergeHeads(Value x) {
-    return tensor::CollapseShapeOp::create(
-        b, loc, x, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  /// [..., G, C] -> [..., G*C] (any rank).
+  Value mergeLast(Value x) {
+    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<ReassociationIndices> groupsOfDims;
+    for (int64_t d = 0; d + 2 < rank; ++d)
+      groupsOfDims.push_back({d});
+    groupsOfDims.push_back({rank - 2, rank - 1});
+    return tensor::CollapseShapeOp::create(b, loc, x, groupsOfDims);
   }
+
+  /// [B, T, H*D] -> [B, T, H, D].
+  Value splitHeads(Value x, int64_t heads) { return splitLast(x, heads); }
+
+  /// [B, T, H, D] -> [B, T, H*D].
+  Value mergeHeads(Value x) { return mergeLast(x); }
 
   /// Maps of an iteration space of `rank` dims: all of them, and all but
   /// the last (the reduced dimension).
@@ -221,8 +239,25 @@ public:
         });
   }
 
-  /// RMSNorm over the last dimension: x / sqrt(mean(x^2) + eps) * weight.
-  Value rmsNorm(Value x, Value weight, float eps) {
+  /// x / sqrt(sum(x^2) + eps) over the last dimension (fla's and the Qwen
+  /// models' l2norm).
+  Value l2NormalizeWithEps(Value x, float eps) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    Value squares = sumOfSquares(x);
+    Value epsilon = constant(eps);
+    return buildElementwise(
+        b, loc, ValueRange{x, squares}, createEmptyLike(b, loc, x, f32),
+        {allDims(rank), leadingDims(rank)},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value shifted = arith::AddFOp::create(nb, nl, args[1], epsilon);
+          Value inverse = math::RsqrtOp::create(nb, nl, shifted);
+          return arith::MulFOp::create(nb, nl, args[0], inverse).getResult();
+        });
+  }
+
+  /// RMSNorm over the last dimension: x / sqrt(mean(x^2) + eps) * weight,
+  /// or * (1 + weight) when `zeroCentered`.
+  Value rmsNorm(Value x, Value weight, float eps, bool zeroCentered = false) {
     auto type = cast<RankedTensorType>(x.getType());
     unsigned rank = type.getRank();
     Value squares = sumOfSquares(x);
@@ -236,7 +271,13 @@ public:
           Value shifted = arith::AddFOp::create(nb, nl, mean, epsilon);
           Value inverse = math::RsqrtOp::create(nb, nl, shifted);
           Value scaled = arith::MulFOp::create(nb, nl, args[0], inverse);
-          return arith::MulFOp::create(nb, nl, scaled, args[2]).getResult();
+          Value factor = args[2];
+          if (zeroCentered)
+            factor = arith::AddFOp::create(
+                nb, nl,
+                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f)),
+                factor);
+          return arith::MulFOp::create(nb, nl, scaled, factor).getResult();
         });
   }
 
@@ -267,9 +308,10 @@ public:
                             });
   }
 
-  /// o * silu(gate), element-wise on [B, T, C].
+  /// o * silu(gate), element-wise on tensors of one shape.
   Value gated(Value o, Value gate) {
-    AffineMap id = b.getMultiDimIdentityMap(3);
+    AffineMap id = b.getMultiDimIdentityMap(
+        cast<RankedTensorType>(o.getType()).getRank());
     return buildElementwise(b, loc, ValueRange{gate}, o, {id},
                             [&](OpBuilder &nb, Location nl, ValueRange args) {
                               return arith::MulFOp::create(
@@ -339,6 +381,21 @@ public:
           Value c = arith::MulFOp::create(nb, nl, rotated, sine);
           return arith::AddFOp::create(nb, nl, a, c).getResult();
         });
+  }
+
+  /// RoPE on the first `rotaryDim` channels of the last dimension; the
+  /// others pass unchanged.
+  Value partialRope(Value x, int64_t rotaryDim, float theta, Value offset) {
+    int64_t width = cast<RankedTensorType>(x.getType()).getShape().back();
+    if (rotaryDim == 0)
+      return x;
+    if (rotaryDim == width)
+      return rope(x, theta, offset);
+    Value rotated = rope(sliceLast(x, 0, rotaryDim), theta, offset);
+    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+    return concatAlong(b, loc,
+                       {rotated, sliceLast(x, rotaryDim, width - rotaryDim)},
+                       rank - 1);
   }
 
   /// scores[b, n, t, s] = q_nope[b,t,n,:] . k_nope[b,s,n,:]

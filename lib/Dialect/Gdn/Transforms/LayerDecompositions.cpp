@@ -157,7 +157,8 @@ struct RmsNormDecomposition
     LayerBuilder lb(b, op.getLoc());
     return castToTypes(b, op.getLoc(),
                        lb.rmsNorm(op.getX(), op.getWeight(),
-                                  op.getEps().convertToFloat()),
+                                  op.getEps().convertToFloat(),
+                                  op.getZeroCentered()),
                        op->getResultTypes());
   }
 };

@@ -35,6 +35,7 @@ def Gdn_Dialect : Dialect {
     heads `H` when `Hv` is a multiple of `H`; value head `j` then reads
     query/key head `j / (Hv / H)`.
   }];
+  let useDefaultAttributePrinterParser = 1;
   let dependentDialects = [
     "::mlir::tensor::TensorDialect"
   ];

@@ -9,6 +9,10 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "gdn/Dialect/Gdn/IR/GdnEnums.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "gdn/Dialect/Gdn/IR/GdnAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "gdn/Dialect/Gdn/IR/GdnOps.h.inc"
 

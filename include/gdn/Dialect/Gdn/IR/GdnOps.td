@@ -301,6 +301,8 @@ def Gdn_RmsNormOp : Gdn_Op<"rms_norm", [Pure, AllTypesMatch<["x", "y"]>]> {
   let description = [{
     `y = x / sqrt(mean(x^2 over the last dimension) + eps) * weight`, with
     `weight` of the size of the last dimension of `x` (`[..., D]`, f32).
+    With `zero_centered`, the weight is stored as its offset from one (the
+    Qwen3.5 and Qwen3-Next norms): `... * (1 + weight)`.
 
     ```mlir
     %y = gdn.rms_norm %x, %w {eps = 1.0e-6 : f32}
@@ -308,7 +310,8 @@ def Gdn_RmsNormOp : Gdn_Op<"rms_norm", [Pure, AllTypesMatch<["x", "y"]>]> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$x, AnyRankedTensor:$weight,
-                   DefaultValuedAttr<F32Attr, "1.0e-6">:$eps);
+                   DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
+                   UnitAttr:$zero_centered);
   let results = (outs AnyRankedTensor:$y);
   let assemblyFormat = [{
     $x `,` $weight attr-dict `:` functional-type(operands, results)
@@ -361,5 +364,7 @@ def Gdn_LmHeadOp : Gdn_Op<"lm_head", [Pure]> {
   }];
   let hasVerifier = 1;
 }
+
+include "gdn/Dialect/Gdn/IR/QwenLayerOps.td"
 
 #endif // GDN_DIALECT_GDN_IR_GDNOPS_TD

@@ -27,6 +27,10 @@ void populateGdnParallelizeDeltaRuleStepPatterns(RewritePatternSet &patterns);
 /// gdn.embed): each decomposes into core gdn ops and linalg on tensors.
 void registerGdnDecompositionInterfaces(DialectRegistry &registry);
 
+/// The same for the layers of the Hugging Face GDN hybrids
+/// (gdn.qwen_gated_deltanet, gdn.gated_attention).
+void registerQwenDecompositionInterfaces(DialectRegistry &registry);
+
 } // namespace mlir::gdn
 
 #endif // GDN_DIALECT_GDN_TRANSFORMS_TRANSFORMS_H
