@@ -27,6 +27,7 @@ config.substitutions.append(("%mlir_c_runner_utils", os.path.join(lib, "libmlir_
 config.substitutions.append(("%libomp", os.path.join(lib, "libomp.so")))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%gdn_src_root", config.gdn_src_root))
+config.substitutions.append(("%fixtures", os.path.join(config.gdn_src_root, "test", "fixtures")))
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.gdn_tools_dir, append_path=True)

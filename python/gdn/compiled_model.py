@@ -1,6 +1,7 @@
-"""A hybrid model compiled by gdn-compile (model.json -> shared library),
-run on numpy arrays: `CompiledModel(config_path)` with `prefill`, `extend`
-and `decode`, the compiled counterpart of `gdn.model.ModelReference`.
+"""A hybrid model compiled by gdn-compile (model.json or a Hugging Face
+checkpoint folder -> shared library), run on numpy arrays:
+`CompiledModel(path)` with `prefill`, `extend` and `decode`, the compiled
+counterpart of `gdn.model.ModelReference`.
 (`Model` is a deprecated alias of `CompiledModel`: it read as the module
 gdn.model.)
 
@@ -20,7 +21,8 @@ import numpy as np
 
 from . import cache, model
 
-__all__ = ["CompiledModel", "compile_model", "cached_library"]
+__all__ = ["CompiledModel", "compile_model", "cached_library",
+           "checkpoint_config"]
 
 COMPILE_OPTIONS = ("--emit=shared",)
 
@@ -52,9 +54,31 @@ def cached_library(config, config_path, weights_path=None,
             config_path, out, weights_path, compiler, compile_options))
 
 
+def checkpoint_config(path):
+    """The config.json of the Hugging Face checkpoint at `path` (its folder,
+    or the config.json itself) as a dict, or None when `path` is not one
+    (gdn's own model description has no "model_type")."""
+    path = os.fspath(path)
+    config_file = os.path.join(path, "config.json") \
+        if os.path.isdir(path) else path
+    if not os.path.isfile(config_file):
+        if os.path.isdir(path):
+            raise ValueError(f"{path}: a folder without config.json")
+        return None
+    with open(config_file, encoding="utf-8") as f:
+        try:
+            config = json.load(f)
+        except json.JSONDecodeError:
+            return None  # load_config reports it
+    return config if isinstance(config, dict) and "model_type" in config \
+        else None
+
+
 class CompiledModel:
-    """The compiled model of `config_path` with the weights beside it (or
-    `weights_path`), caching one batch of equal-length sequences. The
+    """The compiled model of `config_path` (a model description, or a
+    Hugging Face checkpoint folder: docs/huggingface.md) with the weights
+    beside it (or `weights_path`), caching one batch of equal-length
+    sequences. The
     library is `library_path`, or compiled on first use and cached, with
     the pipeline options `compile_options` by keyword
     (gdn.cache.pipeline_options). With check_numerics=True every call scans
@@ -64,10 +88,22 @@ class CompiledModel:
 
     def __init__(self, config_path, weights_path=None, library_path=None,
                  compile_options=None, check_numerics=False):
-        self.config = model.load_config(config_path)
-        self.kinds = model.layer_kinds(self.config)
-        if weights_path is None:
-            weights_path = model.default_weights_path(config_path)
+        checkpoint = checkpoint_config(config_path)
+        if checkpoint is not None:
+            # gdn-compile validates the checkpoint; the folder holds the
+            # weights (one file or shards).
+            self.config = checkpoint
+            folder = os.fspath(config_path)
+            if not os.path.isdir(folder):
+                folder = os.path.dirname(folder) or "."
+            config_path = folder
+            if weights_path is None:
+                weights_path = folder
+        else:
+            self.config = model.load_config(config_path)
+            self.kinds = model.layer_kinds(self.config)
+            if weights_path is None:
+                weights_path = model.default_weights_path(config_path)
         if library_path is None:
             library_path = cached_library(self.config, config_path,
                                           weights_path, compile_options)
@@ -78,6 +114,7 @@ class CompiledModel:
             raise ValueError(self._error())
         if check_numerics:
             self._api.gdn_model_set_check_numerics(self._handle, 1)
+        self.vocab_size = self._api.gdn_model_vocab_size(self._handle)
 
     def __del__(self):
         if getattr(self, "_handle", None):
@@ -107,7 +144,7 @@ class CompiledModel:
         pointer = self._api.gdn_model_logits(self._handle,
                                              ctypes.byref(batch),
                                              ctypes.byref(tokens))
-        shape = (batch.value, tokens.value, self.config["vocab_size"])
+        shape = (batch.value, tokens.value, self.vocab_size)
         return np.ctypeslib.as_array(pointer, shape=shape).copy()
 
     def _call(self, function, ids, *sizes):
@@ -150,7 +187,9 @@ class CompiledModel:
         return self._call(self._api.gdn_model_extend, ids, *ids.shape)
 
     def cache_nbytes(self):
-        """{"gdn": bytes, "mla": bytes} of one sequence's caches."""
+        """{"gdn": bytes, "mla": bytes} of one sequence's caches: the
+        fixed-size GDN states, and the caches that grow with the tokens
+        (MLA latents and RoPE keys, or attention keys and values)."""
         gdn, mla = ctypes.c_int64(), ctypes.c_int64()
         self._api.gdn_model_cache_bytes(self._handle, ctypes.byref(gdn),
                                         ctypes.byref(mla))
@@ -176,6 +215,7 @@ def _load_api(library_path):
         "gdn_model_set_check_numerics": (ctypes.c_int, [handle,
                                                         ctypes.c_int]),
         "gdn_model_position": (i64, [handle]),
+        "gdn_model_vocab_size": (i64, [handle]),
         "gdn_model_batch": (i64, [handle]),
         "gdn_model_cache_bytes": (i64, [handle, ctypes.POINTER(i64),
                                         ctypes.POINTER(i64)]),
