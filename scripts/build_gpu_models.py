@@ -1,11 +1,13 @@
 """Compiles the models of the GPU model check (gpu_model_check.py) for
 CUDA into a folder: per model its description, seeded weights and the
-directory `gdn-compile model.json --target=cuda` writes, with a manifest
+directory `gdn-compile model.json --target=cuda` writes, and the Hugging
+Face fixture checkpoints with transformers' logits, with a manifest
 (models.json). See scripts/build-gpu-artifacts.sh."""
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -78,6 +80,26 @@ def build(compiler, out, name, config, seed, target):
             "executable": f"{name}/compiled/gdn-model"}
 
 
+CHECKPOINTS = ("qwen3_5_text", "qwen3_5", "qwen3_next")
+
+
+def build_checkpoint(compiler, out, name, target):
+    """A Hugging Face fixture (test/fixtures/huggingface) copied with
+    transformers' reference logits, and compiled."""
+    source = os.path.join(ROOT, "test", "fixtures", "huggingface", name)
+    folder = os.path.join(out, name)
+    shutil.copytree(source, folder, dirs_exist_ok=True)
+    command = [compiler, folder, f"--target={target}", "-o",
+               os.path.join(folder, "compiled")]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"compiling {name} failed:\n{result.stderr}")
+    print(f"built {name}")
+    return {"checkpoint": name, "reference": f"{name}/reference.npz",
+            "library": f"{name}/compiled/libgdn-model.so",
+            "executable": f"{name}/compiled/gdn-model"}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--compiler", required=True)
@@ -88,6 +110,9 @@ def main():
     manifest = {name: build(args.compiler, args.out, name, config, seed,
                             args.target)
                 for name, config, seed in models()}
+    for name in CHECKPOINTS:
+        manifest[name] = build_checkpoint(args.compiler, args.out, name,
+                                          args.target)
     with open(os.path.join(args.out, MANIFEST), "w") as f:
         json.dump(manifest, f, indent=1)
 

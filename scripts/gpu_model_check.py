@@ -9,7 +9,9 @@ prefill of B = 1..4 sequences of 1 to 300 tokens and after each of 16
 decode steps (relative error, and the greedy tokens wherever the reference
 has no near-tie), a prompt in two chunks against one prefill, the cache
 bytes against gdn.model.cache_bytes, the refusal of bad inputs, and the
-gdn-model executable's output. Then prefill and decode times. Prints one
+gdn-model executable's output; for the Hugging Face fixture checkpoints,
+the logits against transformers' after the prefill and each greedy decode
+step. Then prefill and decode times. Prints one
 line per check and "N passed, M failed"; exits non-zero on any failure.
 
   python3 gpu_model_check.py
@@ -140,6 +142,43 @@ def check_model(results, name, entry, dtype, timings):
     timings.append((label, tokens, *time_calls(compiled, ids)))
 
 
+def check_checkpoint(results, name, entry):
+    """A Hugging Face checkpoint against transformers' own logits after the
+    prefill and after each greedy decode step (scripts/make_hf_fixtures.py),
+    and a prompt in two chunks."""
+    folder = os.path.join(MODELS, entry["checkpoint"])
+    expected = np.load(os.path.join(MODELS, entry["reference"]))
+    compiled = CompiledModel(folder,
+                             library_path=os.path.join(MODELS,
+                                                       entry["library"]))
+    tol = TOLERANCE["f32"]
+    results.check("NVIDIA" in compiled.device, f"{name}: runs on the GPU",
+                  compiled.device)
+    for case in ("a", "b"):
+        ids = expected[f"prompt_{case}"]
+        got = compiled.prefill(ids)
+        error = relative_error(got, expected[f"prefill_logits_{case}"])
+        what = f"{name}: prefill B={ids.shape[0]} T={ids.shape[1]}"
+        results.check(error <= tol, what, f"relative error {error:.2e}")
+        worst, agree = 0.0, True
+        for step, want in zip(expected[f"decode_ids_{case}"],
+                              expected[f"decode_logits_{case}"]):
+            last = got[:, -1] if got.ndim == 3 else got
+            agree = agree and bool(np.all(last.argmax(-1) == step))
+            got = compiled.decode(step)
+            worst = max(worst, relative_error(got, want))
+        results.check(worst <= tol and agree,
+                      f"{what}: {len(expected[f'decode_ids_{case}'])} "
+                      f"greedy decode steps against transformers",
+                      f"worst relative error {worst:.2e}")
+    ids = expected["prompt_a"]
+    compiled.prefill(ids[:, :41])
+    second = compiled.extend(ids[:, 41:])
+    error = relative_error(second, expected["prefill_logits_a"][:, 41:])
+    results.check(error <= tol, f"{name}: prefill in two chunks",
+                  f"relative error {error:.2e}")
+
+
 def check_executable(results, name, entry):
     executable = os.path.join(MODELS, entry["executable"])
     config = gmodel.load_config(os.path.join(MODELS, entry["config"]))
@@ -175,12 +214,16 @@ def sanitize_case(name):
     extension and three decode steps."""
     with open(os.path.join(MODELS, "models.json")) as f:
         entry = json.load(f)[name]
-    compiled = CompiledModel(os.path.join(MODELS, entry["config"]),
-                             os.path.join(MODELS, entry["weights"]),
-                             library_path=os.path.join(MODELS,
-                                                       entry["library"]))
+    library = os.path.join(MODELS, entry["library"])
+    if entry.get("checkpoint"):
+        compiled = CompiledModel(os.path.join(MODELS, entry["checkpoint"]),
+                                 library_path=library)
+    else:
+        compiled = CompiledModel(os.path.join(MODELS, entry["config"]),
+                                 os.path.join(MODELS, entry["weights"]),
+                                 library_path=library)
     rng = np.random.default_rng(5)
-    vocab = compiled.config["vocab_size"]
+    vocab = compiled.vocab_size
     compiled.prefill(rng.integers(0, vocab, size=(2, 20)))
     compiled.extend(rng.integers(0, vocab, size=(2, 5)))
     for _ in range(3):
@@ -288,6 +331,10 @@ def main():
             continue
         if entry.get("timed_only"):
             time_model(name, entry, timings)
+            continue
+        if entry.get("checkpoint"):
+            check_checkpoint(results, name, entry)
+            sanitize(results, name, sanitize_tools, args.sanitize_log)
             continue
         for dtype in ("f32", "bf16"):
             check_model(results, name, entry, dtype, timings)
