@@ -21,7 +21,7 @@ std::string mlir::gdn::defaultWeightsPath(StringRef descriptionPath) {
 
 llvm::Expected<ModelInput>
 mlir::gdn::loadModelInput(StringRef descriptionPath, StringRef descriptionText,
-                          StringRef weightsPath) {
+                          StringRef weightsPath, bool keepBf16) {
   llvm::Expected<ModelConfig> config = parseModelConfig(descriptionText);
   if (!config)
     return llvm::createStringError(descriptionPath + ": " +
@@ -39,8 +39,14 @@ mlir::gdn::loadModelInput(StringRef descriptionPath, StringRef descriptionText,
     return file.takeError();
   if (llvm::Error error = validateWeights(*config, *file))
     return std::move(error);
+  std::set<std::string> bf16Weights;
+  if (keepBf16)
+    for (const auto &[name, shape] : expectedWeightShapes(*config))
+      if (isBf16Candidate(shape) && file->find(name)->dtype == "BF16")
+        bf16Weights.insert(name);
   return ModelInput{descriptionPath.str(), descriptionText.str(),
-                    std::move(*config), std::move(*file)};
+                    std::move(*config), std::move(*file),
+                    std::move(bf16Weights)};
 }
 
 void mlir::gdn::printModelSummary(const ModelInput &model,
@@ -83,7 +89,9 @@ void mlir::gdn::printModelSummary(const ModelInput &model,
      << config.maxContext << ")\n";
   os << "weights: " << model.weights.path() << " valid ("
      << model.weights.files().size() << " file"
-     << (model.weights.files().size() == 1 ? "" : "s") << ")\n";
+     << (model.weights.files().size() == 1 ? "" : "s") << "); "
+     << model.bf16Weights.size()
+     << " matrices stay bf16 in the step, the rest is f32\n";
   for (const auto &[prefix, count] : ignoredWeights(config, model.weights))
     os << "ignored: " << count << " tensors " << prefix
        << "* (not part of the text model)\n";
@@ -93,11 +101,13 @@ FailureOr<OwningOpRef<ModuleOp>>
 mlir::gdn::buildModelModule(MLIRContext *context, const ModelInput &model) {
   auto built = buildModelPrefill(
       context, model.config,
-      FileLineColLoc::get(context, model.descriptionPath, 1, 1));
+      FileLineColLoc::get(context, model.descriptionPath, 1, 1),
+      model.bf16Weights);
   if (failed(built))
     return failure();
   llvm::SmallString<256> absoluteWeights(model.weights.path());
   llvm::sys::fs::make_absolute(absoluteWeights);
-  embedModelStrings(**built, model.descriptionText, absoluteWeights);
+  embedModelStrings(**built, model.descriptionText, absoluteWeights,
+                    model.bf16Weights);
   return std::move(*built);
 }

@@ -31,7 +31,8 @@ mlir::gdn::modelCacheTypes(MLIRContext *context, const ModelConfig &config) {
 
 /// Builds @name: (ids, [caches,] weights) -> (logits[, caches]).
 static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
-                         StringRef name, bool withCaches) {
+                         StringRef name, bool withCaches,
+                         const std::set<std::string> &bf16Weights) {
   Type f32 = b.getF32Type();
   int64_t dyn = ShapedType::kDynamic;
   auto shapes = expectedWeightShapes(config);
@@ -44,7 +45,8 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
   std::map<std::string, unsigned> argIndex;
   for (const auto &[name, shape] : shapes) {
     argIndex[name] = argTypes.size();
-    argTypes.push_back(RankedTensorType::get(shape, f32));
+    Type element = bf16Weights.count(name) ? Type(b.getBF16Type()) : f32;
+    argTypes.push_back(RankedTensorType::get(shape, element));
   }
   auto hidden = RankedTensorType::get({dyn, dyn, config.dModel}, f32);
   auto logitsType = RankedTensorType::get({dyn, dyn, config.vocabSize}, f32);
@@ -207,17 +209,21 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
 
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
-                             Location loc) {
+                             Location loc,
+                             const std::set<std::string> &bf16Weights) {
   OpBuilder b(context);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
-  buildForward(b, config, loc, "gdn_forward_prefill", /*withCaches=*/false);
-  buildForward(b, config, loc, "gdn_forward_step", /*withCaches=*/true);
+  buildForward(b, config, loc, "gdn_forward_prefill", /*withCaches=*/false,
+               bf16Weights);
+  buildForward(b, config, loc, "gdn_forward_step", /*withCaches=*/true,
+               bf16Weights);
   return module;
 }
 
 void mlir::gdn::embedModelStrings(ModuleOp module, StringRef description,
-                                  StringRef defaultWeights) {
+                                  StringRef defaultWeights,
+                                  const std::set<std::string> &bf16Weights) {
   MLIRContext *context = module.getContext();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   auto addString = [&](StringRef name, StringRef text) {
@@ -231,4 +237,8 @@ void mlir::gdn::embedModelStrings(ModuleOp module, StringRef description,
   };
   addString("_gdn_model_description", description);
   addString("_gdn_model_default_weights", defaultWeights);
+  std::string names;
+  for (const std::string &name : bf16Weights)
+    names += name + "\n";
+  addString("_gdn_model_bf16_weights", names);
 }

@@ -42,14 +42,52 @@ def compile_model(config_path, library_path, weights_path=None,
     cache.run_compiler(command)
 
 
+def _bf16_matrices(weights_path):
+    """Names of the BF16 matrices of a weights file, index or checkpoint
+    folder: gdn-compile keeps them bf16 in the step, so they are part of
+    what the library is compiled from. Unreadable files give an empty list
+    (gdn-compile reports them)."""
+    path = os.fspath(weights_path)
+    if os.path.isdir(path):
+        index = os.path.join(path, "model.safetensors.index.json")
+        path = index if os.path.isfile(index) else \
+            os.path.join(path, "model.safetensors")
+    files = [path]
+    try:
+        if path.endswith(".json"):
+            with open(path, encoding="utf-8") as f:
+                shards = set(json.load(f)["weight_map"].values())
+            files = [os.path.join(os.path.dirname(path), s)
+                     for s in sorted(shards)]
+        names = []
+        for file in files:
+            with open(file, "rb") as f:
+                length = int.from_bytes(f.read(8), "little")
+                header = json.loads(f.read(length))
+            names += [name for name, entry in header.items()
+                      if name != "__metadata__" and
+                      entry.get("dtype") == "BF16" and
+                      len(entry.get("shape", ())) == 2]
+        return sorted(names)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+
+
 def cached_library(config, config_path, weights_path=None,
                    compile_options=None):
     """The compiled library of a validated description, from gdn.cache or
-    compiled into it. The code depends only on the description, so its
-    canonical JSON stands for the source in the cache key."""
+    compiled into it. The code depends on the description and on which
+    weight matrices are bf16, so their canonical JSON stands for the source
+    in the cache key."""
     flags = list(COMPILE_OPTIONS) + cache.compile_flags(compile_options)
+    if weights_path is None:
+        weights_path = config_path if checkpoint_config(config_path) \
+            else model.default_weights_path(config_path)
+    source = json.dumps({"config": config,
+                         "bf16": _bf16_matrices(weights_path)},
+                        sort_keys=True)
     return cache.cached_library(
-        json.dumps(config, sort_keys=True), flags,
+        source, flags,
         build=lambda compiler, out: compile_model(
             config_path, out, weights_path, compiler, compile_options))
 
@@ -107,6 +145,7 @@ class CompiledModel:
         if library_path is None:
             library_path = cached_library(self.config, config_path,
                                           weights_path, compile_options)
+        self._library_path = os.fspath(library_path)
         self._api = _load_api(library_path)
         self._handle = self._api.gdn_model_load(
             os.fsencode(os.fspath(weights_path)))

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ extern "C" {
 void _gdn_packed_gdn_forward_step(void **descriptors);
 extern const char _gdn_model_description[];
 extern const char _gdn_model_default_weights[];
+extern const char _gdn_model_bf16_weights[];
 }
 
 namespace {
@@ -152,9 +154,10 @@ int failAllocation(llvm::StringRef what, llvm::ArrayRef<int64_t> shape) {
 struct gdn_model {
   ModelConfig config;
   WeightFiles file;
-  /// f32 copies of weights that are bf16, not 4-byte aligned, or where
-  /// the step cannot read the mapped file (a GPU).
+  /// Copies of weights whose stored type is not the step's, that are not
+  /// aligned, or where the step cannot read the mapped file (a GPU).
   std::vector<FloatBuffer> converted;
+  std::vector<Buffer<uint16_t>> convertedBf16;
   /// The weights do not move: their descriptors are built once, at load.
   std::vector<Descriptor> weights;
   std::vector<Cache> caches, next;
@@ -189,14 +192,38 @@ static std::vector<Cache> emptyCaches(const ModelConfig &config) {
   return caches;
 }
 
+/// bf16 is the high half of an f32.
+static float widenBf16(uint16_t half) {
+  uint32_t word = uint32_t(half) << 16;
+  float value;
+  std::memcpy(&value, &word, sizeof(value));
+  return value;
+}
+
+/// Rounds to the nearest bf16, ties to even (NaN stays NaN).
+static uint16_t roundToBf16(float value) {
+  uint32_t word;
+  std::memcpy(&word, &value, sizeof(word));
+  if (std::isnan(value))
+    return uint16_t((word >> 16) | 0x40);
+  word += 0x7fff + ((word >> 16) & 1);
+  return uint16_t(word >> 16);
+}
+
 /// "element i ([a, b, ...]) is nan" for the first value of a tensor of
-/// `shape` that is not finite, if any.
+/// `shape` (f32, or bf16 when `bf16`) that is not finite, if any.
 static std::optional<std::string>
-firstNonFinite(const float *values, llvm::ArrayRef<int64_t> shape) {
+firstNonFinite(const void *data, llvm::ArrayRef<int64_t> shape, bool bf16) {
   int64_t count = checkedProduct(shape);
   for (int64_t i = 0; i < count; ++i) {
     float value;
-    std::memcpy(&value, values + i, sizeof(float));
+    if (bf16) {
+      uint16_t half;
+      std::memcpy(&half, static_cast<const char *>(data) + 2 * i, 2);
+      value = widenBf16(half);
+    } else {
+      std::memcpy(&value, static_cast<const char *>(data) + 4 * i, 4);
+    }
     if (std::isfinite(value))
       continue;
     std::string index;
@@ -239,15 +266,45 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
   model->file = std::move(*file);
   model->caches = emptyCaches(model->config);
   model->next = emptyCaches(model->config);
+  // The matrices the step reads as bf16 (gdn-compile --weights-dtype).
+  std::set<std::string> bf16Weights;
+  for (llvm::StringRef rest = _gdn_model_bf16_weights; !rest.empty();) {
+    auto [line, next] = rest.split('\n');
+    if (!line.empty())
+      bf16Weights.insert(line.str());
+    rest = next;
+  }
   // The step takes the weights in the order of the sorted names.
   for (const auto &[name, shape] : expectedWeightShapes(model->config)) {
     const SafetensorsTensor &tensor = *model->file.find(name);
     int64_t count = checkedProduct(shape);
     const char *bytes = tensor.bytes.data();
     const void *data = bytes;
-    if (tensor.dtype == "F32" && gdn::model::stepReadsMappedFiles() &&
-        reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0) {
+    bool stepBf16 = bf16Weights.count(name) != 0;
+    bool mappable = gdn::model::stepReadsMappedFiles() &&
+                    reinterpret_cast<uintptr_t>(bytes) %
+                            (stepBf16 ? alignof(uint16_t) : alignof(float)) ==
+                        0;
+    if (mappable && tensor.dtype == (stepBf16 ? "BF16" : "F32")) {
       model->weights.emplace_back(bytes, shape);
+    } else if (stepBf16) {
+      Buffer<uint16_t> values;
+      if (!values.resize(count)) {
+        failAllocation("weight " + name, shape);
+        return nullptr;
+      }
+      if (tensor.dtype == "BF16") {
+        std::memcpy(values.data(), bytes, count * sizeof(uint16_t));
+      } else { // F32 rounded, for a library compiled from bf16 weights.
+        for (int64_t i = 0; i < count; ++i) {
+          float value;
+          std::memcpy(&value, bytes + 4 * i, 4);
+          values.data()[i] = roundToBf16(value);
+        }
+      }
+      data = values.data();
+      model->convertedBf16.push_back(std::move(values));
+      model->weights.emplace_back(data, shape);
     } else {
       FloatBuffer values;
       if (!values.resize(count)) {
@@ -256,12 +313,11 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
       }
       if (tensor.dtype == "F32") {
         std::memcpy(values.data(), bytes, count * sizeof(float));
-      } else { // BF16: the high half of an f32.
+      } else {
         for (int64_t i = 0; i < count; ++i) {
           uint16_t half;
           std::memcpy(&half, bytes + 2 * i, 2);
-          uint32_t word = uint32_t(half) << 16;
-          std::memcpy(&values.data()[i], &word, 4);
+          values.data()[i] = widenBf16(half);
         }
       }
       data = values.data();
@@ -269,8 +325,7 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
       model->weights.emplace_back(data, shape);
     }
     // A NaN or Inf weight would only show as garbage tokens later.
-    if (std::optional<std::string> bad =
-            firstNonFinite(static_cast<const float *>(data), shape)) {
+    if (std::optional<std::string> bad = firstNonFinite(data, shape, stepBf16)) {
       fail("weights " + std::string(path) + ": " + name + ": " + *bad +
            "; weights must be finite");
       return nullptr;

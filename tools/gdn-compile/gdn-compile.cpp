@@ -34,6 +34,17 @@ static cl::OptionCategory compileCategory("gdn-compile options");
 
 static cl::opt<std::string> inputFilename(cl::cat(compileCategory), cl::Positional,
                                           cl::desc("<input .mlir file or model .json>"));
+enum class WeightsDtype { Auto, F32 };
+static cl::opt<WeightsDtype> weightsDtype(
+    cl::cat(compileCategory), "weights-dtype",
+    cl::desc("Element type of a model's weight matrices in the compiled "
+             "step"),
+    cl::init(WeightsDtype::Auto),
+    cl::values(clEnumValN(WeightsDtype::Auto, "auto",
+                          "as stored: BF16 matrices are read as bf16 and "
+                          "widened in registers"),
+               clEnumValN(WeightsDtype::F32, "f32",
+                          "f32 (BF16 files are widened once, at load)")));
 static cl::opt<std::string> outputFilename(cl::cat(compileCategory), "o", cl::desc("Output file"),
                                            cl::value_desc("path"));
 static cl::opt<CompileTarget> target(cl::cat(compileCategory), 
@@ -188,8 +199,9 @@ int main(int argc, char **argv) {
   if (isModel) {
     // A model description and its weights: validated, then the model's
     // prefill graph is built as gdn IR.
-    llvm::Expected<ModelInput> model = loadModelInput(
-        inputFilename, input->getBuffer(), weightsFilename);
+    llvm::Expected<ModelInput> model =
+        loadModelInput(inputFilename, input->getBuffer(), weightsFilename,
+                       weightsDtype == WeightsDtype::Auto);
     if (!model)
       return optionError(llvm::toString(model.takeError()));
     if (emitAction == EmitAction::ModelSummary) {

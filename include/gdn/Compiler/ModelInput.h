@@ -18,6 +18,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <set>
 #include <string>
 
 namespace mlir::gdn {
@@ -30,6 +31,9 @@ struct ModelInput {
   std::string descriptionText;
   ModelConfig config;
   WeightFiles weights;
+  /// The matrices the compiled step reads as bf16: those stored as BF16
+  /// (unless the compile asks for f32 weights).
+  std::set<std::string> bf16Weights;
 };
 
 /// The weights file of a description that names none: model.safetensors
@@ -39,9 +43,12 @@ std::string defaultWeightsPath(StringRef descriptionPath);
 /// Parses the description and checks the weights at `weightsPath` (the
 /// default path when empty) against it; the error names the JSON field or
 /// the tensor and the expected and actual shapes.
+/// With `keepBf16`, the BF16 matrices stay bf16 in the compiled step
+/// (isBf16Candidate); otherwise every weight is f32 there.
 llvm::Expected<ModelInput> loadModelInput(StringRef descriptionPath,
                                           StringRef descriptionText,
-                                          StringRef weightsPath);
+                                          StringRef weightsPath,
+                                          bool keepBf16 = true);
 
 /// Layers, parameters and the cache per sequence at the maximum context
 /// (gdn-compile --emit=summary).

@@ -115,6 +115,13 @@ std::vector<CacheLayout> cacheLayouts(const ModelConfig &config);
 /// "gdn", "mla", "qwen_gdn" or "attention".
 const char *layerKindName(LayerKind kind);
 
+/// Whether a weight of this shape may stay bf16 in the compiled step: the
+/// matrices (projections, embeddings, LM head), which hold nearly all the
+/// bytes; vectors and conv kernels are widened to f32 once, at load.
+inline bool isBf16Candidate(llvm::ArrayRef<int64_t> shape) {
+  return shape.size() == 2;
+}
+
 /// The weight names of `config` and their shapes (docs/model-description.md).
 std::map<std::string, llvm::SmallVector<int64_t>>
 expectedWeightShapes(const ModelConfig &config);

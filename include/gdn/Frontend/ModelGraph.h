@@ -8,6 +8,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <set>
+#include <string>
+
 namespace mlir::gdn {
 
 /// The prefill function of a model as gdn IR on tensors:
@@ -31,9 +34,13 @@ namespace mlir::gdn {
 /// state [B, H, D, D]; for an MLA layer the latents [B, P, kv_lora_rank]
 /// and RoPE keys [B, P, qk_rope_head_dim] of the P tokens so far. The
 /// returned MLA caches hold P + T tokens.
-FailureOr<OwningOpRef<ModuleOp>> buildModelPrefill(MLIRContext *context,
-                                                  const ModelConfig &config,
-                                                  Location loc);
+///
+/// The weights named in `bf16Weights` (matrices only: isBf16Candidate) are
+/// bf16 tensors, read as they are stored and widened where they are used;
+/// all others are f32.
+FailureOr<OwningOpRef<ModuleOp>>
+buildModelPrefill(MLIRContext *context, const ModelConfig &config,
+                  Location loc, const std::set<std::string> &bf16Weights = {});
 
 /// The types of the caches of @gdn_forward_step, two per layer.
 SmallVector<RankedTensorType> modelCacheTypes(MLIRContext *context,
@@ -43,8 +50,11 @@ SmallVector<RankedTensorType> modelCacheTypes(MLIRContext *context,
 /// the model description (JSON) as @_gdn_model_description and the path of
 /// the weights to load by default as @_gdn_model_default_weights, both
 /// zero-terminated constant llvm.mlir.global arrays.
+/// The names of the weights the step takes as bf16 follow as
+/// @_gdn_model_bf16_weights, one per line.
 void embedModelStrings(ModuleOp module, StringRef description,
-                       StringRef defaultWeights);
+                       StringRef defaultWeights,
+                       const std::set<std::string> &bf16Weights);
 
 } // namespace mlir::gdn
 

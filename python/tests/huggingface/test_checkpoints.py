@@ -6,12 +6,14 @@ with vision and mtp tensors to ignore) and dense qwen3_next."""
 
 import json
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
 
 import gdn
-from gdn import reference
+from gdn import cache, reference, safetensors
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "test",
                         "fixtures", "huggingface")
@@ -72,3 +74,35 @@ def test_cache_bytes_follow_the_config(checkpoint):
         compiled.position * text["num_key_value_heads"] * text["head_dim"])
     assert compiled.cache_nbytes() == {"gdn": gdn_bytes,
                                        "mla": attention_bytes}
+
+
+def test_bf16_checkpoint_reads_its_matrices_as_bf16(tmp_path):
+    """A checkpoint saved in bf16 compiles to a step that reads its matrices
+    as bf16 (no f32 copy): the same logits as the f32 step on the widened
+    weights, and within bf16 rounding of transformers' f32 logits."""
+    folder = os.path.join(FIXTURES, "qwen3_5_text")
+    shutil.copy(os.path.join(folder, "config.json"), tmp_path)
+    safetensors.save(str(tmp_path / "model.safetensors"),
+                     safetensors.load(os.path.join(folder,
+                                                   "model.safetensors")),
+                     "bf16")
+    summary = subprocess.run(
+        [cache.find_compiler(), str(tmp_path), "--emit=summary", "-o", "-"],
+        capture_output=True, text=True, check=True).stdout
+    assert "40 matrices stay bf16 in the step" in summary, summary
+    bf16_step = gdn.CompiledModel(tmp_path)
+    f32_step = gdn.CompiledModel(
+        tmp_path, library_path=gdn.CompiledModel(folder)._library_path)
+    expected = np.load(os.path.join(folder, "reference.npz"))
+    ids = expected["prompt_a"]
+    bf16_logits, f32_logits = bf16_step.prefill(ids), f32_step.prefill(ids)
+    _close(bf16_logits, f32_logits, "bf16 step against f32 step")
+    ratio, _ = reference.relative_error(bf16_logits,
+                                        expected["prefill_logits_a"])
+    assert ratio <= 5e-2, ratio
+    for _ in range(3):
+        token = bf16_logits[:, -1].argmax(-1) if bf16_logits.ndim == 3 \
+            else bf16_logits.argmax(-1)
+        bf16_logits, f32_logits = (bf16_step.decode(token),
+                                   f32_step.decode(token))
+        _close(bf16_logits, f32_logits, "decode")

@@ -330,11 +330,16 @@ LogicalResult GatedDeltaNetOp::verify() {
     return index == NumWeights + 1 ? "operand 'conv_state'"
                                    : "operand 'initial_state'";
   };
-  for (auto [index, value] : llvm::enumerate(getOperands()))
-    if (getTensorElementType(value.getType()) != f32)
-      return emitOpError() << operandName(index)
-                           << " must have element type f32, but got "
+  for (auto [index, value] : llvm::enumerate(getOperands())) {
+    bool matrix = index >= 1 && index <= NumWeights &&
+                  cast<RankedTensorType>(value.getType()).getRank() == 2;
+    if (getTensorElementType(value.getType()) != f32 &&
+        !(matrix && isWeightMatrixElementType(
+                        getTensorElementType(value.getType()))))
+      return emitOpError() << operandName(index) << " must have element type "
+                           << (matrix ? "f32 or bf16" : "f32") << ", but got "
                            << getTensorElementType(value.getType());
+  }
   for (Value result : getResults())
     if (getTensorElementType(result.getType()) != f32)
       return emitOpError() << "results must have element type f32, but got "
@@ -348,6 +353,21 @@ LogicalResult GatedDeltaNetOp::verify() {
 
 /// All operands and results must be f32 tensors, except those named in
 /// `except`.
+bool mlir::gdn::isWeightMatrixElementType(Type type) {
+  return type.isF32() || type.isBF16();
+}
+
+LogicalResult mlir::gdn::verifyWeightMatrices(
+    Operation *op, ArrayRef<std::pair<StringRef, Value>> values) {
+  for (auto [name, value] : values)
+    if (!isWeightMatrixElementType(getTensorElementType(value.getType())))
+      return op->emitOpError() << "'" << name
+                               << "' must have element type f32 or bf16, but "
+                                  "got "
+                               << getTensorElementType(value.getType());
+  return success();
+}
+
 LogicalResult mlir::gdn::verifyF32(Operation *op,
                                     ArrayRef<std::pair<StringRef, Value>> values) {
   Type f32 = Float32Type::get(op->getContext());
@@ -385,10 +405,11 @@ LogicalResult SwiGluMlpOp::verify() {
       failed(contract.check("weight", "up", getUp().getType(), {"F", "D"})) ||
       failed(contract.check("weight", "down", getDown().getType(), {"D", "F"})))
     return failure();
-  return verifyF32(*this, {{"x", getX()},
-                           {"gate", getGate()},
-                           {"up", getUp()},
-                           {"down", getDown()}});
+  if (failed(verifyWeightMatrices(*this, {{"gate", getGate()},
+                                          {"up", getUp()},
+                                          {"down", getDown()}})))
+    return failure();
+  return verifyF32(*this, {{"x", getX()}, {"y", getY()}});
 }
 
 LogicalResult EmbedOp::verify() {
@@ -401,7 +422,9 @@ LogicalResult EmbedOp::verify() {
   if (!getTensorElementType(getIds().getType()).isInteger(64))
     return emitOpError() << "operand 'ids' must have element type i64, but got "
                          << getTensorElementType(getIds().getType());
-  return verifyF32(*this, {{"table", getTable()}, {"y", getY()}});
+  if (failed(verifyWeightMatrices(*this, {{"table", getTable()}})))
+    return failure();
+  return verifyF32(*this, {{"y", getY()}});
 }
 
 LogicalResult LmHeadOp::verify() {
@@ -412,9 +435,9 @@ LogicalResult LmHeadOp::verify() {
       failed(contract.check("result", "logits", getLogits().getType(),
                             {"B", "T", "vocab"})))
     return failure();
-  return verifyF32(*this, {{"x", getX()},
-                           {"weight", getWeight()},
-                           {"logits", getLogits()}});
+  if (failed(verifyWeightMatrices(*this, {{"weight", getWeight()}})))
+    return failure();
+  return verifyF32(*this, {{"x", getX()}, {"logits", getLogits()}});
 }
 
 //===----------------------------------------------------------------------===//
@@ -471,8 +494,10 @@ LogicalResult MlaOp::verify() {
                          << ", but got " << getWeights().size();
   for (auto [weight, entry] : llvm::zip_equal(getWeights(), expected)) {
     auto weightType = cast<RankedTensorType>(weight.getType());
-    if (weightType.getShape() != ArrayRef<int64_t>(entry.second) ||
-        !weightType.getElementType().isF32())
+    bool elementOk = weightType.getElementType().isF32() ||
+                     (entry.second.size() == 2 &&
+                      isWeightMatrixElementType(weightType.getElementType()));
+    if (weightType.getShape() != ArrayRef<int64_t>(entry.second) || !elementOk)
       return emitOpError() << "weight '" << entry.first << "' must be "
                            << RankedTensorType::get(
                                   entry.second, Float32Type::get(getContext()))

@@ -9,8 +9,8 @@ using namespace mlir::gdn;
 /// Beyond any published model, far from overflow in the lowerings.
 static constexpr int64_t kMaxQwenSize = int64_t(1) << 17;
 
-/// Checks `weights` against `expected` (name, shape) one by one: f32 and
-/// exactly that shape.
+/// Checks `weights` against `expected` (name, shape) one by one: exactly
+/// that shape, f32 (or bf16 for matrices).
 static LogicalResult
 verifyWeights(Operation *op, ValueRange weights,
               ArrayRef<std::pair<StringRef, SmallVector<int64_t>>> expected) {
@@ -20,8 +20,10 @@ verifyWeights(Operation *op, ValueRange weights,
   Type f32 = Float32Type::get(op->getContext());
   for (auto [weight, entry] : llvm::zip_equal(weights, expected)) {
     auto type = cast<RankedTensorType>(weight.getType());
-    if (type.getShape() != ArrayRef<int64_t>(entry.second) ||
-        type.getElementType() != f32)
+    bool elementOk = type.getElementType() == f32 ||
+                     (entry.second.size() == 2 &&
+                      isWeightMatrixElementType(type.getElementType()));
+    if (type.getShape() != ArrayRef<int64_t>(entry.second) || !elementOk)
       return op->emitOpError()
              << "weight '" << entry.first << "' must be "
              << RankedTensorType::get(entry.second, f32) << ", but got "

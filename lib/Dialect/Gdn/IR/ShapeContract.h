@@ -57,6 +57,13 @@ LogicalResult verifySizeAttrs(Operation *op,
                               ArrayRef<std::pair<StringRef, int64_t>> sizes,
                               int64_t maximum);
 
+/// Weight matrices (projections, embedding tables, LM heads) may be f32 or
+/// bf16: bf16 ones are widened where they are read.
+bool isWeightMatrixElementType(Type type);
+LogicalResult
+verifyWeightMatrices(Operation *op,
+                     ArrayRef<std::pair<StringRef, Value>> values);
+
 /// All of `values` must be f32 tensors; the error names the first that is
 /// not.
 LogicalResult verifyF32(Operation *op,

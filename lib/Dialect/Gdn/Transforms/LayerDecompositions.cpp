@@ -202,9 +202,10 @@ struct EmbedDecomposition : LayerDecomposition<EmbedDecomposition, EmbedOp> {
           Value row =
               arith::IndexCastOp::create(nb, nl, nb.getIndexType(), args[0]);
           Value column = linalg::IndexOp::create(nb, nl, 2);
-          return tensor::ExtractOp::create(nb, nl, table,
-                                           ValueRange{row, column})
-              .getResult();
+          Value entry = tensor::ExtractOp::create(nb, nl, table,
+                                                  ValueRange{row, column});
+          // A bf16 table is widened entry by entry.
+          return convertFloat(nb, nl, entry, nb.getF32Type());
         });
     return castToTypes(b, loc, y, op->getResultTypes());
   }
