@@ -20,6 +20,8 @@ The package, one module per responsibility:
 - gdn.compiled_model: the compiled model (gdn.CompiledModel: prefill and
   cached decode);
 - gdn.safetensors: the safetensors format;
+- gdn.tokenizer: the byte-level BPE tokenizer of Qwen models
+  (gdn.Tokenizer, over libgdn-tokenizer.so);
 - gdn.cuda: prebuilt CUDA kernels on torch tensors (import gdn.cuda; not
   loaded by `import gdn`).
 
@@ -32,6 +34,7 @@ from . import inputs, reference  # noqa: F401
 from . import model, safetensors  # noqa: F401
 from .compiled_model import CompiledModel  # noqa: F401
 from .compiled import delta_rule, delta_rule_step  # noqa: F401
+from .tokenizer import Tokenizer  # noqa: F401
 from .layers import (  # noqa: F401
     GatedDeltaNetLayer, gated_deltanet_reference, init_gated_deltanet)
 
