@@ -242,6 +242,8 @@ LogicalResult writeModelDirectory(ModuleOp module,
   // The library's libcuda.so.1 resolves against the toolkit's stub here.
   if (options.target == CompileTarget::CUDA)
     mainArgs.append({"-L" + options.cudaRoot + "/lib64/stubs", "-lcuda"});
+  mainArgs.append(options.modelTokenizerLibraries.begin(),
+                  options.modelTokenizerLibraries.end());
   mainArgs.append(llvmSupportLibraries(options));
   if (failed(runLinker(module, options, mainArgs,
                        inDir(kModelExecutableName))))
@@ -326,9 +328,12 @@ static LogicalResult checkModelRuntimeFiles(ModuleOp module,
   StringRef runtime = options.target == CompileTarget::CUDA
                           ? StringRef(options.modelCudaRuntimeLibrary)
                           : StringRef(options.modelRuntimeLibrary);
-  for (StringRef file :
-       {runtime, StringRef(options.modelDescriptionLibrary),
-        StringRef(options.modelMainLibrary), StringRef(options.modelHeader)})
+  SmallVector<StringRef> files = {runtime, options.modelDescriptionLibrary,
+                                  options.modelMainLibrary,
+                                  options.modelHeader};
+  files.append(options.modelTokenizerLibraries.begin(),
+               options.modelTokenizerLibraries.end());
+  for (StringRef file : files)
     if (!llvm::sys::fs::exists(file))
       return module.emitError()
              << "the model runtime file '" << file

@@ -44,9 +44,18 @@ mlir::gdn::loadModelInput(StringRef descriptionPath, StringRef descriptionText,
     for (const auto &[name, shape] : expectedWeightShapes(*config))
       if (isBf16Candidate(shape) && file->find(name)->dtype == "BF16")
         bf16Weights.insert(name);
+  std::string tokenizer;
+  if (!config->modelType.empty()) {
+    llvm::SmallString<256> path(llvm::sys::path::parent_path(descriptionPath));
+    llvm::sys::path::append(path, "tokenizer.json");
+    if (llvm::sys::fs::is_regular_file(path)) {
+      llvm::sys::fs::make_absolute(path);
+      tokenizer = std::string(path);
+    }
+  }
   return ModelInput{descriptionPath.str(), descriptionText.str(),
                     std::move(*config), std::move(*file),
-                    std::move(bf16Weights)};
+                    std::move(bf16Weights), std::move(tokenizer)};
 }
 
 void mlir::gdn::printModelSummary(const ModelInput &model,
@@ -92,6 +101,8 @@ void mlir::gdn::printModelSummary(const ModelInput &model,
      << (model.weights.files().size() == 1 ? "" : "s") << "); "
      << model.bf16Weights.size()
      << " matrices stay bf16 in the step, the rest is f32\n";
+  if (!model.tokenizerPath.empty())
+    os << "tokenizer: " << model.tokenizerPath << "\n";
   for (const auto &[prefix, count] : ignoredWeights(config, model.weights))
     os << "ignored: " << count << " tensors " << prefix
        << "* (not part of the text model)\n";
@@ -108,6 +119,6 @@ mlir::gdn::buildModelModule(MLIRContext *context, const ModelInput &model) {
   llvm::SmallString<256> absoluteWeights(model.weights.path());
   llvm::sys::fs::make_absolute(absoluteWeights);
   embedModelStrings(**built, model.descriptionText, absoluteWeights,
-                    model.bf16Weights);
+                    model.bf16Weights, model.tokenizerPath);
   return std::move(*built);
 }

@@ -223,7 +223,8 @@ mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
 
 void mlir::gdn::embedModelStrings(ModuleOp module, StringRef description,
                                   StringRef defaultWeights,
-                                  const std::set<std::string> &bf16Weights) {
+                                  const std::set<std::string> &bf16Weights,
+                                  StringRef tokenizerPath) {
   MLIRContext *context = module.getContext();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   auto addString = [&](StringRef name, StringRef text) {
@@ -241,4 +242,5 @@ void mlir::gdn::embedModelStrings(ModuleOp module, StringRef description,
   for (const std::string &name : bf16Weights)
     names += name + "\n";
   addString("_gdn_model_bf16_weights", names);
+  addString("_gdn_model_tokenizer", tokenizerPath);
 }

@@ -4,11 +4,14 @@
 // weights, prefills a prompt (text for a byte tokenizer, or token ids) for
 // a batch of sequences, decodes N tokens (greedy, or sampled at a
 // temperature with a seed), and prints the tokens, prefill and decode
-// tokens/s and the cache bytes per sequence. Uses only gdn_model.h.
+// tokens/s and the cache bytes per sequence. Uses gdn_model.h, and for the
+// text of a Hugging Face checkpoint's models its tokenizer
+// (gdn_tokenizer.h, linked in).
 //
 //===----------------------------------------------------------------------===//
 
 #include "gdn/Runtime/gdn_model.h"
+#include "gdn/Runtime/gdn_tokenizer.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -36,6 +39,11 @@ static cl::opt<std::string>
                   cl::desc("Safetensors weights (default: the file given "
                            "at compile time)"),
                   cl::value_desc("path"), cl::init(""), cl::cat(category));
+static cl::opt<std::string> tokenizerOption(
+    "tokenizer",
+    cl::desc("tokenizer.json for text prompts (default: the checkpoint's, "
+             "found at compile time)"),
+    cl::value_desc("path"), cl::init(""), cl::cat(category));
 static cl::opt<int64_t> numTokens("n", cl::desc("Tokens to generate"),
                                   cl::init(32), cl::cat(category));
 static cl::alias numTokensLong("tokens", cl::aliasopt(numTokens),
@@ -111,6 +119,65 @@ std::string printable(const std::vector<int64_t> &ids) {
   return text;
 }
 
+/// UTF-8 text as one printable line: escapes for control characters (the
+/// rest of UTF-8 as is).
+std::string printableText(llvm::StringRef text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\\' || c == '"')
+      out += std::string("\\") + char(c);
+    else if (c < 0x20 || c == 0x7f)
+      out += "\\x" + llvm::utohexstr(c, /*LowerCase=*/true, 2);
+    else
+      out += char(c);
+  }
+  return out;
+}
+
+/// The tokenizer of a checkpoint's model, loaded on demand.
+class TextTokenizer {
+public:
+  ~TextTokenizer() { gdn_tokenizer_free(tokenizer); }
+
+  /// Loads `path`; false (with the message in `error`) on failure.
+  bool load(const std::string &path, std::string &error) {
+    tokenizer = gdn_tokenizer_load(path.c_str());
+    if (!tokenizer)
+      error = gdn_tokenizer_last_error();
+    return tokenizer != nullptr;
+  }
+  bool loaded() const { return tokenizer != nullptr; }
+
+  bool encode(llvm::StringRef text, std::vector<int64_t> &ids,
+              std::string &error) {
+    int64_t count =
+        gdn_tokenizer_encode(tokenizer, text.data(), text.size(), nullptr, 0);
+    if (count >= 0) {
+      ids.resize(count);
+      count = gdn_tokenizer_encode(tokenizer, text.data(), text.size(),
+                                   ids.data(), count);
+    }
+    if (count < 0)
+      error = gdn_tokenizer_last_error();
+    return count >= 0;
+  }
+
+  std::string decode(const std::vector<int64_t> &ids) {
+    int64_t size =
+        gdn_tokenizer_decode(tokenizer, ids.data(), ids.size(), nullptr, 0);
+    if (size < 0)
+      return "<" + std::string(gdn_tokenizer_last_error()) + ">";
+    std::string text(size, '\0');
+    gdn_tokenizer_decode(tokenizer, ids.data(), ids.size(), text.data(), size);
+    return text;
+  }
+
+private:
+  gdn_tokenizer *tokenizer = nullptr;
+};
+
 std::string joined(const std::vector<int64_t> &ids) {
   std::string text;
   for (auto [i, id] : llvm::enumerate(ids))
@@ -161,6 +228,15 @@ int main(int argc, char **argv) {
   int64_t vocab = gdn_model_vocab_size(model);
 
   std::vector<int64_t> promptIds;
+  // A checkpoint's tokenizer reads text prompts and shows the generated
+  // text; with --ids it is optional.
+  TextTokenizer text;
+  std::string tokenizerPath = tokenizerOption.empty()
+                                  ? gdn_model_tokenizer_path()
+                                  : tokenizerOption.getValue();
+  std::string tokenizerError;
+  if (!gdn_model_byte_tokenizer(model) && !tokenizerPath.empty())
+    text.load(tokenizerPath, tokenizerError);
   if (!idsOption.empty()) {
     if (!prompt.empty())
       return error("give a prompt text or --ids, not both");
@@ -172,13 +248,24 @@ int main(int argc, char **argv) {
         return error("--ids: '" + part + "' is not an integer");
       promptIds.push_back(id);
     }
-  } else {
-    if (!gdn_model_byte_tokenizer(model))
-      return error("this model has no text tokenizer (\"tokenizer\": "
-                   "\"ids\"): give the prompt with --ids");
+  } else if (gdn_model_byte_tokenizer(model)) {
     for (unsigned char c : std::string(prompt))
       promptIds.push_back(c);
+  } else {
+    if (tokenizerPath.empty())
+      return error("this model has no text tokenizer (a description with "
+                   "\"tokenizer\": \"ids\", or a checkpoint without "
+                   "tokenizer.json): give the prompt with --ids, or a "
+                   "tokenizer.json with --tokenizer");
+    if (!text.loaded())
+      return error(tokenizerError);
+    std::string message;
+    if (!text.encode(prompt, promptIds, message))
+      return error(message);
   }
+  if (!tokenizerError.empty() && !quiet)
+    llvm::errs() << "gdn-model: warning: no generated text: "
+                 << tokenizerError << "\n";
   if (promptIds.empty())
     return error("the prompt is empty");
 
@@ -236,6 +323,9 @@ int main(int argc, char **argv) {
     if (gdn_model_byte_tokenizer(model))
       llvm::outs() << "generated text:   " << label << "\""
                    << printable(generated[b]) << "\"\n";
+    else if (text.loaded())
+      llvm::outs() << "generated text:   " << label << "\""
+                   << printableText(text.decode(generated[b])) << "\"\n";
   }
   llvm::outs() << "prefill: "
                << llvm::format("%.0f", batch * promptLength / prefillSeconds)

@@ -35,6 +35,7 @@ void _gdn_packed_gdn_forward_step(void **descriptors);
 extern const char _gdn_model_description[];
 extern const char _gdn_model_default_weights[];
 extern const char _gdn_model_bf16_weights[];
+extern const char _gdn_model_tokenizer[];
 }
 
 namespace {
@@ -179,6 +180,10 @@ extern "C" const char *gdn_model_default_weights(void) {
 }
 
 extern "C" const char *gdn_model_last_error(void) { return lastError.c_str(); }
+
+extern "C" const char *gdn_model_tokenizer_path(void) {
+  return _gdn_model_tokenizer;
+}
 
 extern "C" const char *gdn_model_device(void) {
   static const std::string name = gdn::model::deviceName();

@@ -245,6 +245,10 @@ int main(int argc, char **argv) {
   options.modelDescriptionLibrary =
       underPrefix({"lib", "libGdnModelDescription.a"});
   options.modelMainLibrary = underPrefix({"lib", "libgdn_model_main.a"});
+  options.modelTokenizerLibraries = {
+      underPrefix({"lib", "libgdn_tokenizer_runtime.a"}),
+      underPrefix({"lib", "libpcre2-8.a"}),
+      underPrefix({"lib", "libutf8proc.a"})};
   options.modelHeader =
       underPrefix({"include", "gdn", "Runtime", "gdn_model.h"});
   return failed(compileModule(*module, options)) ? 1 : 0;

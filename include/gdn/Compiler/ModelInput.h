@@ -34,6 +34,8 @@ struct ModelInput {
   /// The matrices the compiled step reads as bf16: those stored as BF16
   /// (unless the compile asks for f32 weights).
   std::set<std::string> bf16Weights;
+  /// A checkpoint's tokenizer.json beside its config.json, or empty.
+  std::string tokenizerPath;
 };
 
 /// The weights file of a description that names none: model.safetensors

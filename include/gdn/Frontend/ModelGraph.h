@@ -51,10 +51,12 @@ SmallVector<RankedTensorType> modelCacheTypes(MLIRContext *context,
 /// the weights to load by default as @_gdn_model_default_weights, both
 /// zero-terminated constant llvm.mlir.global arrays.
 /// The names of the weights the step takes as bf16 follow as
-/// @_gdn_model_bf16_weights, one per line.
+/// @_gdn_model_bf16_weights, one per line, and the path of the checkpoint's
+/// tokenizer.json (or "") as @_gdn_model_tokenizer.
 void embedModelStrings(ModuleOp module, StringRef description,
                        StringRef defaultWeights,
-                       const std::set<std::string> &bf16Weights);
+                       const std::set<std::string> &bf16Weights,
+                       StringRef tokenizerPath);
 
 } // namespace mlir::gdn
 

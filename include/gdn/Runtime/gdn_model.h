@@ -66,6 +66,11 @@ GDN_MODEL_API int64_t gdn_model_max_context(const gdn_model *model);
 /* 1 if the model's tokenizer is byte-level (token id = byte value). */
 GDN_MODEL_API int gdn_model_byte_tokenizer(const gdn_model *model);
 
+/* The tokenizer.json of a Hugging Face checkpoint, as found beside its
+ * config.json at compile time (absolute path), or "" when there was none;
+ * gdn-model encodes text prompts with it (gdn_tokenizer.h). */
+GDN_MODEL_API const char *gdn_model_tokenizer_path(void);
+
 /* Starts `batch` new sequences from `ids` [batch, tokens] (row-major):
  * forgets the previous ones, computes the logits of every position. */
 GDN_MODEL_API int gdn_model_prefill(gdn_model *model, const int64_t *ids,
@@ -97,7 +102,8 @@ GDN_MODEL_API int64_t gdn_model_position(const gdn_model *model);
 GDN_MODEL_API int64_t gdn_model_batch(const gdn_model *model);
 
 /* Cache bytes of one sequence now: the GDN layers' states (constant) and
- * the MLA layers' latents and RoPE keys (growing with the position). */
+ * the caches that grow with the position (MLA latents and RoPE keys, or
+ * attention keys and values), in `mla_bytes`. */
 GDN_MODEL_API int64_t gdn_model_cache_bytes(const gdn_model *model,
                                             int64_t *gdn_bytes,
                                             int64_t *mla_bytes);
