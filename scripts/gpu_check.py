@@ -21,6 +21,7 @@ on any failure.
 """
 
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -583,6 +584,16 @@ def sanitize(tools, cases, log_dir=None):
     return 1 if bad else 0
 
 
+def cuda_driver_present():
+    """Whether the CUDA driver library loads (the kernels need nothing
+    else)."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -608,6 +619,11 @@ def main():
                         help="with --sanitize: these cases instead of the "
                         "sanitizer cases (repeatable)")
     args = parser.parse_args()
+    if not cuda_driver_present():
+        print("gpu_check.py: no CUDA driver found (libcuda.so.1 cannot be "
+              "loaded): run it on a machine with an NVIDIA GPU",
+              file=sys.stderr)
+        return 2
     if args.sanitize:
         return sanitize(args.sanitize.split(","), args.case or [],
                         args.sanitize_log)

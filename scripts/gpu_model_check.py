@@ -319,6 +319,13 @@ def main():
     parser.add_argument("--sanitize-case", default="",
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        print("gpu_model_check.py: no CUDA driver found (libcuda.so.1 "
+              "cannot be loaded): run it on a machine with an NVIDIA GPU",
+              file=sys.stderr)
+        return 2
     if args.sanitize_case:
         sanitize_case(args.sanitize_case)
         return 0

@@ -30,6 +30,15 @@ gdn.Model is a deprecated alias of gdn.CompiledModel.
 
 import warnings
 
+# The project's version (CMakeLists.txt, project(gdn VERSION ...)); a test
+# keeps the two equal.
+__version__ = "0.6.0"
+
+__all__ = ["CompiledModel", "Tokenizer", "delta_rule", "delta_rule_step",
+           "GatedDeltaNetLayer", "gated_deltanet_reference",
+           "init_gated_deltanet", "inputs", "reference", "model",
+           "safetensors", "__version__"]
+
 from . import inputs, reference  # noqa: F401
 from . import model, safetensors  # noqa: F401
 from .compiled_model import CompiledModel  # noqa: F401

@@ -12,10 +12,12 @@
 
 #include "gdn/Runtime/gdn_model.h"
 #include "gdn/Runtime/gdn_tokenizer.h"
+#include "gdn/Version.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -56,6 +58,24 @@ static cl::opt<double>
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the sampler"),
                               cl::init(0), cl::cat(category));
 static cl::opt<int64_t>
+    topK("top-k",
+         cl::desc("Sample among the k most likely tokens only (0: all)"),
+         cl::init(0), cl::cat(category));
+static cl::opt<double>
+    topP("top-p",
+         cl::desc("Sample among the most likely tokens whose probabilities "
+                  "add up to p (1: all)"),
+         cl::init(1.0), cl::cat(category));
+static cl::opt<bool> ignoreEos(
+    "ignore-eos",
+    cl::desc("Keep generating after the tokenizer's end-of-text token"),
+    cl::init(false), cl::cat(category));
+static cl::opt<bool> noStream(
+    "no-stream",
+    cl::desc("Print the generated text only with the summary, not as it is "
+             "produced"),
+    cl::init(false), cl::cat(category));
+static cl::opt<int64_t>
     batchSize("batch",
               cl::desc("Sequences decoded together (each starts from the "
                        "prompt)"),
@@ -80,26 +100,48 @@ int error(const llvm::Twine &message) {
   return 1;
 }
 
-/// Picks one token per sequence from logits [batch, vocab].
+/// Picks one token per sequence from logits [batch, vocab]: the most
+/// likely (temperature 0), or a sample at the temperature among the top-k
+/// tokens and the smallest set whose probabilities reach top-p.
 class Sampler {
 public:
-  Sampler(double temperature, uint64_t seed)
-      : temperature(temperature), engine(seed) {}
+  Sampler(double temperature, int64_t topK, double topP, uint64_t seed)
+      : temperature(temperature), topK(topK), topP(topP), engine(seed) {}
 
   int64_t sample(const float *logits, int64_t vocab) {
     const float *best = std::max_element(logits, logits + vocab);
     if (temperature == 0)
       return best - logits;
-    std::vector<double> weights(vocab);
+    candidates.resize(vocab);
     for (int64_t i = 0; i < vocab; ++i)
-      weights[i] = std::exp((double(logits[i]) - *best) / temperature);
+      candidates[i] = {std::exp((double(logits[i]) - *best) / temperature), i};
+    int64_t keep = topK > 0 ? std::min(topK, vocab) : vocab;
+    if (keep < vocab || topP < 1.0)
+      std::partial_sort(candidates.begin(), candidates.begin() + keep,
+                        candidates.end(), std::greater<>());
+    if (topP < 1.0) {
+      double total = 0, kept = 0;
+      for (int64_t i = 0; i < keep; ++i)
+        total += candidates[i].first;
+      int64_t n = 0;
+      while (n < keep && kept < topP * total)
+        kept += candidates[n++].first;
+      keep = std::max<int64_t>(n, 1);
+    }
+    weights.resize(keep);
+    for (int64_t i = 0; i < keep; ++i)
+      weights[i] = candidates[i].first;
     std::discrete_distribution<int64_t> pick(weights.begin(), weights.end());
-    return pick(engine);
+    return candidates[pick(engine)].second;
   }
 
 private:
   double temperature;
+  int64_t topK;
+  double topP;
   std::mt19937_64 engine;
+  std::vector<std::pair<double, int64_t>> candidates;
+  std::vector<double> weights;
 };
 
 /// Bytes as printable text: escapes for control and non-ASCII bytes.
@@ -164,6 +206,26 @@ public:
     return count >= 0;
   }
 
+  /// The bytes of one token (a character may span tokens).
+  std::string tokenBytes(int64_t id) {
+    int64_t size = gdn_tokenizer_decode_bytes(tokenizer, &id, 1, nullptr, 0);
+    std::string bytes(std::max<int64_t>(size, 0), '\0');
+    if (size > 0)
+      gdn_tokenizer_decode_bytes(tokenizer, &id, 1, bytes.data(), size);
+    return bytes;
+  }
+
+  /// The end-of-text tokens the tokenizer has.
+  std::vector<int64_t> stopTokens() {
+    std::vector<int64_t> ids;
+    for (const char *token : {"<|endoftext|>", "<|im_end|>"}) {
+      int64_t id = gdn_tokenizer_token_id(tokenizer, token);
+      if (id >= 0)
+        ids.push_back(id);
+    }
+    return ids;
+  }
+
   std::string decode(const std::vector<int64_t> &ids) {
     int64_t size =
         gdn_tokenizer_decode(tokenizer, ids.data(), ids.size(), nullptr, 0);
@@ -176,6 +238,50 @@ public:
 
 private:
   gdn_tokenizer *tokenizer = nullptr;
+};
+
+/// Writes the bytes of generated tokens to stdout as they come, holding
+/// back an incomplete UTF-8 character until its last byte arrives. Control
+/// characters other than newline and tab are shown as U+FFFD: a model's
+/// output may not drive the terminal.
+class TextStream {
+public:
+  void append(llvm::StringRef bytes) {
+    for (unsigned char c : bytes) {
+      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+        pending += "\xef\xbf\xbd";
+      else
+        pending += char(c);
+    }
+    size_t complete = completePrefix(pending);
+    llvm::outs() << llvm::StringRef(pending).take_front(complete);
+    llvm::outs().flush();
+    pending.erase(0, complete);
+  }
+  /// Ends the text: what is left is not UTF-8, shown as U+FFFD.
+  void finish() {
+    if (!pending.empty())
+      llvm::outs() << "\xef\xbf\xbd";
+    llvm::outs() << "\n";
+    pending.clear();
+  }
+
+private:
+  /// The bytes of `s` up to the start of a trailing incomplete sequence.
+  static size_t completePrefix(llvm::StringRef s) {
+    size_t end = s.size();
+    for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+      unsigned char c = s[s.size() - back];
+      if ((c & 0xc0) == 0x80)
+        continue; // a continuation byte: look further back
+      size_t length = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+      if (length > back)
+        end = s.size() - back;
+      break;
+    }
+    return end;
+  }
+  std::string pending;
 };
 
 std::string joined(const std::vector<int64_t> &ids) {
@@ -206,6 +312,8 @@ private:
 
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
+  cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { mlir::gdn::printVersion(os, "gdn-model"); });
   cl::ParseCommandLineOptions(
       argc, argv,
       "gdn-model: generate tokens with a model compiled by gdn-compile\n");
@@ -213,6 +321,11 @@ int main(int argc, char **argv) {
     return error("-n must be >= 0, got " + llvm::Twine(numTokens));
   if (temperature < 0 || !std::isfinite(temperature))
     return error("--temperature must be a finite number >= 0");
+  if (topK < 0)
+    return error("--top-k must be >= 0 (0: all tokens), got " +
+                 llvm::Twine(topK));
+  if (!(topP > 0 && topP <= 1))
+    return error("--top-p must be in (0, 1], got " + llvm::formatv("{0}", double(topP)).str());
   if (batchSize < 1 || batchSize > GDN_MODEL_MAX_BATCH)
     return error("--batch must be 1.." + llvm::Twine(GDN_MODEL_MAX_BATCH) +
                  ", got " + llvm::Twine(batchSize));
@@ -288,26 +401,52 @@ int main(int argc, char **argv) {
     return error(gdn_model_last_error());
   double prefillSeconds = secondsSince(prefillStart);
 
-  Sampler sampler(temperature, seed);
+  Sampler sampler(temperature, topK, topP, seed);
   std::vector<std::vector<int64_t>> generated(batch);
   std::vector<int64_t> next(batch);
+  // A sequence ends at the tokenizer's end-of-text token; the batch stops
+  // when all have.
+  std::vector<int64_t> stops =
+      text.loaded() && !ignoreEos ? text.stopTokens() : std::vector<int64_t>();
+  std::vector<bool> stopped(batch, false);
+  int64_t running = batch;
+  // The text of the first sequence, as it is produced.
+  bool stream = !noStream && (text.loaded() || gdn_model_byte_tokenizer(model));
+  TextStream streamed;
   Progress progress(numTokens);
   auto decodeStart = Clock::now();
-  for (int64_t step = 0; step < numTokens; ++step) {
+  int64_t steps = 0, decoded = 0;
+  for (int64_t step = 0; step < numTokens && running > 0; ++step) {
     int64_t tokens;
     const float *logits = gdn_model_logits(model, nullptr, &tokens);
     for (int64_t b = 0; b < batch; ++b) {
       // The last position of each sequence predicts its next token.
       const float *row = logits + ((b + 1) * tokens - 1) * vocab;
       next[b] = sampler.sample(row, vocab);
+      if (stopped[b])
+        continue;
       generated[b].push_back(next[b]);
+      if (llvm::is_contained(stops, next[b])) {
+        stopped[b] = true;
+        --running;
+        continue;
+      }
+      if (b == 0 && stream)
+        streamed.append(text.loaded() ? text.tokenBytes(next[b])
+                                      : std::string(1, char(next[b])));
     }
+    steps = step + 1;
     // The last token needs no logits of its own.
-    if (step + 1 < numTokens && gdn_model_decode(model, next.data()))
-      return error(gdn_model_last_error());
+    if (step + 1 < numTokens && running > 0) {
+      if (gdn_model_decode(model, next.data()))
+        return error(gdn_model_last_error());
+      ++decoded;
+    }
     progress.update(step + 1);
   }
   double decodeSeconds = secondsSince(decodeStart);
+  if (stream)
+    streamed.finish();
 
   llvm::outs() << "device:           " << gdn_model_device() << "\n";
   llvm::outs() << "weights loaded in "
@@ -331,14 +470,16 @@ int main(int argc, char **argv) {
                << llvm::format("%.0f", batch * promptLength / prefillSeconds)
                << " tokens/s ("
                << llvm::format("%.1f", prefillSeconds * 1e3) << " ms)\n";
-  if (numTokens > 1)
+  if (decoded > 0)
     llvm::outs() << "decode:  "
-                 << llvm::format("%.0f",
-                                 batch * (numTokens - 1) / decodeSeconds)
+                 << llvm::format("%.0f", batch * decoded / decodeSeconds)
                  << " tokens/s ("
-                 << llvm::format("%.2f",
-                                 decodeSeconds * 1e3 / (numTokens - 1))
+                 << llvm::format("%.2f", decodeSeconds * 1e3 / decoded)
                  << " ms per step)\n";
+  if (steps < numTokens)
+    llvm::outs() << "stopped: every sequence reached an end-of-text token "
+                    "after "
+                 << steps << " of " << numTokens << " tokens\n";
   int64_t gdnBytes, mlaBytes;
   int64_t cacheBytes = gdn_model_cache_bytes(model, &gdnBytes, &mlaBytes);
   llvm::outs() << "cache:   " << cacheBytes << " bytes per sequence (GDN "

@@ -10,6 +10,7 @@
 #include "gdn/Compiler/PipelineFlags.h"
 #include "gdn/Compiler/OutputFile.h"
 #include "gdn/InitAllGdn.h"
+#include "gdn/Version.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -102,6 +103,8 @@ int main(int argc, char **argv) {
   CompileOptions options;
   PipelineFlags pipelineFlags(compileCategory);
   cl::HideUnrelatedOptions(compileCategory);
+  cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { printVersion(os, "gdn-compile"); });
   cl::ParseCommandLineOptions(argc, argv,
                               "gdn-compile: compile gdn modules and model "
                               "descriptions to code\n\n"

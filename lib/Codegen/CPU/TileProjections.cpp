@@ -20,16 +20,21 @@ using namespace mlir::gdn;
 namespace {
 constexpr StringLiteral kTilingAttr = "gdn.projection_tiling";
 
-/// A projection: f32 x [B, T, I] times a static weight [O, I] into
-/// [B, T, O] on tensors (getProjectionIndexingMaps).
+/// A projection: f32 x [B, T, I] times a static weight [O, I] (f32, or
+/// bf16 widened where it is read) into [B, T, O] on tensors
+/// (getProjectionIndexingMaps).
 bool isProjection(linalg::ContractOp op) {
   if (!op.hasPureTensorSemantics() ||
       op.getIndexingMaps() != getProjectionIndexingMaps(op.getContext()))
     return false;
+  auto x = dyn_cast<RankedTensorType>(op.getInputs()[0].getType());
   auto weight = dyn_cast<RankedTensorType>(op.getInputs()[1].getType());
   auto acc = dyn_cast<RankedTensorType>(op.getOutputs()[0].getType());
-  return weight && acc && weight.hasStaticShape() &&
-         weight.getElementType().isF32() && acc.getElementType().isF32();
+  return x && weight && acc && weight.hasStaticShape() &&
+         x.getElementType().isF32() &&
+         (weight.getElementType().isF32() ||
+          weight.getElementType().isBF16()) &&
+         acc.getElementType().isF32();
 }
 
 /// Builds the tiled form of one projection: the tokens of each sequence in
@@ -127,15 +132,27 @@ private:
          b.getNamedAttr("row_tile", b.getI64IntegerAttr(rowTile))});
   }
 
+  /// The weight as [I, O] f32: transposed once per call, and a bf16 weight
+  /// widened in the same pass (the tiles' matmul schedule is f32).
+  Value transposedWeight(OpBuilder &tb) {
+    Value empty = createEmpty(
+        tb, loc, {tb.getIndexAttr(inputs), tb.getIndexAttr(outputs)}, f32);
+    if (cast<RankedTensorType>(weight.getType()).getElementType().isF32())
+      return linalg::TransposeOp::create(tb, loc, weight, empty,
+                                         ArrayRef<int64_t>{1, 0})
+          .getResult()[0];
+    AffineMap swapped = AffineMap::getPermutationMap(
+        ArrayRef<unsigned>{1, 0}, tb.getContext());
+    return buildGeneric(
+        tb, loc, weight, empty, {swapped, tb.getMultiDimIdentityMap(2)},
+        {utils::IteratorType::parallel, utils::IteratorType::parallel},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          return convertFloat(nb, nl, args[0], nb.getF32Type());
+        });
+  }
+
   Value staticTiles(OpBuilder &tb, Value batch, Value tokens, Value tiled) {
-    Value transposed =
-        linalg::TransposeOp::create(
-            tb, loc, weight,
-            createEmpty(tb, loc,
-                        {tb.getIndexAttr(inputs), tb.getIndexAttr(outputs)},
-                        f32),
-            ArrayRef<int64_t>{1, 0})
-            .getResult()[0];
+    Value transposed = transposedWeight(tb);
     auto tileProduct = [&](OpBuilder &nb, Value acc, Value sequence,
                            Value first, int64_t rows) {
       return linalg::MatmulOp::create(
