@@ -48,3 +48,23 @@ func.func @not_projections(%x: tensor<?x?x32xf32>, %w: tensor<?x32xf32>, %wt: te
   %1 = linalg.contract indexing_maps = [#x, #wt, #y] ins(%x, %wt : tensor<?x?x32xf32>, tensor<32x48xf32>) outs(%init : tensor<?x?x48xf32>) -> tensor<?x?x48xf32>
   return %0, %1 : tensor<?x?x48xf32>, tensor<?x?x48xf32>
 }
+
+// -----
+
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+
+// A bf16 weight: widened to f32 as it is transposed for the tiles, read as
+// bf16 by the remainder contraction.
+// CHECK-LABEL: func.func @bf16_projection
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}} : tensor<48x32xbf16>) outs(%{{.*}} : tensor<32x48xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<64x32xf32>, tensor<32x48xf32>)
+// CHECK: linalg.contract
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<?x?x32xf32>, tensor<48x32xbf16>)
+func.func @bf16_projection(%x: tensor<?x?x32xf32>, %w: tensor<48x32xbf16>, %init: tensor<?x?x48xf32>) -> tensor<?x?x48xf32> {
+  %0 = linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : tensor<?x?x32xf32>, tensor<48x32xbf16>) outs(%init : tensor<?x?x48xf32>) -> tensor<?x?x48xf32>
+  return %0 : tensor<?x?x48xf32>
+}
