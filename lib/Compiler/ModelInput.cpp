@@ -21,7 +21,7 @@ std::string mlir::gdn::defaultWeightsPath(StringRef descriptionPath) {
 
 llvm::Expected<ModelInput>
 mlir::gdn::loadModelInput(StringRef descriptionPath, StringRef descriptionText,
-                          StringRef weightsPath, bool keepBf16) {
+                          StringRef weightsPath, MatrixDtype matrices) {
   llvm::Expected<ModelConfig> config = parseModelConfig(descriptionText);
   if (!config)
     return llvm::createStringError(descriptionPath + ": " +
@@ -40,10 +40,12 @@ mlir::gdn::loadModelInput(StringRef descriptionPath, StringRef descriptionText,
   if (llvm::Error error = validateWeights(*config, *file))
     return std::move(error);
   std::set<std::string> bf16Weights;
-  if (keepBf16)
-    for (const auto &[name, shape] : expectedWeightShapes(*config))
-      if (isBf16Candidate(shape) && file->find(name)->dtype == "BF16")
-        bf16Weights.insert(name);
+  for (const auto &[name, shape] : expectedWeightShapes(*config))
+    if (isBf16Candidate(shape) &&
+        (matrices == MatrixDtype::BF16 ||
+         (matrices == MatrixDtype::AsStored &&
+          file->find(name)->dtype == "BF16")))
+      bf16Weights.insert(name);
   std::string tokenizer;
   if (!config->modelType.empty()) {
     llvm::SmallString<256> path(llvm::sys::path::parent_path(descriptionPath));

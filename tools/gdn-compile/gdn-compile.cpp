@@ -35,7 +35,7 @@ static cl::OptionCategory compileCategory("gdn-compile options");
 
 static cl::opt<std::string> inputFilename(cl::cat(compileCategory), cl::Positional,
                                           cl::desc("<input .mlir file or model .json>"));
-enum class WeightsDtype { Auto, F32 };
+enum class WeightsDtype { Auto, F32, BF16 };
 static cl::opt<WeightsDtype> weightsDtype(
     cl::cat(compileCategory), "weights-dtype",
     cl::desc("Element type of a model's weight matrices in the compiled "
@@ -45,7 +45,9 @@ static cl::opt<WeightsDtype> weightsDtype(
                           "as stored: BF16 matrices are read as bf16 and "
                           "widened in registers"),
                clEnumValN(WeightsDtype::F32, "f32",
-                          "f32 (BF16 files are widened once, at load)")));
+                          "f32 (BF16 files are widened once, at load)"),
+               clEnumValN(WeightsDtype::BF16, "bf16",
+                          "bf16 (F32 files are rounded once, at load)")));
 static cl::opt<std::string> outputFilename(cl::cat(compileCategory), "o", cl::desc("Output file"),
                                            cl::value_desc("path"));
 static cl::opt<CompileTarget> target(cl::cat(compileCategory), 
@@ -204,7 +206,9 @@ int main(int argc, char **argv) {
     // prefill graph is built as gdn IR.
     llvm::Expected<ModelInput> model =
         loadModelInput(inputFilename, input->getBuffer(), weightsFilename,
-                       weightsDtype == WeightsDtype::Auto);
+                       weightsDtype == WeightsDtype::Auto  ? MatrixDtype::AsStored
+                       : weightsDtype == WeightsDtype::F32 ? MatrixDtype::F32
+                                                           : MatrixDtype::BF16);
     if (!model)
       return optionError(llvm::toString(model.takeError()));
     if (emitAction == EmitAction::ModelSummary) {

@@ -45,12 +45,21 @@ std::string defaultWeightsPath(StringRef descriptionPath);
 /// Parses the description and checks the weights at `weightsPath` (the
 /// default path when empty) against it; the error names the JSON field or
 /// the tensor and the expected and actual shapes.
-/// With `keepBf16`, the BF16 matrices stay bf16 in the compiled step
-/// (isBf16Candidate); otherwise every weight is f32 there.
-llvm::Expected<ModelInput> loadModelInput(StringRef descriptionPath,
-                                          StringRef descriptionText,
-                                          StringRef weightsPath,
-                                          bool keepBf16 = true);
+/// Which weight matrices (isBf16Candidate) the compiled step reads as bf16.
+enum class MatrixDtype {
+  /// Those stored as BF16.
+  AsStored,
+  /// None: BF16 files are widened at load.
+  F32,
+  /// All: F32 files are rounded at load.
+  BF16,
+};
+
+/// Parses and validates; `matrices` chooses the step's weight matrix types.
+llvm::Expected<ModelInput>
+loadModelInput(StringRef descriptionPath, StringRef descriptionText,
+               StringRef weightsPath,
+               MatrixDtype matrices = MatrixDtype::AsStored);
 
 /// Layers, parameters and the cache per sequence at the maximum context
 /// (gdn-compile --emit=summary).
