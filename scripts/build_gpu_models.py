@@ -65,6 +65,16 @@ def build(compiler, out, name, config, seed, target):
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"compiling {name} failed:\n{result.stderr}")
+    if not timed_only:
+        # The same model compiled from the bf16 file: its matrices stay
+        # bf16 on the device.
+        bf16_command = [compiler, config_path, f"--target={target}",
+                        "--weights=" + os.path.join(folder,
+                                                    "model-bf16.safetensors"),
+                        "-o", os.path.join(folder, "compiled-bf16")]
+        result = subprocess.run(bf16_command, capture_output=True, text=True)
+        if result.returncode != 0:
+            sys.exit(f"compiling {name} (bf16) failed:\n{result.stderr}")
     print(f"built {name}")
     if timed_only:
         os.unlink(weights_path)
@@ -77,6 +87,7 @@ def build(compiler, out, name, config, seed, target):
             "weights": f"{name}/model.safetensors",
             "weights_bf16": f"{name}/model-bf16.safetensors",
             "library": f"{name}/compiled/libgdn-model.so",
+            "library_bf16": f"{name}/compiled-bf16/libgdn-model.so",
             "executable": f"{name}/compiled/gdn-model"}
 
 

@@ -76,7 +76,10 @@ def check_model(results, name, entry, dtype, timings):
     config_path = os.path.join(MODELS, entry["config"])
     weights_path = os.path.join(MODELS, entry["weights" if dtype == "f32"
                                               else "weights_bf16"])
-    library = os.path.join(MODELS, entry["library"])
+    # The bf16 file runs on the library compiled from it (bf16 matrices on
+    # the device).
+    library = os.path.join(MODELS, entry["library" if dtype == "f32"
+                                         else "library_bf16"])
     config = gmodel.load_config(config_path)
     weights = safetensors.load(weights_path)
     tol = TOLERANCE[dtype]
