@@ -180,12 +180,17 @@ SmallVector<std::string> targetLibraries(const CompileOptions &options) {
   if (options.target == CompileTarget::CUDA) {
     args.append({options.cudaRuntimeLibrary,
                  "-L" + options.cudaRoot + "/lib64/stubs", "-lcuda"});
-    return args;
+  } else {
+    // memrefCopy (strided copies) and printMemref*, instead of MLIR's
+    // runner utilities.
+    args.append({options.cpuRuntimeLibrary, "-L" + options.llvmLibDir,
+                 "-Wl,-rpath," + options.llvmLibDir, "-lomp", "-lm"});
   }
-  // memrefCopy (strided copies) and printMemref*, instead of MLIR's runner
-  // utilities.
-  args.append({options.cpuRuntimeLibrary, "-L" + options.llvmLibDir,
-               "-Wl,-rpath," + options.llvmLibDir, "-lomp", "-lm"});
+  // Last: the compiler-rt builtins the generated code may call
+  // (__truncsfbf2 for bf16 vectors), linked in and kept out of the exports.
+  if (!options.builtinsLibrary.empty())
+    args.append({options.builtinsLibrary,
+                 "-Wl,--exclude-libs,libgdn_builtins.a"});
   return args;
 }
 

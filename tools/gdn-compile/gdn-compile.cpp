@@ -245,6 +245,7 @@ int main(int argc, char **argv) {
   };
   options.cudaRuntimeLibrary = underPrefix({"lib", "libgdn_cuda_runtime.a"});
   options.cpuRuntimeLibrary = underPrefix({"lib", "libgdn_cpu_runtime.a"});
+  options.builtinsLibrary = underPrefix({"lib", "libgdn_builtins.a"});
   options.model = isModel;
   options.modelRuntimeLibrary = underPrefix({"lib", "libgdn_model_runtime.a"});
   options.modelCudaRuntimeLibrary =

@@ -74,6 +74,9 @@ struct CompileOptions {
   bool model = false;
   std::string modelRuntimeLibrary, modelCudaRuntimeLibrary,
       modelDescriptionLibrary, modelMainLibrary, modelHeader;
+  /// compiler-rt's builtins archive (the build's lib/libgdn_builtins.a),
+  /// linked after everything else.
+  std::string builtinsLibrary;
   /// The tokenizer of the model executable (runtime/Tokenizer) and the
   /// PCRE2 and utf8proc archives it needs, linked into gdn-model.
   SmallVector<std::string> modelTokenizerLibraries;

@@ -468,6 +468,19 @@ public:
   }
 };
 
+/// linalg::AggregatedOpInterface's entry point for op `OpTy`, whose `Derived::decompose`
+/// returns the values that replace the op's results.
+template <typename Derived, typename OpTy>
+struct LayerDecomposition
+    : linalg::AggregatedOpInterface::ExternalModel<Derived, OpTy> {
+  FailureOr<SmallVector<Value>> decomposeOperation(Operation *op,
+                                                   OpBuilder &b) const {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(op);
+    return Derived::decompose(cast<OpTy>(op), b);
+  }
+};
+
 } // namespace mlir::gdn
 
 #endif // GDN_DIALECT_GDN_TRANSFORMS_LAYERBUILDER_H

@@ -25,19 +25,6 @@ using namespace mlir::gdn;
 
 namespace {
 
-/// The interface's entry point for op `OpTy`, whose `Derived::decompose`
-/// returns the values that replace the op's results.
-template <typename Derived, typename OpTy>
-struct LayerDecomposition
-    : linalg::AggregatedOpInterface::ExternalModel<Derived, OpTy> {
-  FailureOr<SmallVector<Value>> decomposeOperation(Operation *op,
-                                                   OpBuilder &b) const {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(op);
-    return Derived::decompose(cast<OpTy>(op), b);
-  }
-};
-
 /// The Gated DeltaNet layer: projections, causal convolutions with SiLU,
 /// q/k L2 normalisation, the gates, the delta rule, the output norm and
 /// gate, and the output projection.

@@ -138,17 +138,6 @@ public:
   }
 };
 
-template <typename Derived, typename OpTy>
-struct LayerDecomposition
-    : linalg::AggregatedOpInterface::ExternalModel<Derived, OpTy> {
-  FailureOr<SmallVector<Value>> decomposeOperation(Operation *op,
-                                                   OpBuilder &b) const {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(op);
-    return Derived::decompose(cast<OpTy>(op), b);
-  }
-};
-
 struct QwenGatedDeltaNetDecomposition
     : LayerDecomposition<QwenGatedDeltaNetDecomposition, QwenGatedDeltaNetOp> {
   static SmallVector<Value> decompose(QwenGatedDeltaNetOp op, OpBuilder &b) {
