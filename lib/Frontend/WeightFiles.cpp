@@ -32,9 +32,14 @@ WeightFiles WeightFiles::fromFile(SafetensorsFile file) {
   WeightFiles weights;
   weights.openedPath = file.path().str();
   weights.shards.push_back(std::move(file));
-  for (const auto &entry : weights.shards[0].tensors())
-    weights.index[entry.first()] = {0, &entry.second};
+  weights.buildIndex();
   return weights;
+}
+
+void WeightFiles::buildIndex() {
+  for (auto [i, file] : llvm::enumerate(shards))
+    for (const auto &entry : file.tensors())
+      index[entry.first()] = {static_cast<unsigned>(i), &entry.second};
 }
 
 /// Opens the shards an index names; every tensor must be in the shard the
@@ -132,11 +137,7 @@ llvm::Expected<WeightFiles> WeightFiles::open(StringRef path) {
       return file.takeError();
     weights.shards.push_back(std::move(*file));
   }
-  // Built once the shards have stopped moving: the entries of their maps
-  // stay where they are.
-  for (auto [i, file] : llvm::enumerate(weights.shards))
-    for (const auto &entry : file.tensors())
-      weights.index[entry.first()] = {static_cast<unsigned>(i), &entry.second};
+  weights.buildIndex();
   return std::move(weights);
 }
 

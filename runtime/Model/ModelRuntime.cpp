@@ -25,6 +25,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace mlir::gdn;
@@ -215,6 +216,38 @@ static uint16_t roundToBf16(float value) {
   return uint16_t(word >> 16);
 }
 
+/// A copy of the `count` elements of `tensor` in the step's element type
+/// `T` (float, or uint16_t for bf16), kept in `copies`: the stored bytes
+/// when the types agree, else widened or rounded. Null if the memory
+/// cannot be had.
+template <typename T>
+static const void *copyWeight(std::vector<Buffer<T>> &copies,
+                              const SafetensorsTensor &tensor, int64_t count) {
+  constexpr bool stepBf16 = std::is_same_v<T, uint16_t>;
+  Buffer<T> values;
+  if (!values.resize(count))
+    return nullptr;
+  const char *bytes = tensor.bytes.data();
+  if ((tensor.dtype == "BF16") == stepBf16) {
+    std::memcpy(values.data(), bytes, count * sizeof(T));
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      if constexpr (stepBf16) {
+        float value;
+        std::memcpy(&value, bytes + 4 * i, 4);
+        values.data()[i] = roundToBf16(value);
+      } else {
+        uint16_t half;
+        std::memcpy(&half, bytes + 2 * i, 2);
+        values.data()[i] = widenBf16(half);
+      }
+    }
+  }
+  const void *data = values.data();
+  copies.push_back(std::move(values));
+  return data;
+}
+
 /// "element i ([a, b, ...]) is nan" for the first value of a tensor of
 /// `shape` (f32, or bf16 when `bf16`) that is not finite, if any.
 static std::optional<std::string>
@@ -292,41 +325,13 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
                         0;
     if (mappable && tensor.dtype == (stepBf16 ? "BF16" : "F32")) {
       model->weights.emplace_back(bytes, shape);
-    } else if (stepBf16) {
-      Buffer<uint16_t> values;
-      if (!values.resize(count)) {
-        failAllocation("weight " + name, shape);
-        return nullptr;
-      }
-      if (tensor.dtype == "BF16") {
-        std::memcpy(values.data(), bytes, count * sizeof(uint16_t));
-      } else { // F32 rounded, for a library compiled from bf16 weights.
-        for (int64_t i = 0; i < count; ++i) {
-          float value;
-          std::memcpy(&value, bytes + 4 * i, 4);
-          values.data()[i] = roundToBf16(value);
-        }
-      }
-      data = values.data();
-      model->convertedBf16.push_back(std::move(values));
-      model->weights.emplace_back(data, shape);
     } else {
-      FloatBuffer values;
-      if (!values.resize(count)) {
+      data = stepBf16 ? copyWeight(model->convertedBf16, tensor, count)
+                      : copyWeight(model->converted, tensor, count);
+      if (!data) {
         failAllocation("weight " + name, shape);
         return nullptr;
       }
-      if (tensor.dtype == "F32") {
-        std::memcpy(values.data(), bytes, count * sizeof(float));
-      } else {
-        for (int64_t i = 0; i < count; ++i) {
-          uint16_t half;
-          std::memcpy(&half, bytes + 2 * i, 2);
-          values.data()[i] = widenBf16(half);
-        }
-      }
-      data = values.data();
-      model->converted.push_back(std::move(values));
       model->weights.emplace_back(data, shape);
     }
     // A NaN or Inf weight would only show as garbage tokens later.

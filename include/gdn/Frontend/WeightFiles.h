@@ -41,7 +41,6 @@ public:
 
   /// Every tensor's name, in no particular order.
   std::vector<llvm::StringRef> names() const;
-  int64_t numTensors() const { return index.size(); }
   const std::vector<SafetensorsFile> &files() const { return shards; }
 
 private:
@@ -49,7 +48,9 @@ private:
     unsigned file;
     const SafetensorsTensor *tensor;
   };
-  llvm::Error add(SafetensorsFile file);
+  /// Indexes the tensors of every shard; once the shards stop moving, as
+  /// the index points into their maps.
+  void buildIndex();
 
   std::string openedPath;
   std::vector<SafetensorsFile> shards;

@@ -83,13 +83,12 @@ LogicalResult QwenGatedDeltaNetOp::verify() {
   if (failed(width))
     return failure();
   int64_t d = *width, channels = getConvChannels();
-  auto convType = dyn_cast<RankedTensorType>(
-      getWeights().size() > 2 ? getWeights()[getLayout() ==
-                                                      ProjectionLayout::split
-                                                  ? 4
-                                                  : 2]
-                                    .getType()
-                              : Type());
+  ArrayRef<StringRef> names = weightNames(getLayout());
+  size_t convIndex = llvm::find(names, "conv1d.weight") - names.begin();
+  auto convType = convIndex < getWeights().size()
+                      ? dyn_cast<RankedTensorType>(
+                            getWeights()[convIndex].getType())
+                      : RankedTensorType();
   if (!convType || convType.getRank() != 3 || convType.isDynamicDim(2) ||
       convType.getDimSize(2) < 1)
     return emitOpError() << "expects the weights "
@@ -98,7 +97,6 @@ LogicalResult QwenGatedDeltaNetOp::verify() {
                          << ", 1, kernel]";
   int64_t kernel = convType.getDimSize(2);
   SmallVector<std::pair<StringRef, SmallVector<int64_t>>> expected;
-  ArrayRef<StringRef> names = weightNames(getLayout());
   if (getLayout() == ProjectionLayout::split)
     expected = {{names[0], {2 * hk * dk + hv * dv, d}},
                 {names[1], {hv * dv, d}},
