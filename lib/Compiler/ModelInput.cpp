@@ -111,11 +111,12 @@ void mlir::gdn::printModelSummary(const ModelInput &model,
 }
 
 FailureOr<OwningOpRef<ModuleOp>>
-mlir::gdn::buildModelModule(MLIRContext *context, const ModelInput &model) {
+mlir::gdn::buildModelModule(MLIRContext *context, const ModelInput &model,
+                            const ModelFunctions &functions) {
   auto built = buildModelPrefill(
       context, model.config,
       FileLineColLoc::get(context, model.descriptionPath, 1, 1),
-      model.bf16Weights);
+      model.bf16Weights, functions);
   if (failed(built))
     return failure();
   llvm::SmallString<256> absoluteWeights(model.weights.path());

@@ -108,6 +108,10 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
   bufferizeOptions.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
+  // A model's layer functions write into buffers their caller passes and
+  // return them; those results are dropped, so that only public functions
+  // return buffers.
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   // On request, results become caller-allocated out-parameters: the C ABI then has no
   // ownership transfer, and the kernels write o and the final state directly
   // into the caller's buffers (no copy, also for dynamic shapes).

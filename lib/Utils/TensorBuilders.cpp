@@ -92,31 +92,46 @@ SmallVector<Value> mlir::gdn::castToTypes(OpBuilder &b, Location loc,
   return cast;
 }
 
-Value mlir::gdn::concatAlong(OpBuilder &b, Location loc, ValueRange parts,
-                             int64_t dim) {
-  auto firstType = cast<RankedTensorType>(parts.front().getType());
-  int64_t rank = firstType.getRank();
+SmallVector<OpFoldResult> mlir::gdn::concatSizes(OpBuilder &b, Location loc,
+                                                 ValueRange parts,
+                                                 int64_t dim) {
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, parts[0]);
-  OpFoldResult total = b.getIndexAttr(0);
   AffineExpr s0, s1;
   bindSymbols(b.getContext(), s0, s1);
-  SmallVector<OpFoldResult> offsets;
-  for (Value part : parts) {
-    offsets.push_back(total);
+  OpFoldResult total = b.getIndexAttr(0);
+  for (Value part : parts)
     total = affine::makeComposedFoldedAffineApply(
         b, loc, s0 + s1, {total, tensor::getMixedSize(b, loc, part, dim)});
-  }
   sizes[dim] = total;
-  Value result = createEmpty(b, loc, sizes, firstType.getElementType());
+  return sizes;
+}
+
+Value mlir::gdn::concatInto(OpBuilder &b, Location loc, ValueRange parts,
+                            int64_t dim, Value dest) {
+  int64_t rank = cast<RankedTensorType>(dest.getType()).getRank();
+  AffineExpr s0, s1;
+  bindSymbols(b.getContext(), s0, s1);
+  OpFoldResult offset = b.getIndexAttr(0);
   SmallVector<OpFoldResult> unit(rank, b.getIndexAttr(1));
-  for (auto [part, offset] : llvm::zip_equal(parts, offsets)) {
+  Value result = dest;
+  for (Value part : parts) {
     SmallVector<OpFoldResult> partOffsets(rank, b.getIndexAttr(0));
     partOffsets[dim] = offset;
     result = tensor::InsertSliceOp::create(
-        b, loc, part, result, partOffsets,
-        tensor::getMixedSizes(b, loc, part), unit);
+        b, loc, part, result, partOffsets, tensor::getMixedSizes(b, loc, part),
+        unit);
+    offset = affine::makeComposedFoldedAffineApply(
+        b, loc, s0 + s1, {offset, tensor::getMixedSize(b, loc, part, dim)});
   }
   return result;
+}
+
+Value mlir::gdn::concatAlong(OpBuilder &b, Location loc, ValueRange parts,
+                             int64_t dim) {
+  auto firstType = cast<RankedTensorType>(parts.front().getType());
+  Value dest = createEmpty(b, loc, concatSizes(b, loc, parts, dim),
+                           firstType.getElementType());
+  return concatInto(b, loc, parts, dim, dest);
 }
 
 ArrayAttr mlir::gdn::getProjectionIndexingMaps(MLIRContext *context) {

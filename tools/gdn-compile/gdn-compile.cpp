@@ -215,7 +215,12 @@ int main(int argc, char **argv) {
       printModelSummary(*model, llvm::outs());
       return 0;
     }
-    auto built = buildModelModule(&context, *model);
+    // The model directory's runtime calls only the step; a shared library
+    // also exports the prefill from scratch (docs/model-description.md).
+    ModelFunctions functions;
+    functions.withPrefill = emitAction != EmitAction::Executable;
+    functions.layerFunctions = target != CompileTarget::CUDA;
+    auto built = buildModelModule(&context, *model, functions);
     if (failed(built))
       return 1;
     module = std::move(*built);

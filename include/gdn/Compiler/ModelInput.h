@@ -9,6 +9,7 @@
 #define GDN_COMPILER_MODELINPUT_H
 
 #include "gdn/Frontend/ModelConfig.h"
+#include "gdn/Frontend/ModelGraph.h"
 #include "gdn/Frontend/WeightFiles.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -65,10 +66,11 @@ loadModelInput(StringRef descriptionPath, StringRef descriptionText,
 /// (gdn-compile --emit=summary).
 void printModelSummary(const ModelInput &model, llvm::raw_ostream &os);
 
-/// The model's prefill graph as gdn IR, with the description and the
-/// absolute weights path embedded for the runtime.
-FailureOr<OwningOpRef<ModuleOp>> buildModelModule(MLIRContext *context,
-                                                  const ModelInput &model);
+/// The model's graph as gdn IR (buildModelPrefill), with the description
+/// and the absolute weights path embedded for the runtime.
+FailureOr<OwningOpRef<ModuleOp>>
+buildModelModule(MLIRContext *context, const ModelInput &model,
+                 const ModelFunctions &functions = {});
 
 } // namespace mlir::gdn
 

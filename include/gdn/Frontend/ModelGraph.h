@@ -13,6 +13,22 @@
 
 namespace mlir::gdn {
 
+/// Which functions buildModelPrefill builds, and how.
+struct ModelFunctions {
+  /// Without it only @gdn_forward_step is built (the model runtime's C API
+  /// runs a prefill as the step from empty caches).
+  bool withPrefill = true;
+  /// Each layer a call of a private function (@gdn_forward_step_layer<i>,
+  /// with the layers that share it in its `gdn.layers` array): layers of
+  /// one kind whose weights have the same types share one body, so the code
+  /// of a deep model is generated once per distinct layer. The layer writes
+  /// its output and new caches into destinations its caller passes, so
+  /// that it returns no buffer of its own. Off, every layer is inlined: the
+  /// CUDA pipeline orders one function's kernel launches on one stream,
+  /// which calls would split.
+  bool layerFunctions = true;
+};
+
 /// The prefill function of a model as gdn IR on tensors:
 ///
 ///   func.func @gdn_forward_prefill(%ids: tensor<?x?xi64>, <weights>)
@@ -40,7 +56,8 @@ namespace mlir::gdn {
 /// all others are f32.
 FailureOr<OwningOpRef<ModuleOp>>
 buildModelPrefill(MLIRContext *context, const ModelConfig &config,
-                  Location loc, const std::set<std::string> &bf16Weights = {});
+                  Location loc, const std::set<std::string> &bf16Weights = {},
+                  const ModelFunctions &functions = {});
 
 /// The types of the caches of @gdn_forward_step, two per layer.
 SmallVector<RankedTensorType> modelCacheTypes(MLIRContext *context,

@@ -59,6 +59,16 @@ SmallVector<Value> castToTypes(OpBuilder &b, Location loc, ValueRange values,
 /// pipelines bufferize in place, without a tensor.concat decomposition).
 Value concatAlong(OpBuilder &b, Location loc, ValueRange parts, int64_t dim);
 
+/// The same concatenation written into `dest`, whose size along `dim` must be
+/// the sum of the parts' (a destination the caller owns, such as a cache
+/// buffer passed into a layer function).
+Value concatInto(OpBuilder &b, Location loc, ValueRange parts, int64_t dim,
+                 Value dest);
+
+/// The sizes of `parts` concatenated along `dim`.
+SmallVector<OpFoldResult> concatSizes(OpBuilder &b, Location loc,
+                                      ValueRange parts, int64_t dim);
+
 /// Converts every element of a ranked tensor to `elementType`.
 Value convertTensor(OpBuilder &b, Location loc, Value x, Type elementType);
 
