@@ -26,14 +26,9 @@ mlir::gdn::loadModelInput(StringRef descriptionPath, StringRef descriptionText,
   if (!config)
     return llvm::createStringError(descriptionPath + ": " +
                                    llvm::toString(config.takeError()));
-  // A checkpoint's weights are its folder's (one file or shards).
-  std::string weights =
-      !weightsPath.empty() ? weightsPath.str()
-      : config->modelType.empty()
-          ? defaultWeightsPath(descriptionPath)
-          : std::string(llvm::sys::path::parent_path(descriptionPath));
-  if (weights.empty())
-    weights = ".";
+  std::string weights = !weightsPath.empty()
+                            ? weightsPath.str()
+                            : weightsPathOf(descriptionPath, *config);
   llvm::Expected<WeightFiles> file = WeightFiles::open(weights);
   if (!file)
     return file.takeError();
@@ -60,9 +55,45 @@ mlir::gdn::loadModelInput(StringRef descriptionPath, StringRef descriptionText,
                     std::move(bf16Weights), std::move(tokenizer)};
 }
 
+std::string mlir::gdn::weightsPathOf(StringRef descriptionPath,
+                                     const ModelConfig &config) {
+  // A checkpoint's weights are its folder's (one file or shards).
+  if (config.modelType.empty())
+    return defaultWeightsPath(descriptionPath);
+  std::string folder(llvm::sys::path::parent_path(descriptionPath));
+  return folder.empty() ? "." : folder;
+}
+
+bool mlir::gdn::hasWeights(StringRef weightsPath) {
+  if (!llvm::sys::fs::is_directory(weightsPath))
+    return llvm::sys::fs::exists(weightsPath);
+  for (StringRef name : {"model.safetensors", "model.safetensors.index.json"}) {
+    llvm::SmallString<256> path(weightsPath);
+    llvm::sys::path::append(path, name);
+    if (llvm::sys::fs::exists(path))
+      return true;
+  }
+  return false;
+}
+
 void mlir::gdn::printModelSummary(const ModelInput &model,
                                   llvm::raw_ostream &os) {
+  printConfigSummary(model.config, os);
   const ModelConfig &config = model.config;
+  os << "weights: " << model.weights.path() << " valid ("
+     << model.weights.files().size() << " file"
+     << (model.weights.files().size() == 1 ? "" : "s") << "); "
+     << model.bf16Weights.size()
+     << " matrices stay bf16 in the step, the rest is f32\n";
+  if (!model.tokenizerPath.empty())
+    os << "tokenizer: " << model.tokenizerPath << "\n";
+  for (const auto &[prefix, count] : ignoredWeights(config, model.weights))
+    os << "ignored: " << count << " tensors " << prefix
+       << "* (not part of the text model)\n";
+}
+
+void mlir::gdn::printConfigSummary(const ModelConfig &config,
+                                   llvm::raw_ostream &os) {
   int64_t parameters = 0;
   for (const auto &entry : expectedWeightShapes(config)) {
     int64_t count = 1;
@@ -98,16 +129,6 @@ void mlir::gdn::printModelSummary(const ModelInput &model,
      << other << " " << bytesPerToken << " bytes per token ("
      << bytesPerToken * config.maxContext << " at max_context "
      << config.maxContext << ")\n";
-  os << "weights: " << model.weights.path() << " valid ("
-     << model.weights.files().size() << " file"
-     << (model.weights.files().size() == 1 ? "" : "s") << "); "
-     << model.bf16Weights.size()
-     << " matrices stay bf16 in the step, the rest is f32\n";
-  if (!model.tokenizerPath.empty())
-    os << "tokenizer: " << model.tokenizerPath << "\n";
-  for (const auto &[prefix, count] : ignoredWeights(config, model.weights))
-    os << "ignored: " << count << " tensors " << prefix
-       << "* (not part of the text model)\n";
 }
 
 FailureOr<OwningOpRef<ModuleOp>>

@@ -17,10 +17,16 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/Regex.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 using namespace mlir::gdn;
+
+extern "C" void LLVMInitializeNVPTXTargetInfo();
+extern "C" void LLVMInitializeNVPTXTargetMC();
 
 static ConvertGdnToGPUPassOptions
 gpuOptionsOf(const CUDAPipelineOptions &options) {
@@ -49,15 +55,44 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
   // CUDA 13's ptxas compiles for sm_75 and newer; 'a' and 'f' name the
   // architecture- and family-specific variants (sm_90a for wgmma).
   static const llvm::Regex chipPattern("^sm_([0-9]+)[af]?$");
-  SmallVector<StringRef> chipParts;
-  unsigned version = 0;
-  if (!chipPattern.match(options.chip, &chipParts) ||
-      chipParts[1].getAsInteger(10, version) || version < 75)
+  auto supported = [&](StringRef chip) {
+    SmallVector<StringRef> parts;
+    unsigned version = 0;
+    return chipPattern.match(chip, &parts) &&
+           !parts[1].getAsInteger(10, version) && version >= 75;
+  };
+  // The names LLVM's NVPTX backend knows (it writes the PTX).
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTargetMC();
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string lookupError;
+  SmallVector<std::string> known;
+  std::unique_ptr<llvm::MCSubtargetInfo> info;
+  if (const llvm::Target *target =
+          llvm::TargetRegistry::lookupTarget(triple, lookupError))
+    info.reset(target->createMCSubtargetInfo(triple, "", ""));
+  if (info)
+    for (const llvm::SubtargetSubTypeKV &kv :
+         info->getAllProcessorDescriptions())
+      if (supported(kv.Key))
+        known.push_back(kv.Key);
+  // In architecture order: sm_75 ... sm_90, sm_90a, ... sm_100, sm_100a.
+  llvm::sort(known, [](const std::string &a, const std::string &b) {
+    unsigned va = 0, vb = 0;
+    StringRef(a).drop_front(3).take_while(llvm::isDigit).getAsInteger(10, va);
+    StringRef(b).drop_front(3).take_while(llvm::isDigit).getAsInteger(10, vb);
+    return std::make_pair(va, a) < std::make_pair(vb, b);
+  });
+  bool valid = supported(options.chip) &&
+               (known.empty() || llvm::is_contained(known, options.chip));
+  if (!valid)
     return llvm::createStringError(
         "chip: '" + options.chip +
-        "' is not a GPU architecture CUDA 13 compiles for; expected sm_<NN> "
-        "with NN >= 75, optionally with an 'a' or 'f' suffix (for example "
-        "sm_90a, sm_100a)");
+        "' is not a GPU architecture CUDA 13 compiles for; " +
+        (known.empty() ? std::string("expected sm_<NN> with NN >= 75, "
+                                     "optionally with an 'a' or 'f' suffix "
+                                     "(for example sm_90a, sm_100a)")
+                       : "valid names: " + llvm::join(known, ", ")));
   static const llvm::Regex featuresPattern("^(\\+ptx[0-9]+)?$");
   if (!featuresPattern.match(options.features))
     return llvm::createStringError("features: '" + options.features +

@@ -20,6 +20,8 @@ The package, one module per responsibility:
 - gdn.compiled_model: the compiled model (gdn.CompiledModel: prefill and
   cached decode);
 - gdn.safetensors: the safetensors format;
+- gdn.report: the cost report of a model description (cache bytes and
+  token-mixing FLOPs over context lengths; a plot with matplotlib);
 - gdn.tokenizer: the byte-level BPE tokenizer of Qwen models
   (gdn.Tokenizer, over libgdn-tokenizer.so);
 - gdn.cuda: prebuilt CUDA kernels on torch tensors (import gdn.cuda; not
@@ -37,10 +39,10 @@ __version__ = "0.6.0"
 __all__ = ["CompiledModel", "Tokenizer", "delta_rule", "delta_rule_step",
            "GatedDeltaNetLayer", "gated_deltanet_reference",
            "init_gated_deltanet", "inputs", "reference", "model",
-           "safetensors", "__version__"]
+           "safetensors", "report", "__version__"]
 
 from . import inputs, reference  # noqa: F401
-from . import model, safetensors  # noqa: F401
+from . import model, report, safetensors  # noqa: F401
 from .compiled_model import CompiledModel  # noqa: F401
 from .compiled import delta_rule, delta_rule_step  # noqa: F401
 from .tokenizer import Tokenizer  # noqa: F401

@@ -71,6 +71,14 @@ def test_greedy_generation_follows_reference(model_dir, prompt):
     mla = 2 * (16 + 8) * 4 * tokens
     assert (f"cache:   {gdn + mla} bytes per sequence (GDN {gdn}, "
             f"MLA {mla}) at {tokens} tokens") in result.stdout
+    # The cost report (from the description alone) says the same.
+    root, _, _ = model_dir
+    report = subprocess.run(
+        [cache.find_compiler(), str(root / "model.json"), "--emit=report",
+         "--format=json", f"--report-contexts={tokens}"],
+        capture_output=True, text=True, check=True)
+    assert json.loads(report.stdout)["contexts"][0]["cache_bytes"] == {
+        "gdn": gdn, "mla": mla}
 
 
 def test_bf16_weights_are_widened_exactly(model_dir, tmp_path):

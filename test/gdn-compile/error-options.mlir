@@ -26,6 +26,7 @@
 // RUN: not test -e %t.out
 // RUN: not gdn-compile %s --target=cuda --cuda-chip= -o %t.out 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not gdn-compile %s --target=cuda --cuda-chip=sm_50 -o %t.out 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not gdn-compile %s --target=cuda --cuda-chip=sm_99 -o %t.out 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not test -e %t.out
 // RUN: not gdn-compile %s --target=cuda --cuda-binary-format=bogus -o %t.out 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not test -e %t.out
@@ -53,7 +54,7 @@
 // HUGE-CHUNK: gdn-compile: error: --chunk-size must be 1..1024, but got 1000000{{$}}
 // PASS-CHUNK: gdn-chunk-delta-rule: chunk-size must be 1..1024, but got 1000000
 // CPU: gdn-compile: error: --cpu: 'nonsense' is not a CPU of x86_64{{.*}}; valid names: native, {{.*}}skylake-avx512
-// CHIP: gdn-compile: error: --cuda-chip: '{{(sm_50)?}}' is not a GPU architecture CUDA 13 compiles for; expected sm_<NN> with NN >= 75
+// CHIP: gdn-compile: error: --cuda-chip: '{{(sm_50|sm_99)?}}' is not a GPU architecture CUDA 13 compiles for; valid names: sm_75, {{.*}}sm_90a, {{.*}}sm_100a
 // FORMAT: gdn-compile: error: --cuda-binary-format: 'bogus' is not one of fatbin, bin, isa
 // PIPELINE-CHIP: gdn-lower-to-cuda: chip: '' is not a GPU architecture
 // PIPELINE-FORMAT: gdn-lower-to-cuda: binary-format: 'bogus' is not one of fatbin, bin, isa

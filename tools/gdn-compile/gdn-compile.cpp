@@ -7,6 +7,7 @@
 
 #include "gdn/Compiler/Compiler.h"
 #include "gdn/Compiler/ModelInput.h"
+#include "gdn/Compiler/ModelReport.h"
 #include "gdn/Compiler/PipelineFlags.h"
 #include "gdn/Compiler/OutputFile.h"
 #include "gdn/InitAllGdn.h"
@@ -70,8 +71,14 @@ static cl::opt<EmitAction> emitAction(cl::cat(compileCategory),
                    "a shared library: every public function is exported as "
                    "_mlir_ciface_<name> (docs/c-abi.md)"),
         clEnumValN(EmitAction::ModelSummary, "summary",
-                   "for a model description: validate it and its weights, "
-                   "print layers, parameters and cache bytes"),
+                   "for a model description: validate it (and its weights, "
+                   "where there are any), print layers, parameters and "
+                   "cache bytes"),
+        clEnumValN(EmitAction::ModelReport, "report",
+                   "for a model description: cache bytes per sequence and "
+                   "token-mixing FLOPs per token from 1k to 1M tokens of "
+                   "context, per layer kind, beside softmax attention "
+                   "(docs/model-description.md); no weights needed"),
         clEnumValN(EmitAction::Executable, "exe",
                    "an executable that runs func.func @main(); for a model "
                    "description (the default there), the directory -o with "
@@ -83,6 +90,17 @@ static cl::opt<std::string> weightsFilename(cl::cat(compileCategory),
     cl::desc("Weights of a model description (default: model.safetensors "
              "beside the .json)"),
     cl::value_desc("path"), cl::init(""));
+static cl::opt<ReportFormat> reportFormat(
+    cl::cat(compileCategory), "format",
+    cl::desc("Format of --emit=report"), cl::init(ReportFormat::Text),
+    cl::values(clEnumValN(ReportFormat::Text, "text", "tables"),
+               clEnumValN(ReportFormat::JSON, "json",
+                          "the same numbers as JSON")));
+static cl::list<int64_t> reportContexts(
+    cl::cat(compileCategory), "report-contexts",
+    cl::desc("Context lengths (tokens) of --emit=report (default: 1k, 4k, "
+             "16k, 64k, 256k, 1M)"),
+    cl::CommaSeparated);
 static cl::opt<std::string> cpu(cl::cat(compileCategory), "cpu",
                                 cl::desc("LLVM CPU name ('native': the host)"),
                                 cl::init("native"));
@@ -126,8 +144,17 @@ int main(int argc, char **argv) {
   if (inputFilename.empty())
     return optionError("no input file: give a .mlir file or a model .json "
                        "(see --help)");
+  // Reports print to standard output unless told otherwise.
+  bool printsReport = emitAction == EmitAction::ModelSummary ||
+                      emitAction == EmitAction::ModelReport;
+  if (outputFilename.empty() && printsReport)
+    outputFilename = "-";
   if (outputFilename.empty())
     return optionError("no output: give -o <path> (see --help)");
+  for (int64_t tokens : reportContexts)
+    if (tokens < 1 || tokens > (int64_t(1) << 40))
+      return optionError("--report-contexts: " + llvm::Twine(tokens) +
+                         " is not a context length (1 to 2^40 tokens)");
   if (llvm::Error error = pipelineFlags.apply(options))
     return optionError(llvm::toString(std::move(error)));
   // Bounds of the pipelines, before any work; the messages start with the
@@ -172,7 +199,7 @@ int main(int argc, char **argv) {
 
   // An output that cannot be written is reported before any work, not
   // after a compile of a minute.
-  if (emitAction != EmitAction::ModelSummary) {
+  if (!printsReport) {
     bool modelDirectory = isModel && emitAction == EmitAction::Executable;
     llvm::Error unwritable = modelDirectory
                                  ? checkOutputDirectory(outputFilename)
@@ -201,9 +228,44 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
+  if (isModel && printsReport) {
+    // The description alone is enough; weights are validated where there
+    // are any (or where --weights names them).
+    llvm::Expected<ModelConfig> config = parseModelConfig(input->getBuffer());
+    if (!config)
+      return optionError(inputFilename + ": " +
+                         llvm::toString(config.takeError()));
+    std::string output;
+    llvm::raw_string_ostream os(output);
+    if (emitAction == EmitAction::ModelReport) {
+      std::vector<int64_t> contexts(reportContexts.begin(),
+                                    reportContexts.end());
+      if (contexts.empty())
+        contexts = defaultReportContexts();
+      printModelReport(*config, contexts, reportFormat, os);
+    } else if (weightsFilename.empty() &&
+               !hasWeights(weightsPathOf(inputFilename, *config))) {
+      printConfigSummary(*config, os);
+      os << "weights: none at " << weightsPathOf(inputFilename, *config)
+         << " (the description alone was checked)\n";
+    } else {
+      llvm::Expected<ModelInput> model = loadModelInput(
+          inputFilename, input->getBuffer(), weightsFilename,
+          weightsDtype == WeightsDtype::Auto  ? MatrixDtype::AsStored
+          : weightsDtype == WeightsDtype::F32 ? MatrixDtype::F32
+                                              : MatrixDtype::BF16);
+      if (!model)
+        return optionError(llvm::toString(model.takeError()));
+      printModelSummary(*model, os);
+    }
+    if (llvm::Error error = writeOutputStream(
+            outputFilename, [&](llvm::raw_ostream &out) { out << output; }))
+      return optionError(llvm::toString(std::move(error)));
+    return 0;
+  }
   if (isModel) {
     // A model description and its weights: validated, then the model's
-    // prefill graph is built as gdn IR.
+    // graph is built as gdn IR.
     llvm::Expected<ModelInput> model =
         loadModelInput(inputFilename, input->getBuffer(), weightsFilename,
                        weightsDtype == WeightsDtype::Auto  ? MatrixDtype::AsStored
@@ -211,10 +273,6 @@ int main(int argc, char **argv) {
                                                            : MatrixDtype::BF16);
     if (!model)
       return optionError(llvm::toString(model.takeError()));
-    if (emitAction == EmitAction::ModelSummary) {
-      printModelSummary(*model, llvm::outs());
-      return 0;
-    }
     // The model directory's runtime calls only the step; a shared library
     // also exports the prefill from scratch (docs/model-description.md).
     ModelFunctions functions;
@@ -225,8 +283,9 @@ int main(int argc, char **argv) {
       return 1;
     module = std::move(*built);
   } else {
-    if (emitAction == EmitAction::ModelSummary)
-      return optionError("--emit=summary needs a model description (.json)");
+    if (printsReport)
+      return optionError("--emit=summary and --emit=report need a model "
+                         "description (.json)");
     sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module)

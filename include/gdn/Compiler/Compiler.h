@@ -38,6 +38,9 @@ enum class EmitAction {
   Executable,
   /// For model descriptions only: validate and summarise (gdn-compile).
   ModelSummary,
+  /// For model descriptions only: cache bytes and token-mixing FLOPs over
+  /// context lengths (ModelReport.h); no weights needed.
+  ModelReport,
 };
 
 /// The machine the code is compiled for.

@@ -63,8 +63,19 @@ loadModelInput(StringRef descriptionPath, StringRef descriptionText,
                MatrixDtype matrices = MatrixDtype::AsStored);
 
 /// Layers, parameters and the cache per sequence at the maximum context
-/// (gdn-compile --emit=summary).
+/// (gdn-compile --emit=summary), then what the weights hold.
 void printModelSummary(const ModelInput &model, llvm::raw_ostream &os);
+
+/// The part of the summary the description alone gives.
+void printConfigSummary(const ModelConfig &config, llvm::raw_ostream &os);
+
+/// The weights loadModelInput reads when given no path: model.safetensors
+/// beside gdn's description, a checkpoint's folder.
+std::string weightsPathOf(StringRef descriptionPath, const ModelConfig &config);
+
+/// Whether there are weights at weightsPathOf (a file, or a folder with
+/// model.safetensors or its shard index).
+bool hasWeights(StringRef weightsPath);
 
 /// The model's graph as gdn IR (buildModelPrefill), with the description
 /// and the absolute weights path embedded for the runtime.
