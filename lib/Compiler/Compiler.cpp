@@ -2,6 +2,7 @@
 
 #include "gdn/Compiler/Compiler.h"
 #include "gdn/Compiler/OutputFile.h"
+#include "gdn/Compiler/StageTimer.h"
 
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -40,8 +41,9 @@ LogicalResult writeText(ModuleOp module, StringRef path,
   return success();
 }
 
-LogicalResult runPipeline(ModuleOp module, StringRef stage,
+LogicalResult runPipeline(ModuleOp module, StringRef stage, bool progress,
                           function_ref<void(OpPassManager &)> build) {
+  StageTimer timer(progress, "lowering " + stage.str());
   PassManager pm(module.getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return module.emitError() << "invalid pass manager options";
@@ -290,6 +292,8 @@ static void printMLIR(ModuleOp module, llvm::raw_ostream &os) {
 static LogicalResult emitFromLLVMDialect(ModuleOp module,
                                          const CompileOptions &options) {
   llvm::LLVMContext llvmContext;
+  std::optional<StageTimer> timer;
+  timer.emplace(options.progress, "translation to LLVM IR");
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule)
@@ -300,6 +304,7 @@ static LogicalResult emitFromLLVMDialect(ModuleOp module,
     return failure();
   llvmModule->setDataLayout((*machine)->createDataLayout());
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
+  timer.emplace(options.progress, "LLVM optimization (-O3)");
   auto optimize = makeOptimizingTransformer(3, 0, machine->get());
   if (llvm::Error error = optimize(llvmModule.get()))
     return module.emitError() << "LLVM optimization failed: "
@@ -308,6 +313,7 @@ static LogicalResult emitFromLLVMDialect(ModuleOp module,
     return writeText(module, options.outputPath, [&](llvm::raw_ostream &os) {
       llvmModule->print(os, nullptr);
     });
+  timer.emplace(options.progress, "machine code");
   if (options.emit == EmitAction::Object)
     return emitObject(module, *llvmModule, **machine, options.outputPath);
 
@@ -319,6 +325,7 @@ static LogicalResult emitFromLLVMDialect(ModuleOp module,
   llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(objectPath); });
   if (failed(emitObject(module, *llvmModule, **machine, objectPath)))
     return failure();
+  timer.emplace(options.progress, "linking");
   if (options.model && options.emit == EmitAction::Executable)
     return writeModelDirectory(module, options, objectPath);
   return link(module, options, objectPath, options.outputPath);
@@ -403,13 +410,13 @@ static LogicalResult compileForCUDA(ModuleOp module,
   pipeline.managedHostBuffers = executable && !options.model;
   pipeline.cInterfaces = options.emit == EmitAction::SharedLibrary ||
                          (options.model && executable);
-  if (failed(runPipeline(module, "gdn-to-gpu", [&](OpPassManager &pm) {
+  if (failed(runPipeline(module, "gdn-to-gpu", options.progress, [&](OpPassManager &pm) {
         buildGdnToGPUPipeline(pm, pipeline);
       })))
     return failure();
   if (options.emit == EmitAction::MLIRLinalg)
     return writeText(module, options.outputPath, printModule);
-  if (failed(runPipeline(module, "gpu-to-llvm", [&](OpPassManager &pm) {
+  if (failed(runPipeline(module, "gpu-to-llvm", options.progress, [&](OpPassManager &pm) {
         buildGdnGPUToLLVMPipeline(pm, pipeline);
       })))
     return failure();
@@ -438,7 +445,7 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
   pipeline.resultsAsOutParams = exportsCInterfaces;
   pipeline.cInterfaces = exportsCInterfaces;
 
-  if (failed(runPipeline(module, "gdn-to-linalg", [&](OpPassManager &pm) {
+  if (failed(runPipeline(module, "gdn-to-linalg", options.progress, [&](OpPassManager &pm) {
         buildGdnToLinalgPipeline(pm, pipeline);
       })))
     return failure();
@@ -459,7 +466,7 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
            << "the CPU runtime library '" << options.cpuRuntimeLibrary
            << "' does not exist (is gdn-compile in a complete build or "
               "install tree?)";
-  if (failed(runPipeline(module, "linalg-to-llvm", [&](OpPassManager &pm) {
+  if (failed(runPipeline(module, "linalg-to-llvm", options.progress, [&](OpPassManager &pm) {
         buildGdnLinalgToLLVMCPUPipeline(pm, pipeline);
       })))
     return failure();

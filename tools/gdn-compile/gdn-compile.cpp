@@ -9,6 +9,7 @@
 #include "gdn/Compiler/ModelInput.h"
 #include "gdn/Compiler/ModelReport.h"
 #include "gdn/Compiler/PipelineFlags.h"
+#include "gdn/Compiler/StageTimer.h"
 #include "gdn/Compiler/OutputFile.h"
 #include "gdn/InitAllGdn.h"
 #include "gdn/Version.h"
@@ -105,6 +106,12 @@ static cl::opt<std::string> cpu(cl::cat(compileCategory), "cpu",
                                 cl::desc("LLVM CPU name ('native': the host)"),
                                 cl::init("native"));
 
+static cl::opt<bool> quiet(
+    cl::cat(compileCategory), "quiet",
+    cl::desc("No progress lines (otherwise every stage of a second or more "
+             "is reported on standard error with its time)"),
+    cl::init(false));
+
 static cl::opt<bool> listPipelineOptions(
     cl::cat(compileCategory), "list-pipeline-options",
     cl::desc("Print the pipeline options this tool offers as flags, as JSON "
@@ -131,6 +138,7 @@ int main(int argc, char **argv) {
                               "  The MLIR and LLVM options (for example "
                               "--mlir-print-ir-after-all) are listed by "
                               "--help-hidden.\n");
+  StageTimer total(false, "");
 
   // Option errors come before any work, without a source location.
   auto optionError = [](const llvm::Twine &message) {
@@ -266,6 +274,7 @@ int main(int argc, char **argv) {
   if (isModel) {
     // A model description and its weights: validated, then the model's
     // graph is built as gdn IR.
+    StageTimer timer(!quiet, "reading the model and its weights");
     llvm::Expected<ModelInput> model =
         loadModelInput(inputFilename, input->getBuffer(), weightsFilename,
                        weightsDtype == WeightsDtype::Auto  ? MatrixDtype::AsStored
@@ -323,5 +332,12 @@ int main(int argc, char **argv) {
       underPrefix({"lib", "libutf8proc.a"})};
   options.modelHeader =
       underPrefix({"include", "gdn", "Runtime", "gdn_model.h"});
-  return failed(compileModule(*module, options)) ? 1 : 0;
+  options.progress = !quiet;
+  if (failed(compileModule(*module, options)))
+    return 1;
+  double seconds = total.elapsedSeconds();
+  if (!quiet && seconds >= 1.0)
+    llvm::errs() << llvm::formatv("gdn-compile: wrote {0} in {1:f1} s\n",
+                                  outputFilename, seconds);
+  return 0;
 }

@@ -75,6 +75,8 @@ struct CompileOptions {
   /// the C API of gdn_model.h, from these archives and header (the runtime
   /// in host memory for the CPU, in CUDA managed memory for CUDA).
   bool model = false;
+  /// Report stages of a second or more on standard error (StageTimer.h).
+  bool progress = true;
   std::string modelRuntimeLibrary, modelCudaRuntimeLibrary,
       modelDescriptionLibrary, modelMainLibrary, modelHeader;
   /// compiler-rt's builtins archive (the build's lib/libgdn_builtins.a),
