@@ -210,20 +210,26 @@ def check_executable(results, name, entry):
                       f"got {got!r}, reference {want!r}")
 
 
-def sanitize_case(name):
+def sanitize_case(case):
     """The calls the sanitizers watch (run in a child process, which loads
     the library after compute-sanitizer has attached: gdn-model loads its
     kernels before main, too early for it): a prefill of 2 sequences, an
-    extension and three decode steps."""
+    extension and three decode steps. `case` is a model's name, or
+    "name:bf16" for its library compiled from bf16 weights (the bf16
+    matrices' kernels) with those weights."""
+    name, _, dtype = case.partition(":")
     with open(os.path.join(MODELS, "models.json")) as f:
         entry = json.load(f)[name]
-    library = os.path.join(MODELS, entry["library"])
+    bf16 = dtype == "bf16"
+    library = os.path.join(MODELS, entry["library_bf16" if bf16
+                                         else "library"])
     if entry.get("checkpoint"):
         compiled = CompiledModel(os.path.join(MODELS, entry["checkpoint"]),
                                  library_path=library)
     else:
+        weights = entry["weights_bf16" if bf16 else "weights"]
         compiled = CompiledModel(os.path.join(MODELS, entry["config"]),
-                                 os.path.join(MODELS, entry["weights"]),
+                                 os.path.join(MODELS, weights),
                                  library_path=library)
     rng = np.random.default_rng(5)
     vocab = compiled.vocab_size
@@ -235,10 +241,20 @@ def sanitize_case(name):
 
 
 def sanitize(results, name, tools, log_dir):
+    """Every tool on the model's library, and on its bf16 library where it
+    has one."""
+    with open(os.path.join(MODELS, "models.json")) as f:
+        entry = json.load(f)[name]
+    cases = [name] + ([f"{name}:bf16"] if "library_bf16" in entry else [])
+    for case in cases:
+        sanitize_one(results, case, tools, log_dir)
+
+
+def sanitize_one(results, name, tools, log_dir):
     sanitizer = shutil.which("compute-sanitizer") or \
         "/usr/local/cuda/bin/compute-sanitizer"
     for tool in tools:
-        log = os.path.join(log_dir, f"{name}-{tool}.log")
+        log = os.path.join(log_dir, f"{name.replace(':', '-')}-{tool}.log")
         command = [sanitizer, "--tool", tool, "--error-exitcode", "17",
                    "--print-limit", "100", "--log-file", log]
         if tool == "racecheck":

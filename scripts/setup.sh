@@ -14,7 +14,7 @@ LLVM=/usr/lib/llvm-22
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   libomp-22-dev libclang-rt-22-dev cmake ninja-build python3-numpy
-  python3-pytest libpcre2-dev libutf8proc-dev
+  python3-pytest python3-pip python3-setuptools libpcre2-dev libutf8proc-dev
 )
 
 missing=()

@@ -8,20 +8,16 @@
 #ifndef GDN_LIB_PIPELINES_RESULTSTOOUTPARAMS_H
 #define GDN_LIB_PIPELINES_RESULTSTOOUTPARAMS_H
 
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "gdn/ABI/Passes.h"
 #include "mlir/Pass/PassManager.h"
 
 namespace mlir::gdn {
-/// Function results become out-parameters, public functions included, with
-/// every allocation (static or dynamic) hoisted to the caller: the C ABI
-/// then has no ownership transfer, and the kernels write their results
-/// straight into the caller's buffers.
+/// Results of public functions become out-parameters, with every
+/// allocation (static or dynamic) hoisted to the caller: the C ABI then has
+/// no ownership transfer, and the kernels write their results straight into
+/// the caller's buffers (gdn-results-to-out-params).
 inline void addResultsToOutParams(OpPassManager &pm) {
-  bufferization::BufferResultsToOutParamsPassOptions options;
-  options.hoistStaticAllocs = true;
-  options.hoistDynamicAllocs = true;
-  options.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(options));
+  pm.addPass(createGdnResultsToOutParamsPass());
 }
 } // namespace mlir::gdn
 

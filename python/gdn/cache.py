@@ -15,7 +15,9 @@ the caller's configuration and the compiler identity, so that a call that
 hits it (every decode step) neither rebuilds nor hashes the source text.
 
 Compiler: $GDN_COMPILE if set, else $GDN_BUILD_DIR/bin/gdn-compile if
-GDN_BUILD_DIR is set, else <repo>/build/bin/gdn-compile.
+GDN_BUILD_DIR is set, else <repo>/build/bin/gdn-compile when the package
+runs from the source tree, else gdn-compile on PATH (an installed package:
+pip install ./python, with `cmake --install` putting the tools on PATH).
 Cache: $GDN_CACHE_DIR if set, else ~/.cache/gdn.
 """
 
@@ -56,10 +58,14 @@ def find_compiler():
     else:
         candidate = os.path.join(REPO, "build", "bin", "gdn-compile")
         source = "<repo>/build/bin/gdn-compile"
+        if not os.path.isfile(candidate) and shutil.which("gdn-compile"):
+            candidate = shutil.which("gdn-compile")
+            source = "PATH"
     if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
         return os.path.abspath(candidate)
     raise RuntimeError(
-        f"gdn-compile not found: tried {candidate} ({source}). Build it with "
+        f"gdn-compile not found: tried {candidate} ({source}) and PATH. "
+        f"Build it with "
         f"scripts/setup.sh (it configures and builds into {REPO}/build), or "
         f"point GDN_COMPILE at the driver or GDN_BUILD_DIR at a build "
         f"directory.")

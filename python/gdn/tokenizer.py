@@ -12,13 +12,15 @@ ctypes; no Hugging Face package is needed.
 
 Library: $GDN_TOKENIZER_LIBRARY if set, else
 $GDN_BUILD_DIR/lib/libgdn-tokenizer.so if GDN_BUILD_DIR is set, else
-<repo>/build/lib/libgdn-tokenizer.so (the places gdn.cache looks for
+<repo>/build/lib/libgdn-tokenizer.so, else the lib/ beside the bin/ of
+gdn-compile on PATH (an install tree: the places gdn.cache looks for
 gdn-compile).
 """
 
 import array
 import ctypes
 import os
+import shutil
 import threading
 
 __all__ = ["Tokenizer", "library_path"]
@@ -43,6 +45,12 @@ def library_path():
     else:
         candidate = os.path.join(REPO, "build", "lib", LIBRARY_NAME)
         source = f"<repo>/build/lib/{LIBRARY_NAME}"
+        installed = shutil.which("gdn-compile")
+        if not os.path.isfile(candidate) and installed:
+            prefix = os.path.dirname(os.path.dirname(
+                os.path.realpath(installed)))
+            candidate = os.path.join(prefix, "lib", LIBRARY_NAME)
+            source = "the install tree of gdn-compile on PATH"
     if os.path.isfile(candidate):
         return os.path.abspath(candidate)
     raise RuntimeError(

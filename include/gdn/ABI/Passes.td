@@ -52,4 +52,28 @@ def GdnPackedCInterfacePass : Pass<"gdn-packed-c-interface", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def GdnResultsToOutParamsPass : Pass<"gdn-results-to-out-params",
+                                     "ModuleOp"> {
+  let summary = "Results of public functions as caller-allocated buffers";
+  let description = [{
+    The C ABI of gdn-compile's shared libraries (docs/c-abi.md): every memref
+    result of a public function becomes a trailing out-parameter the caller
+    allocates, and the allocation inside the function, static or dynamic in
+    shape, is replaced by that buffer (upstream's
+    `promoteBufferResultsToOutParams` with hoisting), so kernels write their
+    results straight into the caller's memory and nothing changes owner
+    across the ABI.
+
+    A caller inside the module cannot allocate a result whose shape only
+    the callee knows (the state of a prefill over T tokens, say). So a
+    public function that is also called inside the module first gets a
+    private copy, `<name>_returning_buffers`, that keeps its results as
+    results; the internal calls go to the copy, and only the public
+    function takes out-parameters. Private functions keep their results.
+  }];
+  let dependentDialects = [
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 #endif // GDN_ABI_PASSES_TD

@@ -99,7 +99,10 @@ struct GdnGPUDeviceBuffersPass
         return WalkResult::advance();
       op->emitOpError() << "accesses a buffer in host code, where every "
                            "buffer is device memory: everything must run "
-                           "in kernels";
+                           "in kernels (a CUDA library's functions take "
+                           "device buffers; host code with constants or "
+                           "prints, such as a @main, belongs in --emit=exe, "
+                           "where buffers are managed memory)";
       failed = true;
       return WalkResult::advance();
     });

@@ -1,0 +1,77 @@
+//===- ResultsToOutParams.cpp - results as caller-allocated buffers -------===//
+
+#include "gdn/ABI/Passes.h"
+
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::gdn {
+#define GEN_PASS_DEF_GDNRESULTSTOOUTPARAMSPASS
+#include "gdn/ABI/Passes.h.inc"
+} // namespace mlir::gdn
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+constexpr StringLiteral kInternalSuffix = "_returning_buffers";
+
+bool returnsBuffers(func::FuncOp func) {
+  return llvm::any_of(func.getResultTypes(),
+                      [](Type type) { return isa<BaseMemRefType>(type); });
+}
+
+struct GdnResultsToOutParamsPass
+    : gdn::impl::GdnResultsToOutParamsPassBase<GdnResultsToOutParamsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    // Internal callers of a public function keep its results as results,
+    // through a private copy.
+    SmallVector<func::FuncOp> publicFunctions;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isExternal() && returnsBuffers(func))
+        publicFunctions.push_back(func);
+    for (func::FuncOp func : publicFunctions) {
+      std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(func, module);
+      if (!uses || uses->empty())
+        continue;
+      SmallVector<func::CallOp> calls;
+      for (const SymbolTable::SymbolUse &use : *uses) {
+        auto call = dyn_cast<func::CallOp>(use.getUser());
+        if (!call) {
+          use.getUser()->emitError()
+              << "refers to '" << func.getName()
+              << "', whose results become out-parameters of its C "
+                 "interface; only func.call may use it inside the module";
+          return signalPassFailure();
+        }
+        calls.push_back(call);
+      }
+      auto copy = cast<func::FuncOp>(func->clone());
+      copy.setName((func.getName() + kInternalSuffix).str());
+      copy.setPrivate();
+      copy->removeAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName());
+      // Renamed on a clash with an existing symbol.
+      symbols.insert(copy, Block::iterator(func));
+      for (func::CallOp call : calls)
+        call.setCallee(copy.getName());
+    }
+
+    bufferization::BufferResultsToOutParamsOpts options;
+    options.hoistStaticAllocs = true;
+    options.hoistDynamicAllocs = true;
+    options.modifyPublicFunctions = true;
+    options.filterFn = [](func::FuncOp *func) { return func->isPublic(); };
+    if (failed(bufferization::promoteBufferResultsToOutParams(module,
+                                                              options)))
+      signalPassFailure();
+  }
+};
+} // namespace

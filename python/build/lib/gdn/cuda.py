@@ -1,0 +1,229 @@
+"""Run prebuilt CUDA kernels of gdn on torch CUDA tensors.
+
+The kernels come from `gdn-compile --target=cuda --emit=shared` on the build
+machine (scripts/build-gpu-artifacts.sh); this module only needs the shared
+libraries, ctypes and torch, so it runs on a GPU machine without MLIR. The
+libraries export the C ABI of docs/c-abi.md with device pointers: every
+buffer, inputs and outputs, lives on the GPU. Inputs are torch CUDA tensors
+of the configuration's types, or numpy arrays, which are copied to the GPU
+in those types (q, k and v rounded to bf16 or f16) and give numpy results.
+"""
+
+import ctypes
+import json
+import os
+
+import numpy as np
+
+from . import compiled as compiled_module
+from .compiled import descriptor_type
+
+PREFILL_SYMBOL = "_mlir_ciface_gdn_delta_rule"
+STEP_SYMBOL = "_mlir_ciface_gdn_delta_rule_step"
+MANIFEST = "manifest.json"
+# Tokens per chunk of the CUDA chunked scan (convert-gdn-to-gpu).
+CHUNK_SIZE = 64
+# torch dtypes of the configuration's element type names.
+TORCH_TYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
+
+
+def _torch():
+    import torch  # imported lazily: the rest of gdn does not need torch
+    return torch
+
+
+def tensor_descriptor(tensor):
+    """A memref descriptor of a contiguous torch tensor (device pointer)."""
+    if not tensor.is_contiguous():
+        raise ValueError(f"tensor of shape {tuple(tensor.shape)} must be "
+                         "contiguous")
+    rank = tensor.dim()
+    desc = descriptor_type(rank)()
+    desc.allocated = desc.aligned = tensor.data_ptr()
+    desc.offset = 0
+    for i in range(rank):
+        desc.sizes[i] = tensor.shape[i]
+        desc.strides[i] = tensor.stride(i)
+    return desc
+
+
+class CudaKernels:
+    """The prefill and decode kernels of one configuration (H, Hv, K, V,
+    element types, scale), loaded from a shared library."""
+
+    def __init__(self, path, config):
+        self.path = path
+        self.config = config
+        self.library = ctypes.CDLL(os.path.abspath(path))
+        for name in (PREFILL_SYMBOL, STEP_SYMBOL):
+            function = getattr(self.library, name)
+            function.restype = None
+            function.argtypes = [ctypes.c_void_p] * 8
+        self.library.gdnCudaTakeKernelMicroseconds.restype = ctypes.c_double
+        self.library.gdnCudaTakeKernelMicroseconds.argtypes = [
+            ctypes.POINTER(ctypes.c_int64)]
+        self.library.gdnCudaSetKernelTiming.argtypes = [ctypes.c_int]
+        self.library.gdnCudaUseStream.argtypes = [ctypes.c_void_p]
+        self.library.gdnCudaOwnStreams.argtypes = []
+
+    def _operands(self, operands, tokens, state_name):
+        """Checks the operands against the configuration and returns them as
+        CUDA tensors, and whether any came as a numpy array. Shapes:
+        q, k [B, (T,) H, K]; v [B, (T,) Hv, V]; g, beta [B, (T,) Hv]; the
+        state [B, Hv, K, V]."""
+        torch = _torch()
+        cfg = self.config
+        h, hv = cfg["heads"], cfg["value_heads"]
+        kd, vd = cfg["key_dim"], cfg["value_dim"]
+        element = getattr(torch, TORCH_TYPES[cfg["element_type"]])
+        beta_type = getattr(torch, TORCH_TYPES[cfg.get("beta_element_type",
+                                                       "f32")])
+        q_shape = tuple(np.shape(operands["q"]))
+        if len(q_shape) != (4 if tokens else 3):
+            raise ValueError(f"q: expected shape [B, {'T, ' if tokens else ''}"
+                             f"{h}, {kd}], got {list(q_shape)}")
+        lead = q_shape[:2] if tokens else q_shape[:1]
+        expected = {"q": (lead + (h, kd), element),
+                    "k": (lead + (h, kd), element),
+                    "v": (lead + (hv, vd), element),
+                    "g": (lead + (hv,), torch.float32),
+                    "beta": (lead + (hv,), beta_type)}
+        expected[state_name] = ((lead[0], hv, kd, vd), torch.float32)
+        from_numpy = False
+        tensors = {}
+        for name, x in operands.items():
+            shape, dtype = expected[name]
+            if isinstance(x, torch.Tensor):
+                if not x.is_cuda:
+                    raise TypeError(f"{name} must be a CUDA tensor or a "
+                                    "numpy array")
+                if x.dtype != dtype:
+                    raise TypeError(f"{name}: expected dtype {dtype}, got "
+                                    f"{x.dtype}")
+                # Strided tensors are copied, as numpy arrays are.
+                x = x.contiguous()
+            else:
+                array = np.asarray(x)
+                if array.dtype.kind != "f":
+                    raise TypeError(f"{name}: expected floating-point "
+                                    f"values, got dtype {array.dtype}")
+                x = torch.from_numpy(np.ascontiguousarray(
+                    array, dtype=np.float32)).to("cuda", dtype)
+                from_numpy = True
+            if tuple(x.shape) != shape:
+                raise ValueError(f"{name}: expected shape {list(shape)}, got "
+                                 f"{list(x.shape)}")
+            tensors[name] = x
+        return tensors, from_numpy
+
+    def _call(self, symbol, tensors):
+        if any(n == 0 for n in tensors[0].shape[:1]):
+            return  # nothing to run: a grid of zero blocks cannot launch
+        # On torch's current stream, in order with the work that made the
+        # inputs and without waiting, so that calls can be captured in a
+        # CUDA graph.
+        descriptors = [tensor_descriptor(t) for t in tensors]
+        stream = _torch().cuda.current_stream().cuda_stream
+        self.library.gdnCudaUseStream(ctypes.c_void_p(stream))
+        try:
+            getattr(self.library, symbol)(
+                *[ctypes.addressof(d) for d in descriptors])
+        finally:
+            self.library.gdnCudaOwnStreams()
+
+    def _check_compiled(self, scale, chunk_size):
+        """The arguments gdn.delta_rule takes on the CPU: here they must
+        match what the library was compiled for (None: as compiled)."""
+        compiled = float(np.float32(self.config["scale"]))
+        if scale is not None and float(np.float32(
+                compiled_module._check_scale(scale))) != compiled:
+            raise ValueError(f"scale: this library was compiled for scale "
+                             f"{compiled!r}, got {scale!r} (compile the "
+                             f"configuration with that scale)")
+        if chunk_size is not None and compiled_module._check_chunk_size(
+                chunk_size) != CHUNK_SIZE:
+            raise ValueError(f"chunk_size: the CUDA chunked scan uses chunks "
+                             f"of {CHUNK_SIZE} tokens, got {chunk_size!r}")
+
+    def _zero_state(self, q):
+        """The initial state of None: zeros [B, Hv, K, V] beside q."""
+        cfg = self.config
+        shape = (np.shape(q)[0], cfg["value_heads"], cfg["key_dim"],
+                 cfg["value_dim"])
+        torch = _torch()
+        if isinstance(q, torch.Tensor):
+            return torch.zeros(shape, dtype=torch.float32, device=q.device)
+        return np.zeros(shape, np.float32)
+
+    def delta_rule(self, q, k, v, g, beta, initial_state=None, scale=None,
+                   chunk_size=None):
+        """Prefill, with the arguments of gdn.delta_rule: returns (o,
+        final_state), new CUDA tensors (numpy arrays, o in float32, if any
+        input was a numpy array). initial_state None: zeros; scale and
+        chunk_size, if given, must be what the library was compiled for."""
+        torch = _torch()
+        self._check_compiled(scale, chunk_size)
+        if initial_state is None:
+            initial_state = self._zero_state(q)
+        x, from_numpy = self._operands(
+            dict(q=q, k=k, v=v, g=g, beta=beta, initial_state=initial_state),
+            tokens=True, state_name="initial_state")
+        b, t, hv, vd = x["v"].shape
+        o = torch.empty_like(x["v"])
+        state = torch.empty((b, hv, x["q"].shape[-1], vd),
+                            dtype=torch.float32, device=x["v"].device)
+        if t == 0:
+            # An empty sequence leaves the state as it was; the compiled
+            # prefill is not called (its grid over zero chunks would have no
+            # blocks to launch).
+            state.copy_(x["initial_state"])
+        else:
+            self._call(PREFILL_SYMBOL, (x["q"], x["k"], x["v"], x["g"],
+                                        x["beta"], x["initial_state"], o,
+                                        state))
+        if from_numpy:
+            return o.float().cpu().numpy(), state.cpu().numpy()
+        return o, state
+
+    def delta_rule_step(self, q, k, v, g, beta, state, scale=None,
+                        inplace=False):
+        """One decode token, with the arguments of gdn.delta_rule_step; with
+        inplace=True the new state overwrites `state` (the kernel reads a
+        state column before writing it), which must then be a CUDA tensor."""
+        torch = _torch()
+        self._check_compiled(scale, None)
+        if inplace and not isinstance(state, torch.Tensor):
+            raise TypeError("inplace=True needs the state as a CUDA tensor")
+        if inplace and not state.is_contiguous():
+            raise ValueError("inplace=True writes the new state into state, "
+                             "which must then be contiguous")
+        x, from_numpy = self._operands(
+            dict(q=q, k=k, v=v, g=g, beta=beta, state=state), tokens=False,
+            state_name="state")
+        o = torch.empty_like(x["v"])
+        new_state = x["state"] if inplace else torch.empty_like(x["state"])
+        self._call(STEP_SYMBOL, (x["q"], x["k"], x["v"], x["g"], x["beta"],
+                                 x["state"], o, new_state))
+        if from_numpy:
+            return o.float().cpu().numpy(), new_state.cpu().numpy()
+        return o, new_state
+
+    def set_kernel_timing(self, enabled):
+        self.library.gdnCudaSetKernelTiming(1 if enabled else 0)
+
+    def take_kernel_microseconds(self):
+        """(total kernel microseconds, launches) since the last call."""
+        launches = ctypes.c_int64(0)
+        total = self.library.gdnCudaTakeKernelMicroseconds(
+            ctypes.byref(launches))
+        return total, launches.value
+
+
+def load_artifacts(folder):
+    """Reads folder/manifest.json: {name: {"library": file, "config": {...}}}
+    and returns {name: CudaKernels}."""
+    with open(os.path.join(folder, MANIFEST)) as f:
+        manifest = json.load(f)
+    return {name: CudaKernels(os.path.join(folder, entry["library"]),
+                              entry["config"])
+            for name, entry in manifest.items()}
