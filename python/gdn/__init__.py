@@ -11,7 +11,7 @@ The package, one module per responsibility:
 - gdn.cache: finding gdn-compile, and the one cache of the libraries it
   builds, keyed by source, options and compiler;
 - gdn.compiled: the compiled ops for numpy arrays (gdn.delta_rule,
-  gdn.delta_rule_step);
+  gdn.delta_rule_step), which take torch CPU tensors too (gdn.interop);
 - gdn.layers: the design document's Gated DeltaNet layer
   (gdn.GatedDeltaNetLayer, gdn.init_gated_deltanet,
   gdn.gated_deltanet_reference);

@@ -26,6 +26,7 @@ import numbers
 import numpy as np
 
 from . import cache
+from .interop import accepts_torch_cpu
 from .mlir import format_scale, tensor_type
 
 __all__ = ["delta_rule", "delta_rule_step"]
@@ -168,7 +169,8 @@ def _check_array(name, x, ndim, dims_doc):
     rank `ndim` (a strided or unaligned one is copied, as numpy functions
     do). TypeError for what is not an ndarray, ValueError for the rank."""
     if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray, got "
+        raise TypeError(f"{name} must be a numpy.ndarray or a torch CPU "
+                        f"tensor, got "
                         f"{type(x).__name__}")
     if x.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-d array {dims_doc}, got "
@@ -280,14 +282,16 @@ def _check_preconditions(k, g, beta, axes):
                              f"{float(values[index]):.6g}; {name} {rule}")
 
 
+@accepts_torch_cpu("q", "k", "v", "g", "beta", "initial_state")
 def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
                chunk_size=64, compile_options=None, check_numerics=False):
     """Gated delta rule over a sequence (prefill), compiled.
 
     q, k: [B, T, H, K]; v: [B, T, Hv, V] (float32, or float16 for all
     three); g: [B, T, Hv] float32; beta: [B, T, Hv] float32 or v's dtype;
-    initial_state: [B, Hv, K, V] float32 or None (zeros). Strided arrays
-    are copied. TypeError for operands of the wrong type or dtype,
+    initial_state: [B, Hv, K, V] float32 or None (zeros). numpy arrays or
+    torch CPU tensors (then the results are torch tensors: gdn.interop).
+    Strided arrays are copied. TypeError for operands of the wrong type or dtype,
     ValueError for wrong shapes. Returns (o [B, T, Hv, V] of v's dtype, final_state
     [B, Hv, K, V] float32).
 
@@ -348,13 +352,15 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     return o, final_state
 
 
+@accepts_torch_cpu("q", "k", "v", "g", "beta", "state")
 def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False,
                     compile_options=None, check_numerics=False):
     """One decode token of the gated delta rule, compiled.
 
     q, k: [B, H, K]; v: [B, Hv, V] (float32, or float16 for all three);
     g: [B, Hv] float32; beta: [B, Hv] float32 or v's dtype; state:
-    [B, Hv, K, V] float32. Strided arrays are copied; with inplace=True the
+    [B, Hv, K, V] float32; numpy arrays or torch CPU tensors (gdn.interop).
+    Strided arrays are copied; with inplace=True the
     state must be C-contiguous and writeable. TypeError for operands of the
     wrong type or dtype, ValueError for wrong shapes. Returns (o [B, Hv, V]
     of v's dtype, new_state [B, Hv, K, V] float32). With inplace=False
