@@ -24,10 +24,15 @@ def installed(tmp_path_factory):
     prefix, site = root / "prefix", root / "site"
     subprocess.run(["cmake", "--install", str(BUILD), "--prefix",
                     str(prefix)], check=True, capture_output=True)
+    # From a copy: setuptools writes build/ and egg-info beside the sources.
+    source = root / "source"
+    shutil.copytree(REPO / "python", source,
+                    ignore=shutil.ignore_patterns("__pycache__", "tests",
+                                                  "build", "*.egg-info"))
     pip = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
          "--no-build-isolation", "--no-index", "--target", str(site),
-         str(REPO / "python")], capture_output=True, text=True)
+         str(source)], capture_output=True, text=True)
     assert pip.returncode == 0, pip.stderr
     # Only the install tree: no build directory, no source tree on the path.
     env = {k: v for k, v in os.environ.items()
