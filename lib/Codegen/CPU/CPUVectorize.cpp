@@ -85,6 +85,14 @@ module attributes {transform.with_named_sequence} {
     %rt, %r0 = transform.structured.tile_using_for %rows tile_sizes [1, 0]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.structured.vectorize %rt : !transform.any_op
+    %pieces = transform.structured.match
+        attributes {gdn.cpu_schedule = "row-pieces"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %pt, %p0, %p1 = transform.structured.tile_using_for %pieces
+        tile_sizes [1, 512]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    transform.structured.vectorize %pt : !transform.any_op
     %whole = transform.structured.match
         attributes {gdn.cpu_schedule = "whole"} in %root
         : (!transform.any_op) -> !transform.any_op
@@ -138,6 +146,19 @@ bool isAllParallel(linalg::LinalgOp op) {
   return op.getNumReductionLoops() == 0;
 }
 
+/// Whether an input of the 2-D `op` is indexed (d1, d0).
+bool readsTransposed(linalg::LinalgOp op) {
+  AffineMap swapped = AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0},
+                                                   op->getContext());
+  return llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *input) {
+    return op.getMatchingIndexingMap(input) == swapped;
+  });
+}
+
+/// Rows longer than this are vectorized in pieces of kRowPiece elements.
+constexpr int64_t kWidestRow = 4096;
+constexpr int64_t kRowPiece = 512;
+
 /// The schedule for `op`, or an empty string to leave it to loops.
 StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
   if (!op.hasPureBufferSemantics() || !hasStaticDomain(op))
@@ -164,8 +185,18 @@ StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
   if (!isa<linalg::GenericOp, linalg::FillOp, linalg::CopyOp>(op) ||
       !isAllParallel(op))
     return "";
-  if (ranges.size() == 2 && ranges[1] % 16 == 0)
+  // A generic that reads an operand transposed (a bf16 weight widened as
+  // it is transposed, say) is a transpose: rows of it would be columns of
+  // the input, gathered element by element and unrolled over the row.
+  if (ranges.size() == 2 && readsTransposed(op))
+    return ranges[0] % 16 == 0 && ranges[1] % 16 == 0 ? "transpose" : "";
+  // A row is one vector, unrolled into registers: up to kWidestRow
+  // elements; wider rows (a vocabulary) go in 512-element pieces, so that
+  // the code stays the size of one piece.
+  if (ranges.size() == 2 && ranges[1] % 16 == 0 && ranges[1] <= kWidestRow)
     return "rows";
+  if (ranges.size() == 2 && ranges[1] % kRowPiece == 0)
+    return "row-pieces";
   if (ranges.size() == 1 && ranges[0] % 16 == 0 && ranges[0] <= 512)
     return "whole";
   return "";

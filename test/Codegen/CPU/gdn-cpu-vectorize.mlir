@@ -217,6 +217,42 @@ func.func @whole(%x: memref<64xf32>, %y: memref<64xf32>) {
 
 // -----
 
+// Rows wider than 4096 elements go in pieces of 512; a generic that reads
+// its input transposed (a bf16 weight widened as it is transposed) takes the
+// 16 x 16 transpose blocks instead of rows (a row would gather a column).
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=WIDE
+// WIDE-LABEL: func.func @wide_and_transposed
+// WIDE: linalg.generic {{.*}}gdn.cpu_schedule = "row-pieces"
+// WIDE: linalg.generic {{.*}}gdn.cpu_schedule = "transpose"
+// WIDE: linalg.generic {{.*}}gdn.cpu_schedule = "rows"
+// CHECK-LABEL: func.func @wide_and_transposed
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: vector<8192xf32>
+// CHECK: vector<512xf32>
+// CHECK-NOT: vector<8192xf32>
+func.func @wide_and_transposed(%x: memref<2x8192xf32>, %y: memref<2x8192xf32>,
+                               %w: memref<64x32xbf16>, %t: memref<32x64xf32>,
+                               %a: memref<4x4096xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : memref<2x8192xf32>) outs(%y : memref<2x8192xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%w : memref<64x32xbf16>) outs(%t : memref<32x64xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} outs(%a : memref<4x4096xf32>) {
+  ^bb0(%out: f32):
+    %d = arith.addf %out, %out : f32
+    linalg.yield %d : f32
+  }
+  return
+}
+
+// -----
+
 // annotate-only records the schedule and transforms nothing.
 // RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=ANNOTATE
 // ANNOTATE-LABEL: func.func @annotate

@@ -51,9 +51,14 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
     - `vecmatN`: `linalg.vecmat` tiled `[N, 1]` with the widest N of 128,
       64, 32 and 16 that divides the output (independent accumulators hide
       the FMA latency along K), then as for matmuls;
-    - `rows`: two-dimensional element-wise ops, one vectorized row at a time;
+    - `rows`: two-dimensional element-wise ops with rows of up to 4096
+      elements, one vectorized row at a time;
+    - `row-pieces`: the same with wider rows (a vocabulary), in pieces of 512
+      elements, so that the unrolled code stays the size of one piece;
     - `whole`: one-dimensional element-wise ops, vectorized whole;
-    - `transpose`: `linalg.transpose` in 16 x 16 vectorized blocks.
+    - `transpose`: `linalg.transpose`, and element-wise generics that read an
+      operand transposed (a bf16 weight widened while it is transposed), in
+      16 x 16 vectorized blocks.
 
     `math.exp` is then replaced by its polynomial approximation so that it
     vectorizes. Ops without a schedule are left for convert-linalg-to-loops.
