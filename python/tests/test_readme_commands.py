@@ -27,6 +27,7 @@ NOT_RUN = {
                                       "machine",
     "python3 gpu_check.py": "needs a GPU (runs on the GPU machine)",
     "python3 gpu_model_check.py": "needs a GPU (runs on the GPU machine)",
+    "python3 gpu_examples_check.py": "needs a GPU (runs on the GPU machine)",
 }
 
 
