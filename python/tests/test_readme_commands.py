@@ -25,6 +25,9 @@ NOT_RUN = {
     "scripts/build-gpu-artifacts.sh": "compiles every GPU configuration "
                                       "(minutes); made by hand for the GPU "
                                       "machine",
+    "scripts/build_gpu_examples.sh": "runs scripts/setup.sh (a build) "
+                                     "before compiling; made by hand for "
+                                     "the GPU machine",
     "python3 gpu_check.py": "needs a GPU (runs on the GPU machine)",
     "python3 gpu_model_check.py": "needs a GPU (runs on the GPU machine)",
     "python3 gpu_examples_check.py": "needs a GPU (runs on the GPU machine)",
