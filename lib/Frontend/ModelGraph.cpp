@@ -211,7 +211,8 @@ layerWeights(const ModelConfig &config, size_t index,
 }
 
 /// Layers of the same kind whose weights have the same types share one
-/// function: the key says what the function's code depends on.
+/// function: the key says what the function's code depends on. (A layer's
+/// settings, heads and dimensions, are the model's, one set per kind.)
 static std::string
 layerKey(const ModelConfig &config, size_t index,
          ArrayRef<std::pair<std::string, Type>> weights) {
