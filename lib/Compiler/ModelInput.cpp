@@ -64,18 +64,6 @@ std::string mlir::gdn::weightsPathOf(StringRef descriptionPath,
   return folder.empty() ? "." : folder;
 }
 
-bool mlir::gdn::hasWeights(StringRef weightsPath) {
-  if (!llvm::sys::fs::is_directory(weightsPath))
-    return llvm::sys::fs::exists(weightsPath);
-  for (StringRef name : {"model.safetensors", "model.safetensors.index.json"}) {
-    llvm::SmallString<256> path(weightsPath);
-    llvm::sys::path::append(path, name);
-    if (llvm::sys::fs::exists(path))
-      return true;
-  }
-  return false;
-}
-
 void mlir::gdn::printModelSummary(const ModelInput &model,
                                   llvm::raw_ostream &os) {
   printConfigSummary(model.config, os);

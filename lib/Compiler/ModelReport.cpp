@@ -56,30 +56,32 @@ static std::string tokensLabel(int64_t tokens) {
   return std::to_string(tokens);
 }
 
-static std::string humanBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
+/// `value` in the largest of `units` (each `base` times the one before)
+/// that keeps it at least 1, with `decimals` digits; plain in the first.
+static std::string scaled(int64_t value, double base,
+                          llvm::ArrayRef<const char *> units,
+                          unsigned decimals) {
+  double scaledValue = static_cast<double>(value);
   unsigned unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(units)) {
-    value /= 1024;
+  while (scaledValue >= base && unit + 1 < units.size()) {
+    scaledValue /= base;
     ++unit;
   }
   if (unit == 0)
-    return llvm::formatv("{0} B", bytes).str();
-  return llvm::formatv("{0:f1} {1}", value, units[unit]).str();
+    return units[0][0] ? llvm::formatv("{0} {1}", value, units[0]).str()
+                       : std::to_string(value);
+  return llvm::formatv("{0} {1}",
+                       llvm::format("%.*f", int(decimals), scaledValue),
+                       units[unit])
+      .str();
+}
+
+static std::string humanBytes(int64_t bytes) {
+  return scaled(bytes, 1024, {"B", "KiB", "MiB", "GiB", "TiB"}, 1);
 }
 
 static std::string humanFlops(int64_t flops) {
-  const char *units[] = {"", "k", "M", "G", "T", "P"};
-  double value = static_cast<double>(flops);
-  unsigned unit = 0;
-  while (value >= 1000 && unit + 1 < std::size(units)) {
-    value /= 1000;
-    ++unit;
-  }
-  if (unit == 0)
-    return llvm::formatv("{0}", flops).str();
-  return llvm::formatv("{0:f2} {1}", value, units[unit]).str();
+  return scaled(flops, 1000, {"", "k", "M", "G", "T", "P"}, 2);
 }
 
 static double ratio(int64_t baseline, int64_t value) {

@@ -34,6 +34,11 @@ mlir::gdn::modelCacheTypes(MLIRContext *context, const ModelConfig &config) {
   return types;
 }
 
+/// The weight-name prefix of layer `index` ("model.layers.3.").
+static std::string layerPrefix(const ModelConfig &config, size_t index) {
+  return llvm::formatv("{0}layers.{1}.", config.weightPrefix, index).str();
+}
+
 namespace {
 /// What one layer's IR needs from the function it is built in.
 struct LayerContext {
@@ -88,10 +93,9 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
         RmsNormOp::create(b, loc, hidden, x, c.weight(name), eps, zeroCentered);
     return op.getY();
   };
-  auto weight = c.weight;
+  const auto &weight = c.weight;
 
-  std::string layer =
-      llvm::formatv("{0}layers.{1}.", config.weightPrefix, index).str();
+  std::string layer = layerPrefix(config, index);
   Value normed = norm(x, layer + "input_layernorm.weight");
   LayerKind kind = config.layers[index];
   if (kind == LayerKind::QwenGDN) {
@@ -201,8 +205,7 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
 static SmallVector<std::pair<std::string, Type>>
 layerWeights(const ModelConfig &config, size_t index,
              ArrayRef<std::pair<std::string, Type>> allWeights) {
-  std::string prefix =
-      llvm::formatv("{0}layers.{1}.", config.weightPrefix, index).str();
+  std::string prefix = layerPrefix(config, index);
   SmallVector<std::pair<std::string, Type>> weights;
   for (const auto &[name, type] : allWeights)
     if (StringRef(name).starts_with(prefix))
@@ -219,8 +222,7 @@ layerKey(const ModelConfig &config, size_t index,
   std::string key;
   llvm::raw_string_ostream os(key);
   os << layerKindName(config.layers[index]);
-  size_t prefixSize =
-      llvm::formatv("{0}layers.{1}.", config.weightPrefix, index).str().size();
+  size_t prefixSize = layerPrefix(config, index).size();
   for (const auto &[name, type] : weights)
     os << " " << StringRef(name).drop_front(prefixSize) << ":" << type;
   return key;
@@ -265,8 +267,8 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
   // One private function per distinct layer, before @name.
   std::map<std::string, func::FuncOp> functionOf;
   std::map<std::string, SmallVector<int64_t>> layersOf;
-  auto layerFunction = [&](size_t index) {
-    auto weights = layerWeights(config, index, allWeights);
+  auto layerFunction = [&](size_t index,
+                           ArrayRef<std::pair<std::string, Type>> weights) {
     std::string key = layerKey(config, index, weights);
     layersOf[key].push_back(index);
     auto [it, inserted] = functionOf.try_emplace(key);
@@ -345,10 +347,11 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
       x = buildLayer(b, context, i, x, newCaches);
       continue;
     }
-    func::FuncOp layer = layerFunction(i);
+    auto weights = layerWeights(config, i, allWeights);
+    func::FuncOp layer = layerFunction(i, weights);
     SmallVector<Value> operands = {x};
     llvm::append_range(operands, caches);
-    for (const auto &weight : layerWeights(config, i, allWeights))
+    for (const auto &weight : weights)
       operands.push_back(body->getArgument(argIndex.at(weight.first)));
     // The destinations: x's shape, the GDN caches' own shapes, and for the
     // growing caches the tokens so far plus the new ones.

@@ -11,6 +11,7 @@
 #include "llvm/Support/Path.h"
 
 #include <map>
+#include <optional>
 
 using namespace mlir::gdn;
 using llvm::Error;
@@ -110,27 +111,37 @@ static Error openIndex(StringRef indexPath, std::vector<SafetensorsFile> &out) {
   return Error::success();
 }
 
+/// The weights file of a checkpoint folder: its shard index, else its one
+/// model.safetensors; nothing if it has neither.
+static std::optional<std::string> weightsFileIn(StringRef directory) {
+  for (StringRef name : {"model.safetensors.index.json", "model.safetensors"}) {
+    std::string path = joinPath(directory, name);
+    if (llvm::sys::fs::exists(path))
+      return path;
+  }
+  return std::nullopt;
+}
+
+bool WeightFiles::existAt(StringRef path) {
+  return llvm::sys::fs::is_directory(path) ? weightsFileIn(path).has_value()
+                                           : llvm::sys::fs::exists(path);
+}
+
 llvm::Expected<WeightFiles> WeightFiles::open(StringRef path) {
   WeightFiles weights;
   weights.openedPath = path.str();
-  std::string indexPath;
+  std::string resolved;
   if (llvm::sys::fs::is_directory(path)) {
-    std::string index = joinPath(path, "model.safetensors.index.json");
-    std::string single = joinPath(path, "model.safetensors");
-    if (llvm::sys::fs::exists(index))
-      indexPath = index;
-    else if (llvm::sys::fs::exists(single))
-      path = weights.openedPath = single;
-    else
+    std::optional<std::string> file = weightsFileIn(path);
+    if (!file)
       return pathError(path, "holds neither model.safetensors nor "
                              "model.safetensors.index.json");
-  } else if (path.ends_with(".json")) {
-    indexPath = path.str();
+    resolved = *file;
+    path = weights.openedPath = resolved;
   }
-  if (!indexPath.empty()) {
-    if (Error error = openIndex(indexPath, weights.shards))
+  if (path.ends_with(".json")) {
+    if (Error error = openIndex(path, weights.shards))
       return std::move(error);
-    weights.openedPath = indexPath;
   } else {
     llvm::Expected<SafetensorsFile> file = SafetensorsFile::open(path);
     if (!file)

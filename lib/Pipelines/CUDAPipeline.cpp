@@ -20,13 +20,12 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/Regex.h"
+#include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 using namespace mlir::gdn;
 
-extern "C" void LLVMInitializeNVPTXTargetInfo();
-extern "C" void LLVMInitializeNVPTXTargetMC();
 
 static ConvertGdnToGPUPassOptions
 gpuOptionsOf(const CUDAPipelineOptions &options) {
@@ -50,40 +49,51 @@ occupancyOptionsOf(const CUDAPipelineOptions &options) {
   return occupancyOptions;
 }
 
+/// The architecture number of `chip` if it is one CUDA 13's ptxas compiles
+/// for: sm_75 and newer, 'a' and 'f' naming the architecture- and
+/// family-specific variants (sm_90a for wgmma).
+static std::optional<unsigned> chipVersion(StringRef chip) {
+  static const llvm::Regex chipPattern("^sm_([0-9]+)[af]?$");
+  SmallVector<StringRef> parts;
+  unsigned version = 0;
+  if (!chipPattern.match(chip, &parts) || parts[1].getAsInteger(10, version) ||
+      version < 75)
+    return std::nullopt;
+  return version;
+}
+
+/// Those of the chips LLVM's NVPTX backend knows (it writes the PTX), in
+/// architecture order (sm_75 ... sm_90, sm_90a, ... sm_100, sm_100a); empty
+/// where the backend is not linked in.
+static const SmallVector<std::string> &nvptxChips() {
+  static const SmallVector<std::string> chips = [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTargetMC();
+    llvm::Triple triple("nvptx64-nvidia-cuda");
+    std::string lookupError;
+    SmallVector<std::string> names;
+    std::unique_ptr<llvm::MCSubtargetInfo> info;
+    if (const llvm::Target *target =
+            llvm::TargetRegistry::lookupTarget(triple, lookupError))
+      info.reset(target->createMCSubtargetInfo(triple, "", ""));
+    if (info)
+      for (const llvm::SubtargetSubTypeKV &kv :
+           info->getAllProcessorDescriptions())
+        if (chipVersion(kv.Key))
+          names.push_back(kv.Key);
+    llvm::sort(names, [](const std::string &a, const std::string &b) {
+      return std::make_pair(*chipVersion(a), a) <
+             std::make_pair(*chipVersion(b), b);
+    });
+    return names;
+  }();
+  return chips;
+}
+
 llvm::Error
 mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
-  // CUDA 13's ptxas compiles for sm_75 and newer; 'a' and 'f' name the
-  // architecture- and family-specific variants (sm_90a for wgmma).
-  static const llvm::Regex chipPattern("^sm_([0-9]+)[af]?$");
-  auto supported = [&](StringRef chip) {
-    SmallVector<StringRef> parts;
-    unsigned version = 0;
-    return chipPattern.match(chip, &parts) &&
-           !parts[1].getAsInteger(10, version) && version >= 75;
-  };
-  // The names LLVM's NVPTX backend knows (it writes the PTX).
-  LLVMInitializeNVPTXTargetInfo();
-  LLVMInitializeNVPTXTargetMC();
-  llvm::Triple triple("nvptx64-nvidia-cuda");
-  std::string lookupError;
-  SmallVector<std::string> known;
-  std::unique_ptr<llvm::MCSubtargetInfo> info;
-  if (const llvm::Target *target =
-          llvm::TargetRegistry::lookupTarget(triple, lookupError))
-    info.reset(target->createMCSubtargetInfo(triple, "", ""));
-  if (info)
-    for (const llvm::SubtargetSubTypeKV &kv :
-         info->getAllProcessorDescriptions())
-      if (supported(kv.Key))
-        known.push_back(kv.Key);
-  // In architecture order: sm_75 ... sm_90, sm_90a, ... sm_100, sm_100a.
-  llvm::sort(known, [](const std::string &a, const std::string &b) {
-    unsigned va = 0, vb = 0;
-    StringRef(a).drop_front(3).take_while(llvm::isDigit).getAsInteger(10, va);
-    StringRef(b).drop_front(3).take_while(llvm::isDigit).getAsInteger(10, vb);
-    return std::make_pair(va, a) < std::make_pair(vb, b);
-  });
-  bool valid = supported(options.chip) &&
+  const SmallVector<std::string> &known = nvptxChips();
+  bool valid = chipVersion(options.chip).has_value() &&
                (known.empty() || llvm::is_contained(known, options.chip));
   if (!valid)
     return llvm::createStringError(

@@ -13,7 +13,8 @@ import pytest
 from gdn import cache
 from model_configs import hybrid_config
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "test" / "fixtures"
+REPO = pathlib.Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "test" / "fixtures"
 CONTEXTS = [1, 37, 1024, 65536, 1 << 20]
 
 
@@ -102,7 +103,7 @@ def test_nenya_report_matches_formulas(tmp_path, num_layers, kv_lora_rank):
 def test_bundled_model_compression_is_the_design_documents():
     """The bundled Nenya example keeps about the ~5.5x the design document
     quotes for its MLA layers."""
-    bundled = FIXTURES.parent.parent / "examples" / "nenya-tiny" / "model.json"
+    bundled = REPO / "examples" / "nenya-tiny" / "model.json"
     report = _report(bundled)
     assert 5.0 < report["mla_compression"] < 6.0
 

@@ -189,22 +189,21 @@ std::string printableText(llvm::StringRef text) {
   for (size_t i = 0; i < text.size();) {
     unsigned char c = text[i];
     size_t length = utf8SequenceAt(text, i);
-    if (length == 0 || length == kIncomplete) {
-      out += "\\x" + llvm::utohexstr(c, /*LowerCase=*/true, 2);
-      ++i;
-    } else if (c == '\n') {
-      out += "\\n";
-      ++i;
-    } else if (c == '\\' || c == '"') {
-      out += std::string("\\") + char(c);
-      ++i;
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x" + llvm::utohexstr(c, /*LowerCase=*/true, 2);
-      ++i;
-    } else {
+    bool character = length != 0 && length != kIncomplete;
+    if (character && length > 1) {
       out += text.substr(i, length).str();
       i += length;
+      continue;
     }
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\\' || c == '"')
+      out += std::string("\\") + char(c);
+    else if (!character || c < 0x20 || c == 0x7f)
+      out += "\\x" + llvm::utohexstr(c, /*LowerCase=*/true, 2);
+    else
+      out += char(c);
+    ++i;
   }
   return out;
 }
@@ -279,7 +278,7 @@ private:
 class TextStream {
 public:
   void append(llvm::StringRef bytes) {
-    pending += bytes.str();
+    pending.append(bytes.data(), bytes.size());
     std::string out;
     size_t i = 0;
     while (i < pending.size()) {

@@ -37,18 +37,17 @@ static cl::OptionCategory compileCategory("gdn-compile options");
 
 static cl::opt<std::string> inputFilename(cl::cat(compileCategory), cl::Positional,
                                           cl::desc("<input .mlir file or model .json>"));
-enum class WeightsDtype { Auto, F32, BF16 };
-static cl::opt<WeightsDtype> weightsDtype(
+static cl::opt<MatrixDtype> weightsDtype(
     cl::cat(compileCategory), "weights-dtype",
     cl::desc("Element type of a model's weight matrices in the compiled "
              "step"),
-    cl::init(WeightsDtype::Auto),
-    cl::values(clEnumValN(WeightsDtype::Auto, "auto",
+    cl::init(MatrixDtype::AsStored),
+    cl::values(clEnumValN(MatrixDtype::AsStored, "auto",
                           "as stored: BF16 matrices are read as bf16 and "
                           "widened in registers"),
-               clEnumValN(WeightsDtype::F32, "f32",
+               clEnumValN(MatrixDtype::F32, "f32",
                           "f32 (BF16 files are widened once, at load)"),
-               clEnumValN(WeightsDtype::BF16, "bf16",
+               clEnumValN(MatrixDtype::BF16, "bf16",
                           "bf16 (F32 files are rounded once, at load)")));
 static cl::opt<std::string> outputFilename(cl::cat(compileCategory), "o", cl::desc("Output file"),
                                            cl::value_desc("path"));
@@ -252,16 +251,14 @@ int main(int argc, char **argv) {
         contexts = defaultReportContexts();
       printModelReport(*config, contexts, reportFormat, os);
     } else if (weightsFilename.empty() &&
-               !hasWeights(weightsPathOf(inputFilename, *config))) {
+               !WeightFiles::existAt(weightsPathOf(inputFilename, *config))) {
       printConfigSummary(*config, os);
       os << "weights: none at " << weightsPathOf(inputFilename, *config)
          << " (the description alone was checked)\n";
     } else {
       llvm::Expected<ModelInput> model = loadModelInput(
           inputFilename, input->getBuffer(), weightsFilename,
-          weightsDtype == WeightsDtype::Auto  ? MatrixDtype::AsStored
-          : weightsDtype == WeightsDtype::F32 ? MatrixDtype::F32
-                                              : MatrixDtype::BF16);
+          weightsDtype);
       if (!model)
         return optionError(llvm::toString(model.takeError()));
       printModelSummary(*model, os);
@@ -277,9 +274,7 @@ int main(int argc, char **argv) {
     StageTimer timer(!quiet, "reading the model and its weights");
     llvm::Expected<ModelInput> model =
         loadModelInput(inputFilename, input->getBuffer(), weightsFilename,
-                       weightsDtype == WeightsDtype::Auto  ? MatrixDtype::AsStored
-                       : weightsDtype == WeightsDtype::F32 ? MatrixDtype::F32
-                                                           : MatrixDtype::BF16);
+                       weightsDtype);
     if (!model)
       return optionError(llvm::toString(model.takeError()));
     // The model directory's runtime calls only the step; a shared library

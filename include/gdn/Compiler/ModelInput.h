@@ -73,10 +73,6 @@ void printConfigSummary(const ModelConfig &config, llvm::raw_ostream &os);
 /// beside gdn's description, a checkpoint's folder.
 std::string weightsPathOf(StringRef descriptionPath, const ModelConfig &config);
 
-/// Whether there are weights at weightsPathOf (a file, or a folder with
-/// model.safetensors or its shard index).
-bool hasWeights(StringRef weightsPath);
-
 /// The model's graph as gdn IR (buildModelPrefill), with the description
 /// and the absolute weights path embedded for the runtime.
 FailureOr<OwningOpRef<ModuleOp>>

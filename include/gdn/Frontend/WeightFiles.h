@@ -28,6 +28,10 @@ public:
   /// the file and, for an index, the tensor or shard.
   static llvm::Expected<WeightFiles> open(llvm::StringRef path);
 
+  /// Whether `open` would find weights at `path` (a file, or a folder with
+  /// model.safetensors or its shard index); says nothing of their validity.
+  static bool existAt(llvm::StringRef path);
+
   /// One file already in memory (fuzzers and tests).
   static WeightFiles fromFile(SafetensorsFile file);
 
