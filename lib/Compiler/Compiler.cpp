@@ -138,6 +138,8 @@ LogicalResult runLinker(ModuleOp module, const CompileOptions &options,
   llvm::Error error = writeOutputFile(output, [&](StringRef file) -> llvm::Error {
     SmallVector<StringRef> argv = {*linker};
     argv.append(args.begin(), args.end());
+    argv.append(options.runtimeLinkFlags.begin(),
+                options.runtimeLinkFlags.end());
     argv.append({"-o", file});
     std::string message;
     int status = llvm::sys::ExecuteAndWait(*linker, argv, std::nullopt, {}, 0,
@@ -381,6 +383,14 @@ static LogicalResult prepareMain(ModuleOp module) {
   return success();
 }
 
+/// A model compiled to an object, a library or its directory: what the
+/// model runtime links.
+static bool binaryModelOutput(const CompileOptions &options) {
+  return options.emit == EmitAction::Object ||
+         options.emit == EmitAction::SharedLibrary ||
+         options.emit == EmitAction::Executable;
+}
+
 static LogicalResult compileForCUDA(ModuleOp module,
                                     const CompileOptions &options) {
   auto printModule = [&](llvm::raw_ostream &os) { printMLIR(module, os); };
@@ -409,7 +419,7 @@ static LogicalResult compileForCUDA(ModuleOp module,
   // runtime passes device buffers through the packed C interface.
   pipeline.managedHostBuffers = executable && !options.model;
   pipeline.cInterfaces = options.emit == EmitAction::SharedLibrary ||
-                         (options.model && executable);
+                         (options.model && binaryModelOutput(options));
   if (failed(runPipeline(module, "gdn-to-gpu", options.progress, [&](OpPassManager &pm) {
         buildGdnToGPUPipeline(pm, pipeline);
       })))
@@ -438,10 +448,10 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
   if (llvm::Error error = verifyCPUPipelineOptions(pipeline))
     return module.emitError() << llvm::toString(std::move(error));
   // Shared libraries, and the model directory's library, export C
-  // interfaces with results as out-parameters.
-  bool exportsCInterfaces =
-      options.emit == EmitAction::SharedLibrary ||
-      (options.model && options.emit == EmitAction::Executable);
+  // interfaces with results as out-parameters; so does a model's object,
+  // which is what that library is linked from (for static linking).
+  bool exportsCInterfaces = options.emit == EmitAction::SharedLibrary ||
+                            (options.model && binaryModelOutput(options));
   pipeline.resultsAsOutParams = exportsCInterfaces;
   pipeline.cInterfaces = exportsCInterfaces;
 

@@ -85,6 +85,9 @@ struct CompileOptions {
   /// The tokenizer of the model executable (runtime/Tokenizer) and the
   /// PCRE2 and utf8proc archives it needs, linked into gdn-model.
   SmallVector<std::string> modelTokenizerLibraries;
+  /// Added to every link: what the runtime archives above were built with
+  /// (a sanitized build's -fsanitize flags; empty otherwise).
+  SmallVector<std::string> runtimeLinkFlags;
 };
 
 /// The files of a compiled model's directory.
