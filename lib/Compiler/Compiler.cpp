@@ -1,6 +1,7 @@
 //===- Compiler.cpp - the library behind gdn-compile ----------------------===//
 
 #include "gdn/Compiler/Compiler.h"
+#include "gdn/Compiler/ExportedSymbols.h"
 #include "gdn/Compiler/OutputFile.h"
 #include "gdn/Compiler/StageTimer.h"
 
@@ -290,9 +291,11 @@ static void printMLIR(ModuleOp module, llvm::raw_ostream &os) {
 }
 
 /// LLVM IR, object and linking, shared by both targets: `module` is in the
-/// LLVM dialect.
+/// LLVM dialect. A library or object exports `exported` alone
+/// (ExportedSymbols.h).
 static LogicalResult emitFromLLVMDialect(ModuleOp module,
-                                         const CompileOptions &options) {
+                                         const CompileOptions &options,
+                                         const llvm::StringSet<> &exported) {
   llvm::LLVMContext llvmContext;
   std::optional<StageTimer> timer;
   timer.emplace(options.progress, "translation to LLVM IR");
@@ -300,6 +303,8 @@ static LogicalResult emitFromLLVMDialect(ModuleOp module,
       translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule)
     return module.emitError() << "translation to LLVM IR failed";
+  if (options.emit != EmitAction::Executable || options.model)
+    hideUnexportedSymbols(*llvmModule, exported);
   FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
       createTargetMachine(module, options.cpu);
   if (failed(machine))
@@ -392,7 +397,8 @@ static bool binaryModelOutput(const CompileOptions &options) {
 }
 
 static LogicalResult compileForCUDA(ModuleOp module,
-                                    const CompileOptions &options) {
+                                    const CompileOptions &options,
+                                    const llvm::StringSet<> &exported) {
   auto printModule = [&](llvm::raw_ostream &os) { printMLIR(module, os); };
   bool executable = options.emit == EmitAction::Executable;
   if (executable && !options.model && failed(prepareMain(module)))
@@ -432,7 +438,7 @@ static LogicalResult compileForCUDA(ModuleOp module,
     return failure();
   if (options.emit == EmitAction::MLIRLLVM)
     return writeText(module, options.outputPath, printModule);
-  return emitFromLLVMDialect(module, options);
+  return emitFromLLVMDialect(module, options, exported);
 }
 
 LogicalResult mlir::gdn::compileModule(ModuleOp module,
@@ -440,8 +446,9 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
   auto printModule = [&](llvm::raw_ostream &os) { printMLIR(module, os); };
   if (options.emit == EmitAction::MLIR)
     return writeText(module, options.outputPath, printModule);
+  llvm::StringSet<> exported = exportedSymbols(module);
   if (options.target == CompileTarget::CUDA)
-    return compileForCUDA(module, options);
+    return compileForCUDA(module, options, exported);
 
   CPUPipelineOptions pipeline;
   pipeline.copyOptionValuesFrom(options.cpuPipeline);
@@ -482,5 +489,5 @@ LogicalResult mlir::gdn::compileModule(ModuleOp module,
     return failure();
   if (options.emit == EmitAction::MLIRLLVM)
     return writeText(module, options.outputPath, printModule);
-  return emitFromLLVMDialect(module, options);
+  return emitFromLLVMDialect(module, options, exported);
 }

@@ -98,6 +98,11 @@ void collectTimings() {
 }
 } // namespace
 
+/// What Python's gdn.cuda calls in a CUDA library: the stream and timing
+/// controls. The mgpu* functions are for the generated code only and stay
+/// hidden (the archive is built with hidden visibility).
+#define GDN_CUDA_API __attribute__((visibility("default")))
+
 extern "C" {
 
 void *mgpuModuleLoad(void *data, size_t /*size*/) {
@@ -255,7 +260,7 @@ void mgpuMemset32(void *destination, unsigned int value, size_t count,
 // context is fixed afterwards.
 void mgpuSetDefaultDevice(int32_t device) { defaultDevice = device; }
 
-double gdnCudaTakeKernelMicroseconds(int64_t *launches) {
+GDN_CUDA_API double gdnCudaTakeKernelMicroseconds(int64_t *launches) {
   ensureContext();
   std::lock_guard<std::mutex> lock(timingMutex);
   collectTimings();
@@ -267,14 +272,14 @@ double gdnCudaTakeKernelMicroseconds(int64_t *launches) {
   return total;
 }
 
-void gdnCudaUseStream(void *stream) {
+GDN_CUDA_API void gdnCudaUseStream(void *stream) {
   borrowed.active = true;
   borrowed.stream = static_cast<CUstream>(stream);
 }
 
-void gdnCudaOwnStreams() { borrowed = BorrowedStream(); }
+GDN_CUDA_API void gdnCudaOwnStreams() { borrowed = BorrowedStream(); }
 
-void gdnCudaSetKernelTiming(int enabled) {
+GDN_CUDA_API void gdnCudaSetKernelTiming(int enabled) {
   std::lock_guard<std::mutex> lock(timingMutex);
   timingEnabled = enabled != 0;
 }

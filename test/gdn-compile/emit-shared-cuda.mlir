@@ -5,14 +5,17 @@
 // RUN: llvm-readelf -d %t.so | FileCheck %s --check-prefix=NEEDED
 // RUN: gdn-compile %s --target=cuda --emit=mlir-llvm -o - | FileCheck %s --check-prefix=FATBIN
 
-// A CUDA shared library exports the C interface and the mgpu* runtime that
-// its host code calls, and needs only the driver's libcuda.so.1 beyond the
-// C/C++ runtime (no LLVM, no OpenMP).
+// A CUDA shared library exports the C interface and gdn.cuda's stream and
+// timing controls; the mgpu* runtime that its host code calls is linked in
+// hidden (docs/c-abi.md). It needs only the driver's libcuda.so.1 beyond
+// the C/C++ runtime (no LLVM, no OpenMP).
 
 // SYMBOLS-DAG: T _mlir_ciface_step
-// SYMBOLS-DAG: T mgpuLaunchKernel
-// SYMBOLS-DAG: T mgpuModuleLoad
 // SYMBOLS-DAG: T gdnCudaTakeKernelMicroseconds
+// SYMBOLS-DAG: T gdnCudaUseStream
+// RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=HIDDEN
+// HIDDEN-NOT: mgpu
+// HIDDEN-NOT: printMemref
 // NEEDED: (NEEDED) Shared library: [libcuda.so.1]
 // NEEDED-NOT: libomp
 // NEEDED-NOT: libmlir
