@@ -268,6 +268,13 @@ void accessors(const Slot &slot, Input &in) {
 
 } // namespace
 
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  // The model's parallel loops on one thread: the steps are tiny, and more
+  // threads only spin on the cores of other fuzzers and builds.
+  setenv("OMP_NUM_THREADS", "1", /*overwrite=*/0);
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Input in(data, size);
   Slot slots[2];

@@ -5,6 +5,8 @@
 #
 #   scripts/setup.sh            # install + configure + build
 #   BUILD_DIR=out scripts/setup.sh
+#   GDN_SANITIZE=address,undefined BUILD_DIR=build-sanitized scripts/setup.sh
+#                               # everything instrumented, at -O1
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,9 +35,16 @@ else
   echo "== all packages present"
 fi
 
+SANITIZE_ARGS=()
+if [[ -n ${GDN_SANITIZE:-} ]]; then
+  # -O1: the sanitized build exists to run the tests, and builds faster.
+  SANITIZE_ARGS=(-DGDN_SANITIZE="$GDN_SANITIZE"
+    -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG")
+fi
+
 if [[ ! -f $BUILD_DIR/build.ninja ]]; then
   echo "== configuring $BUILD_DIR"
-  cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
+  cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" "${SANITIZE_ARGS[@]}" \
     -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR=$LLVM/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=$LLVM/bin/lit \

@@ -25,7 +25,21 @@ lib = config.llvm_lib_dir
 config.substitutions.append(("%mlir_runner_utils", os.path.join(lib, "libmlir_runner_utils.so")))
 config.substitutions.append(("%mlir_c_runner_utils", os.path.join(lib, "libmlir_c_runner_utils.so")))
 config.substitutions.append(("%libomp", os.path.join(lib, "libomp.so")))
-config.substitutions.append(("%python", config.python_executable))
+# In a sanitized build (GDN_SANITIZE) the compiled libraries need the shared
+# sanitizer runtime: a C program that links them takes it too, and Python
+# preloads it (Python itself is not instrumented, and its allocations are not
+# checked for leaks).
+if config.sanitizer_runtime:
+    config.available_features.add("sanitized")
+    config.substitutions.append(
+        ("%sanitizer_runtime_link", "-shared-libasan -Wl,-rpath,%s"
+         % os.path.dirname(config.sanitizer_runtime)))
+    config.substitutions.append(
+        ("%python", "env LD_PRELOAD=%s ASAN_OPTIONS=detect_leaks=0 %s"
+         % (config.sanitizer_runtime, config.python_executable)))
+else:
+    config.substitutions.append(("%sanitizer_runtime_link", ""))
+    config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%gdn_src_root", config.gdn_src_root))
 config.substitutions.append(("%fixtures", os.path.join(config.gdn_src_root, "test", "fixtures")))
 

@@ -328,6 +328,13 @@ int main(int argc, char **argv) {
   options.modelHeader =
       underPrefix({"include", "gdn", "Runtime", "gdn_model.h"});
   options.progress = !quiet;
+#ifdef GDN_SANITIZE
+  // This build's runtime archives are instrumented (GDN_SANITIZE in
+  // CMakeLists.txt): what links them needs the sanitizer runtime.
+  options.runtimeLinkFlags = {"-fsanitize=" GDN_SANITIZE,
+                              "-fno-sanitize=vptr,function", "-shared-libasan",
+                              "-Wl,-rpath," GDN_SANITIZER_RUNTIME_DIR};
+#endif
   if (failed(compileModule(*module, options)))
     return 1;
   double seconds = total.elapsedSeconds();
