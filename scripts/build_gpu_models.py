@@ -117,11 +117,15 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--target", default="cuda",
                         help="cuda, or cpu to try the check script here")
+    parser.add_argument("--only", default="",
+                        help="one model by name (bench/bench_gpu_model.py "
+                             "times nenya-124m alone)")
     args = parser.parse_args()
     manifest = {name: build(args.compiler, args.out, name, config, seed,
                             args.target)
-                for name, config, seed in models()}
-    for name in CHECKPOINTS:
+                for name, config, seed in models()
+                if args.only in ("", name)}
+    for name in CHECKPOINTS if not args.only else ():
         manifest[name] = build_checkpoint(args.compiler, args.out, name,
                                           args.target)
     with open(os.path.join(args.out, MANIFEST), "w") as f:
