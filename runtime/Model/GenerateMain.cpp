@@ -19,6 +19,7 @@
 #include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -337,6 +338,19 @@ private:
   int64_t total;
   Clock::time_point start = Clock::now(), last = Clock::now();
 };
+/// What the caches that grow with the tokens hold, for the cache line: a
+/// Hugging Face checkpoint's (its config.json names a model_type) are
+/// attention keys and values, gdn's own descriptions' MLA latents.
+const char *growingCacheName() {
+  llvm::Expected<llvm::json::Value> description =
+      llvm::json::parse(gdn_model_description());
+  if (!description) {
+    llvm::consumeError(description.takeError());
+    return "attention";
+  }
+  const llvm::json::Object *root = description->getAsObject();
+  return root && root->get("model_type") ? "attention" : "MLA";
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -512,7 +526,8 @@ int main(int argc, char **argv) {
   int64_t gdnBytes, mlaBytes;
   int64_t cacheBytes = gdn_model_cache_bytes(model, &gdnBytes, &mlaBytes);
   llvm::outs() << "cache:   " << cacheBytes << " bytes per sequence (GDN "
-               << gdnBytes << ", MLA " << mlaBytes << ") at "
+               << gdnBytes << ", " << growingCacheName() << " " << mlaBytes
+               << ") at "
                << gdn_model_position(model) << " tokens\n";
   gdn_model_free(model);
   return 0;
