@@ -118,9 +118,22 @@ std::unique_ptr<int64_t[]> makeIds(Input &in, int64_t count, int64_t vocab,
   return ids;
 }
 
-/// Checks that a failed call left `slot` as it was.
+/// The logits of `model` as the API describes them (ASan checks the
+/// extent as they are read).
+std::vector<float> logitsOf(const gdn_model *model) {
+  int64_t batch = 0, tokens = 0;
+  const float *logits = gdn_model_logits(model, &batch, &tokens);
+  if (!logits)
+    return {};
+  return std::vector<float>(
+      logits, logits + batch * tokens * gdn_model_vocab_size(model));
+}
+
+/// Checks that a failed call left `slot` as it was: the position, the
+/// batch, the logits' address, shape and values.
 void expectUnchanged(const Slot &slot, const float *logitsBefore,
-                     int64_t logitsBatch, int64_t logitsTokens) {
+                     int64_t logitsBatch, int64_t logitsTokens,
+                     const std::vector<float> &valuesBefore) {
   int64_t batch = -2, tokens = -2;
   const float *logits = gdn_model_logits(slot.model, &batch, &tokens);
   if (gdn_model_position(slot.model) != slot.position ||
@@ -128,19 +141,11 @@ void expectUnchanged(const Slot &slot, const float *logitsBefore,
     contractBroken("a failed call moved the position or the batch");
   if (logits != logitsBefore || batch != logitsBatch || tokens != logitsTokens)
     contractBroken("a failed call changed the logits");
-}
-
-/// Reads every logit the API says there is (ASan checks the extent).
-float readLogits(const gdn_model *model) {
-  int64_t batch = 0, tokens = 0;
-  const float *logits = gdn_model_logits(model, &batch, &tokens);
-  if (!logits)
-    return 0;
-  float sum = 0;
-  int64_t count = batch * tokens * gdn_model_vocab_size(model);
-  for (int64_t i = 0; i < count; ++i)
-    sum += logits[i];
-  return sum;
+  std::vector<float> values = logitsOf(slot.model);
+  if (values.size() != valuesBefore.size() ||
+      std::memcmp(values.data(), valuesBefore.data(),
+                  values.size() * sizeof(float)) != 0)
+    contractBroken("a failed call changed the logits' values");
 }
 
 /// prefill (kind 0), extend (1) or decode (2) on `slot`.
@@ -165,6 +170,7 @@ void step(Slot &slot, Input &in, int kind) {
   int64_t logitsBatch = 0, logitsTokens = 0;
   const float *logitsBefore =
       gdn_model_logits(slot.model, &logitsBatch, &logitsTokens);
+  std::vector<float> valuesBefore = logitsOf(slot.model);
   int status = kind == 0   ? gdn_model_prefill(slot.model, ids.get(), batch,
                                                tokens)
                : kind == 1 ? gdn_model_extend(slot.model, ids.get(), batch,
@@ -176,7 +182,8 @@ void step(Slot &slot, Input &in, int kind) {
     // The numerics check may refuse a step of a corrupted model.
     if (expectSuccess && slot.exact)
       contractBroken("a valid step failed");
-    expectUnchanged(slot, logitsBefore, logitsBatch, logitsTokens);
+    expectUnchanged(slot, logitsBefore, logitsBatch, logitsTokens,
+                    valuesBefore);
     return;
   }
   if (!expectSuccess)
@@ -190,7 +197,7 @@ void step(Slot &slot, Input &in, int kind) {
   if (!gdn_model_logits(slot.model, &logitsB, &logitsT) || logitsB != batch ||
       logitsT != tokens)
     contractBroken("the logits' shape after a step");
-  (void)readLogits(slot.model);
+  (void)logitsOf(slot.model);
 }
 
 /// Writes the build's weights with `count` bytes overwritten to a file of
@@ -213,8 +220,13 @@ gdn_model *loadCorrupted(Input &in) {
   int edits = 1 + in.byte() % 8;
   for (int i = 0; i < edits && !bytes.empty(); ++i) {
     // Most edits land in the header (its first 8 bytes and the JSON).
-    uint64_t where = in.byte() < 192 ? in.byte() * 4 + in.byte() % 4
-                                     : in.word();
+    uint64_t where;
+    if (in.byte() < 192) {
+      uint64_t word = in.byte();
+      where = word * 4 + in.byte() % 4;
+    } else {
+      where = in.word();
+    }
     bytes[where % bytes.size()] = static_cast<char>(in.byte());
   }
   if (uint8_t cut = in.byte(); cut >= 240)

@@ -77,11 +77,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     llvm::consumeError(weights.takeError());
     return 0;
   }
-  // What opens holds exactly the two shards' tensors.
-  if (weights->names().size() != 3)
-    __builtin_trap();
-  for (const char *name : {"a", "b", "c"})
-    if (!weights->find(name) || weights->fileOf(name).empty())
+  // What opens holds whole shards of the folder (those the index names),
+  // each tensor from its own shard, nothing from elsewhere.
+  const std::string shardOf[] = {dir + "/model-00001-of-00002.safetensors",
+                                 dir + "/model-00001-of-00002.safetensors",
+                                 dir + "/model-00002-of-00002.safetensors"};
+  const char *const names[] = {"a", "b", "c"};
+  size_t found = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (!weights->find(names[i]))
+      continue;
+    ++found;
+    if (weights->fileOf(names[i]) != shardOf[i])
       __builtin_trap();
+  }
+  if (found != weights->names().size() ||
+      (weights->find("a") == nullptr) != (weights->find("b") == nullptr))
+    __builtin_trap();
   return 0;
 }

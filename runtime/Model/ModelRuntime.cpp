@@ -163,7 +163,10 @@ struct gdn_model {
   /// The weights do not move: their descriptors are built once, at load.
   std::vector<Descriptor> weights;
   std::vector<Cache> caches, next;
-  FloatBuffer logits;
+  /// The logits of the last step; the next step writes into nextLogits,
+  /// swapped in when it succeeds, so that a failed step leaves these (and
+  /// their address) as they were.
+  FloatBuffer logits, nextLogits;
   /// The step's token ids, where it can read them.
   Buffer<int64_t> ids;
   int64_t batch = 0, tokens = 0, position = 0;
@@ -382,7 +385,7 @@ static int64_t firstNonFinite(const float *values, int64_t count) {
   return -1;
 }
 
-/// After a step into `model.next` and `model.logits`: fails, naming the
+/// After a step into `model.next` and `model.nextLogits`: fails, naming the
 /// first layer (in order) whose new caches hold NaN or Inf, with the
 /// sequence and position, or else the first logits that do. The caches and
 /// the position stay as before the step.
@@ -410,9 +413,11 @@ static int checkNumerics(const gdn_model &model, int64_t batch,
                 layouts[i].name + " of " + where);
   }
   int64_t vocab = model.config.vocabSize;
-  int64_t bad = firstNonFinite(model.logits.data(), batch * tokens * vocab);
+  int64_t bad =
+      firstNonFinite(model.nextLogits.data(), batch * tokens * vocab);
   if (bad >= 0)
-    return fail(std::string("numerics: ") + kind(model.logits.data()[bad]) +
+    return fail(std::string("numerics: ") +
+                kind(model.nextLogits.data()[bad]) +
                 " in the logits of sequence " +
                 std::to_string(bad / (tokens * vocab)) + ", position " +
                 std::to_string(total - tokens + (bad / vocab) % tokens) +
@@ -466,15 +471,15 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
   const ModelConfig &config = model->config;
   int64_t past = model->position, total = past + tokens;
   // The outputs go to the second set of buffers (kept across steps, so
-  // decode allocates nothing once the MLA caches have room); the logits
-  // last, so that a failure leaves the previous ones in place.
+  // decode allocates nothing once the MLA caches have room), swapped in on
+  // success: a failure leaves the previous ones in place.
   for (Cache &cache : model->next) {
     auto shape = cache.shape(batch, total);
     if (!cache.data.resize(checkedProduct(shape)))
       return failAllocation("cache", shape);
   }
   llvm::SmallVector<int64_t> logitsShape = {batch, tokens, config.vocabSize};
-  if (!model->logits.resize(checkedProduct(logitsShape)))
+  if (!model->nextLogits.resize(checkedProduct(logitsShape)))
     return failAllocation("logits", logitsShape);
   int64_t idCount = batch * tokens; // checked by checkStep
   if (!model->ids.resize(idCount))
@@ -490,7 +495,7 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
                       llvm::ArrayRef<int64_t>{batch, tokens});
   for (Cache &cache : model->caches)
     inputs.emplace_back(cache.data.data(), cache.shape(batch, past));
-  outputs.emplace_back(model->logits.data(), logitsShape);
+  outputs.emplace_back(model->nextLogits.data(), logitsShape);
   for (Cache &cache : model->next)
     outputs.emplace_back(cache.data.data(), cache.shape(batch, total));
   std::vector<void *> addresses;
@@ -502,6 +507,7 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
   if (model->checkNumerics && checkNumerics(*model, batch, tokens, total))
     return -1;
   std::swap(model->caches, model->next);
+  std::swap(model->logits, model->nextLogits);
   model->batch = batch;
   model->tokens = tokens;
   model->position = total;

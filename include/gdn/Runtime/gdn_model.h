@@ -93,8 +93,8 @@ GDN_MODEL_API const float *gdn_model_logits(const gdn_model *model,
 /* With `enabled` != 0, every later prefill, extend and decode scans the new
  * caches (layer by layer) and the logits for NaN and Inf, and fails on the
  * first with the layer, the cache, the sequence and the position; the
- * caches and the position then stay as before that call (the logits hold
- * its values). Off by default: the scan reads every cache once per step. */
+ * caches, the position and the logits then stay as before that call. Off
+ * by default: the scan reads every cache once per step. */
 GDN_MODEL_API int gdn_model_set_check_numerics(gdn_model *model, int enabled);
 
 /* Tokens per sequence so far (prompt and generated). */
