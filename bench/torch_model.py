@@ -372,7 +372,9 @@ class TorchModel:
     def decode_graph(self):
         """A callable ids [B] -> logits [B, vocab] that replays one CUDA
         graph of the decode step (captured here, after a prefill, for the
-        batch of the caches); the position advances inside the graph."""
+        batch of the caches); the position advances inside the graph. The
+        logits tensor is the graph's own, overwritten by each replay; a
+        prefill ends the graph's use."""
         ids = torch.zeros(self.batch, dtype=torch.long, device=self.device)
         position = torch.tensor(self.position, device=self.device)
         saved = [{name: t.clone() for name, t in c.items()}
@@ -388,18 +390,28 @@ class TorchModel:
             logits = self._forward(ids[:, None], prefill=False,
                                    position=position)[:, 0]
             position.add_(1)
-        # The warm-up and capture ran the step; the sequences are as before.
+        # The warm-up ran the step (the capture only recorded it): the
+        # sequences go back to where they were.
         for cache, copy in zip(self.caches, saved):
             for name, t in cache.items():
                 t.copy_(copy[name])
         position.fill_(self.position)
 
+        caches = self.caches
+        context = self.config["max_context"]
+
         def step(next_ids):
+            if self.caches is not caches:
+                raise RuntimeError("decode_graph: the sequences it was "
+                                   "captured for were replaced (a prefill)")
+            if self.position >= context:
+                raise ValueError(f"max_context: the caches hold {context} "
+                                 "tokens")
             ids.copy_(torch.as_tensor(next_ids, device=self.device))
             graph.replay()
             self.position += 1
-            return logits
+            return logits  # overwritten by the next replay
 
         # The graph reads and writes these by address: they must outlive it.
-        step.buffers = (ids, position, logits)
+        step.buffers = (ids, position, logits, caches)
         return step

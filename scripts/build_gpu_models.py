@@ -121,6 +121,10 @@ def main():
                         help="one model by name (bench/bench_gpu_model.py "
                              "times nenya-124m alone)")
     args = parser.parse_args()
+    names = [name for name, _, _ in models()]
+    if args.only and args.only not in names:
+        parser.error(f"--only: expected one of {', '.join(names)}, got "
+                     f"{args.only!r}")
     manifest = {name: build(args.compiler, args.out, name, config, seed,
                             args.target)
                 for name, config, seed in models()
