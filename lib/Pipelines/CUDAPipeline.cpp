@@ -32,11 +32,17 @@ gpuOptionsOf(const CUDAPipelineOptions &options) {
   ConvertGdnToGPUPassOptions gpuOptions;
   gpuOptions.blockColumns = options.blockColumns;
   gpuOptions.keySplits = options.keySplits;
-  gpuOptions.chunkedPrefill = options.chunkedPrefill;
-  gpuOptions.valueTile = options.valueTile;
-  gpuOptions.scanWarps = options.scanWarps;
-  gpuOptions.multiprocessors = options.multiprocessors;
   return gpuOptions;
+}
+
+static GdnChooseScanStrategyPassOptions
+strategyOptionsOf(const CUDAPipelineOptions &options) {
+  GdnChooseScanStrategyPassOptions strategy;
+  strategy.chunkedPrefill = options.chunkedPrefill;
+  strategy.valueTile = options.valueTile;
+  strategy.scanWarps = options.scanWarps;
+  strategy.multiprocessors = options.multiprocessors;
+  return strategy;
 }
 
 static GdnSharedMemoryOccupancyPassOptions
@@ -113,6 +119,8 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
                                    "' is not one of fatbin, bin, isa");
   if (llvm::Error error = checkGdnToGPUOptions(gpuOptionsOf(options)))
     return error;
+  if (llvm::Error error = checkScanStrategyOptions(strategyOptionsOf(options)))
+    return error;
   if (llvm::Error error =
           checkMapParallelLoopsOptions({options.elementwiseThreads}))
     return llvm::createStringError("elementwise-threads: " +
@@ -124,6 +132,9 @@ void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
                                       const CUDAPipelineOptions &options) {
   // Layer ops become the delta rule and linalg, as for the CPU.
   pm.addNestedPass<func::FuncOp>(createGdnDecomposeLayersPass());
+  // Every decision of the chunked scan, as an attribute the lowering reads.
+  pm.addNestedPass<func::FuncOp>(
+      createGdnChooseScanStrategyPass(strategyOptionsOf(options)));
   pm.addNestedPass<func::FuncOp>(
       createConvertGdnToGPUPass(gpuOptionsOf(options)));
   // Outline the kernels before canonicalization: inside the isolated

@@ -30,6 +30,10 @@ namespace mlir::gdn {
 /// The option bounds of convert-gdn-to-gpu (block shapes of the kernels).
 llvm::Error checkGdnToGPUOptions(const ConvertGdnToGPUPassOptions &options);
 
+/// The option bounds of gdn-choose-scan-strategy.
+llvm::Error
+checkScanStrategyOptions(const GdnChooseScanStrategyPassOptions &options);
+
 #define GEN_PASS_REGISTRATION
 #include "gdn/Conversion/Passes.h.inc"
 

@@ -53,9 +53,10 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     This mapping is exact and memory-efficient for decode, and keeps f32
     prefill in full precision, sequential over tokens.
 
-    With `chunked-prefill` (the default), `gdn.delta_rule` with bf16 or f16
-    q, k, v becomes the chunked (WY) scan instead, two launches of
-    `scan-warps` warps per block over global scratch (`gpu.alloc`):
+    A `gdn.delta_rule` with a `strategy` (`#gdn.scan_strategy`, chosen by
+    `gdn-choose-scan-strategy`) becomes the chunked (WY) scan instead, laid
+    out as the strategy says and nothing else decides: two launches of
+    `warps` warps per block over global scratch (`gpu.alloc`):
 
     - the WY kernel, grid (chunks, Hv, B), computes the state-independent
       part of every chunk of 64 tokens at once: G (cumulative log-decay),
@@ -77,10 +78,9 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     tiles stored as they are produced: row-major, or depth-major and loaded
     transposed. Each launch carries its mapping as a `gdn.chunked_scan`
     attribute (kernel, chunk, value_tile, warps, copy_warps, mma). State
-    launches with the value tile and half of it (at least 32) are emitted
-    and chosen at run time (scf.if on the batch size): the widest whose
-    grid has a block for at least 7/8 of the `multiprocessors`, else the
-    narrowest.
+    launches with the strategy's `value_tile` and its `narrow_value_tile`
+    are emitted and chosen at run time (scf.if on the batch size): the
+    wide one when its grid has at least `narrow_below_blocks` blocks.
   }];
   let options = [
     Option<"blockColumns", "block-columns", "int64_t", /*default=*/"32",
@@ -89,18 +89,6 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
            "Threads (warps, with 32 columns) that share one column's K "
            "rows; partial sums meet in workgroup memory. More splits mean "
            "fewer registers per thread and more resident warps">,
-    Option<"chunkedPrefill", "chunked-prefill", "bool", /*default=*/"true",
-           "Lower gdn.delta_rule with bf16/f16 q, k, v to the chunked scan "
-           "on tensor cores (false: the recurrence)">,
-    Option<"valueTile", "value-tile", "int64_t", /*default=*/"64",
-           "State columns per block of the chunked scan">,
-    Option<"scanWarps", "scan-warps", "int64_t", /*default=*/"4",
-           "Warps per block of the chunked scan (4 or 8)">,
-    Option<"multiprocessors", "multiprocessors", "int64_t",
-           /*default=*/"132",
-           "Streaming multiprocessors of the target (132: H100/H200 SXM); "
-           "the chunked scan narrows its value tile (to half, at least 32) "
-           "while its grid still fits them in one wave">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -112,6 +100,50 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     "::mlir::nvgpu::NVGPUDialect",
     "::mlir::vector::VectorDialect",
     "::mlir::scf::SCFDialect",
+  ];
+}
+
+def GdnChooseScanStrategyPass
+    : Pass<"gdn-choose-scan-strategy", "func::FuncOp"> {
+  let summary = "Choose how each 16-bit gdn.delta_rule runs as the chunked "
+                "scan on a GPU";
+  let description = [{
+    Sets the `strategy` (`#gdn.scan_strategy`) of every `gdn.delta_rule`
+    with bf16 or f16 q, k and v that has none; an op that has one keeps it
+    (a strategy written in the input overrides the choice). Ops the scan
+    cannot take (K not a multiple of 16, V not a multiple of 8) get none and
+    stay on the recurrence. The choice, from the shapes and the device
+    parameters below:
+
+    - `value_tile`: the option, at most V, halved (while it stays a multiple
+      of 8) until the state kernel's tiles fit the 227 KiB of workgroup
+      memory of a Hopper multiprocessor;
+    - `narrow_value_tile`: half of that, at least 32 and dividing V (0 when
+      there is none), launched instead when the batch leaves
+      multiprocessors idle: `narrow_below_blocks` = 7/8 of the
+      multiprocessors. A wider tile reads each chunk's Q, K, T diag(beta)
+      and P once for more value columns; measured on the H200 (K = V =
+      128, docs/performance.md), tile 32 with 128 blocks beats tile 64 with
+      64 blocks by 18% at B = 1, Hv = 32;
+    - `warps` from the option; `state`: registers where the state
+      product's 16 x 8 tiles divide evenly among the warps, else shared;
+    - chunks of 64, mma.sync, cp.async with two stages, one segment (what
+      the kernels implement).
+  }];
+  let options = [
+    Option<"chunkedPrefill", "chunked-prefill", "bool", /*default=*/"true",
+           "Choose the chunked scan for bf16/f16 prefill (false: every op "
+           "keeps the recurrence)">,
+    Option<"valueTile", "value-tile", "int64_t", /*default=*/"64",
+           "State columns per block of the chunked scan (before the "
+           "workgroup-memory limit)">,
+    Option<"scanWarps", "scan-warps", "int64_t", /*default=*/"4",
+           "Warps per block of the chunked scan (4 or 8)">,
+    Option<"multiprocessors", "multiprocessors", "int64_t",
+           /*default=*/"132",
+           "Streaming multiprocessors of the target (132: H100/H200 SXM); "
+           "the narrower tile runs where the wide one's grid leaves more "
+           "than 1/8 of them idle">,
   ];
 }
 

@@ -156,20 +156,20 @@ struct CUDAPipelineOptions
       *this, "chunked-prefill",
       llvm::cl::desc("bf16/f16 prefill as the chunked scan on tensor cores "
                      "(false: the recurrence)"),
-      llvm::cl::init(ConvertGdnToGPUPassOptions().chunkedPrefill)};
+      llvm::cl::init(GdnChooseScanStrategyPassOptions().chunkedPrefill)};
   Option<int64_t> valueTile{
       *this, "value-tile",
       llvm::cl::desc("State columns per block of the chunked scan"),
-      llvm::cl::init(ConvertGdnToGPUPassOptions().valueTile)};
+      llvm::cl::init(GdnChooseScanStrategyPassOptions().valueTile)};
   Option<int64_t> scanWarps{
       *this, "scan-warps",
       llvm::cl::desc("Warps per block of the chunked scan (4 or 8)"),
-      llvm::cl::init(ConvertGdnToGPUPassOptions().scanWarps)};
+      llvm::cl::init(GdnChooseScanStrategyPassOptions().scanWarps)};
   Option<int64_t> multiprocessors{
       *this, "multiprocessors",
       llvm::cl::desc("Streaming multiprocessors of the target GPU (132: "
                      "H100/H200 SXM), for the chunked scan's tiling"),
-      llvm::cl::init(ConvertGdnToGPUPassOptions().multiprocessors)};
+      llvm::cl::init(GdnChooseScanStrategyPassOptions().multiprocessors)};
   Option<int64_t> sharedMemoryPerMultiprocessor{
       *this, "shared-memory-per-multiprocessor",
       llvm::cl::desc("Workgroup memory of one multiprocessor in bytes, for "

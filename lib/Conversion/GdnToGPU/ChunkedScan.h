@@ -13,6 +13,8 @@
 
 #include "KernelBuilders.h"
 
+#include "gdn/Dialect/Gdn/IR/GdnOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -145,6 +147,10 @@ struct ScanShape {
            (stateInRegisters() ? 0 : floatBytes(keyDim, valueTile));
   }
 };
+
+/// The geometry of `op`'s scan with the chunk, warps and copy warps of its
+/// strategy and `valueTile` state columns per block.
+ScanShape shapeOf(DeltaRuleOp op, int64_t valueTile);
 
 /// The operands, results and global scratch of the two kernels.
 struct ScanBuffers {

@@ -46,45 +46,22 @@ using namespace mlir::gdn;
 using namespace mlir::gdn::scan;
 
 namespace {
-/// gdn.delta_rule with 16-bit q, k, v to the chunked tensor-core scan.
+/// gdn.delta_rule with a strategy to the chunked tensor-core scan.
 struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
-  ChunkedScanToGPU(MLIRContext *ctx, int64_t valueTile, int64_t warps,
-                   int64_t multiprocessors)
-      : OpRewritePattern<DeltaRuleOp>(ctx, /*benefit=*/2),
-        valueTile(valueTile), warps(warps), multiprocessors(multiprocessors) {}
+  explicit ChunkedScanToGPU(MLIRContext *ctx)
+      : OpRewritePattern<DeltaRuleOp>(ctx, /*benefit=*/2) {}
 
   LogicalResult matchAndRewrite(DeltaRuleOp op,
                                 PatternRewriter &rewriter) const override {
+    ScanStrategyAttr strategy = op.getStrategyAttr();
+    if (!strategy)
+      return rewriter.notifyMatchFailure(op, "no scan strategy");
     auto qType = cast<RankedTensorType>(op.getQ().getType());
     auto vType = cast<RankedTensorType>(op.getV().getType());
     auto oType = cast<RankedTensorType>(op.getO().getType());
     auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
     Type element = qType.getElementType();
-    if (!element.isBF16() && !element.isF16())
-      return rewriter.notifyMatchFailure(op, "f32 inputs keep full precision");
-    if (cast<RankedTensorType>(op.getK().getType()).getElementType() !=
-            element ||
-        vType.getElementType() != element)
-      return rewriter.notifyMatchFailure(op, "mixed q/k/v element types");
-    ScanShape shape;
-    shape.chunk = 64;
-    shape.keyDim = qType.getDimSize(3);
-    shape.valueDim = vType.getDimSize(3);
-    shape.valueTile = std::min(valueTile, shape.valueDim);
-    shape.warps = warps;
-    if (shape.keyDim % 16 != 0 || shape.valueDim % shape.valueTile != 0 ||
-        shape.valueTile % 8 != 0)
-      return rewriter.notifyMatchFailure(
-          op, "K must be a multiple of 16 and V of the value tile (of 8)");
-    // Wide keys leave less workgroup memory for the state tile.
-    while (shape.stateKernelBytes() > kMaxSharedBytes &&
-           shape.valueTile % 16 == 0)
-      shape.valueTile /= 2;
-    if (std::max(shape.chunkKernelBytes(), shape.stateKernelBytes()) >
-        kMaxSharedBytes)
-      return rewriter.notifyMatchFailure(op, "the tiles exceed workgroup "
-                                             "memory");
-
+    ScanShape shape = shapeOf(op, strategy.getValueTile());
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     Value qm = toBuffer(b, loc, op.getQ()), km = toBuffer(b, loc, op.getK());
@@ -225,25 +202,13 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
                        tiled.stateThreads(), tiled.stateKernelBytes());
       ScanKernel(kb, ll, tiled).buildStateKernel(launch, buffers, valueTiles);
     };
-    // Narrower value tiles for grids that would leave multiprocessors
-    // idle: the widest of value-tile, /2 (not below 32 columns) whose grid
-    // has a block for (nearly) every multiprocessor, chosen at run time
-    // from B; the narrowest when none has. A wider tile reads each chunk's
-    // Q, K, T diag(beta) and P once for more value columns, so a narrower
-    // one adds traffic. Measured on the H200 (K = V = 128, fifth run in
-    // docs/performance.md): at B = 1, Hv = 32, tile 32 with 128 blocks
-    // beats tile 64 with 64 blocks by 18%; at B = 1, Hv = 16, tile 32 with
-    // 64 blocks beats tile 64 with 32 by 26%.
+    // The strategy's narrow tile, for grids that would leave
+    // multiprocessors idle, chosen at run time from B (ScanStrategy.cpp
+    // says why).
     SmallVector<ScanShape> tilings = {shape};
-    for (int64_t narrower = shape.valueTile / 2;
-         narrower >= 32 && tilings.size() < 2; narrower /= 2) {
-      if (shape.valueDim % narrower != 0)
-        break;
-      ScanShape tiled = shape;
-      tiled.valueTile = narrower;
-      tilings.push_back(tiled);
-    }
-    int64_t enoughBlocks = std::max<int64_t>(1, multiprocessors * 7 / 8);
+    if (strategy.getNarrowValueTile() != 0)
+      tilings.push_back(shapeOf(op, strategy.getNarrowValueTile()));
+    int64_t enoughBlocks = strategy.getNarrowBelowBlocks();
     std::function<void(OpBuilder &, Location, size_t)> chooseFrom =
         [&](OpBuilder &lb, Location ll, size_t candidate) {
           const ScanShape &tiling = tilings[candidate];
@@ -283,15 +248,10 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     rewriter.replaceOp(op, {o, s});
     return success();
   }
-
-  int64_t valueTile, warps, multiprocessors;
 };
 } // namespace
 
-void mlir::gdn::populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
-                                                    int64_t valueTile,
-                                                    int64_t warps,
-                                                    int64_t multiprocessors) {
-  patterns.add<ChunkedScanToGPU>(patterns.getContext(), valueTile, warps,
-                                 multiprocessors);
+void mlir::gdn::populateGdnToGPUChunkedScanPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<ChunkedScanToGPU>(patterns.getContext());
 }

@@ -337,18 +337,23 @@ struct ConvertGdnToGPUPass
     : gdn::impl::ConvertGdnToGPUPassBase<ConvertGdnToGPUPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (llvm::Error error = checkGdnToGPUOptions(
-            {blockColumns, keySplits, chunkedPrefill, valueTile, scanWarps,
-             multiprocessors})) {
+    if (llvm::Error error = checkGdnToGPUOptions({blockColumns, keySplits})) {
       getOperation().emitError()
           << "convert-gdn-to-gpu: " << llvm::toString(std::move(error));
       return signalPassFailure();
     }
+    // A strategy the kernels cannot be built for is an error, not a quiet
+    // fall-back to the recurrence.
+    WalkResult unbuildable = getOperation().walk([](DeltaRuleOp op) {
+      if (op.getStrategyAttr() && failed(checkScanStrategyBuildable(op)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (unbuildable.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateGdnToGPURecurrencePatterns(patterns, blockColumns, keySplits);
-    if (chunkedPrefill)
-      populateGdnToGPUChunkedScanPatterns(patterns, valueTile, scanWarps,
-                                          multiprocessors);
+    populateGdnToGPUChunkedScanPatterns(patterns);
     // The walk driver neither folds nor hoists constants: the greedy driver
     // would move the kernel's index constants into the host function.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
@@ -389,16 +394,5 @@ mlir::gdn::checkGdnToGPUOptions(const ConvertGdnToGPUPassOptions &options) {
         "1024, but got key-splits = " +
         llvm::Twine(options.keySplits) +
         " with block-columns = " + llvm::Twine(options.blockColumns));
-  if (options.valueTile < 8 || options.valueTile % 8 != 0)
-    return llvm::createStringError(
-        "value-tile must be a positive multiple of 8, but got " +
-        llvm::Twine(options.valueTile));
-  if (options.scanWarps != 4 && options.scanWarps != 8)
-    return llvm::createStringError("scan-warps must be 4 or 8, but got " +
-                                   llvm::Twine(options.scanWarps));
-  if (options.multiprocessors < 1 || options.multiprocessors > 4096)
-    return llvm::createStringError("multiprocessors must be 1..4096, but "
-                                   "got " +
-                                   llvm::Twine(options.multiprocessors));
   return llvm::Error::success();
 }

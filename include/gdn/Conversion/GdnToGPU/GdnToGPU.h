@@ -7,6 +7,9 @@
 
 namespace mlir::gdn {
 
+class DeltaRuleOp;
+class ScanStrategyAttr;
+
 /// Adds patterns that rewrite gdn.delta_rule and gdn.delta_rule_step into
 /// gpu.launch kernels of the column recurrence: one thread per state column
 /// (value channel) of a head, holding that column in registers across all
@@ -16,16 +19,22 @@ void populateGdnToGPURecurrencePatterns(RewritePatternSet &patterns,
                                         int64_t blockColumns,
                                         int64_t keySplits);
 
-/// Adds the pattern that rewrites gdn.delta_rule with bf16 or f16 q, k, v
-/// into the chunked scan on tensor cores (mma.sync): one block per batch x
-/// value head x `valueTile` state columns (`warps` warps, 4 or 8), chunks of
-/// 64 tokens in order; when the batch leaves some of the `multiprocessors`
-/// without a block, a launch with narrower tiles is chosen at run time. Its
-/// benefit is higher than the recurrence's, which keeps f32 prefill and the
-/// decode step.
-void populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
-                                         int64_t valueTile, int64_t warps,
-                                         int64_t multiprocessors);
+/// Adds the pattern that rewrites gdn.delta_rule with a `strategy` into the
+/// chunked scan on tensor cores (mma.sync), laid out as the strategy says:
+/// one block per batch x value head x value tile, chunks of 64 tokens in
+/// order, the narrow tile's launch chosen at run time where the strategy
+/// has one. Its benefit is higher than the recurrence's, which keeps the
+/// ops without a strategy (f32 prefill, the decode step).
+void populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns);
+
+/// The strategy gdn-choose-scan-strategy gives `op` (its docs say how), or
+/// null where the chunked scan cannot take it.
+ScanStrategyAttr chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
+                                    int64_t warps, int64_t multiprocessors);
+
+/// Whether the scan's kernels can be built for `op` as its strategy says
+/// (workgroup memory, where the state lives); emits the error at `op`.
+LogicalResult checkScanStrategyBuildable(DeltaRuleOp op);
 
 } // namespace mlir::gdn
 

@@ -183,7 +183,9 @@ LogicalResult DeltaRuleOp::verify() {
                          getFinalState().getType(),
                          "final_state",
                          getScale().convertToFloat()};
-  return verifyDeltaRule(*this, sig, {"B", "T"});
+  if (failed(verifyDeltaRule(*this, sig, {"B", "T"})))
+    return failure();
+  return verifyScanStrategy(*this);
 }
 
 int64_t DeltaRuleOp::getGroupSize() { return groupSize(getQ(), getV()); }

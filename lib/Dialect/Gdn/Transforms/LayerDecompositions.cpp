@@ -69,7 +69,8 @@ struct GatedDeltaNetDecomposition
     auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
     auto core = DeltaRuleOp::create(b, loc, TypeRange{oType, stateType},
                                     q, k, v, g, beta, op.getInitialState(),
-                                    b.getF32FloatAttr(1.0f));
+                                    b.getF32FloatAttr(1.0f),
+                                    /*strategy=*/ScanStrategyAttr());
     Value o = lb.mergeHeads(lb.rmsNorm(core.getO(), norm, eps));
     Value gate =
         lb.linear(x, op.getWeight(W::GateWeight), op.getWeight(W::GateBias));

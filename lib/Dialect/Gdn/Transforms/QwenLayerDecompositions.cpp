@@ -194,7 +194,8 @@ struct QwenGatedDeltaNetDecomposition
     auto core = DeltaRuleOp::create(
         b, loc, TypeRange{v.getType(), stateType}, q, k, v, g, beta,
         op.getInitialState(),
-        b.getF32FloatAttr(1.0f / std::sqrt(static_cast<float>(dk))));
+        b.getF32FloatAttr(1.0f / std::sqrt(static_cast<float>(dk))),
+        /*strategy=*/ScanStrategyAttr());
     Value normed = qb.rmsNorm(core.getO(), norm, eps);
     Value o = qb.mergeHeads(qb.gated(normed, qb.splitHeads(z, hv)));
     Value y = qb.linear(o, outProj, Value());

@@ -23,4 +23,85 @@ def Gdn_ProjectionLayoutAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+//===----------------------------------------------------------------------===//
+// The chunked scan's strategy
+//===----------------------------------------------------------------------===//
+
+def Gdn_MmaSync : I32EnumAttrCase<"mma_sync", 0>;
+def Gdn_Wgmma : I32EnumAttrCase<"wgmma", 1>;
+def Gdn_MmaKind : I32EnumAttr<"MmaKind",
+    "the tensor-core instruction of the scan's products",
+    [Gdn_MmaSync, Gdn_Wgmma]> {
+  let cppNamespace = "::mlir::gdn";
+  let genSpecializedAttr = 0;
+}
+
+def Gdn_StagingCpAsync : I32EnumAttrCase<"cp_async", 0>;
+def Gdn_StagingTma : I32EnumAttrCase<"tma", 1>;
+def Gdn_Staging : I32EnumAttr<"Staging",
+    "how the scan's operands reach workgroup memory",
+    [Gdn_StagingCpAsync, Gdn_StagingTma]> {
+  let cppNamespace = "::mlir::gdn";
+  let genSpecializedAttr = 0;
+}
+
+def Gdn_StateRegisters : I32EnumAttrCase<"registers", 0>;
+def Gdn_StateShared : I32EnumAttrCase<"shared", 1>;
+def Gdn_StateHome : I32EnumAttr<"StateHome",
+    "where the state kernel keeps its f32 state tile across chunks",
+    [Gdn_StateRegisters, Gdn_StateShared]> {
+  let cppNamespace = "::mlir::gdn";
+  let genSpecializedAttr = 0;
+}
+
+def Gdn_ScanStrategyAttr : AttrDef<Gdn_Dialect, "ScanStrategy"> {
+  let mnemonic = "scan_strategy";
+  let summary = "how a gdn.delta_rule runs as the chunked scan on a GPU";
+  let description = [{
+    Every decision of the chunked tensor-core scan (convert-gdn-to-gpu),
+    chosen by `gdn-choose-scan-strategy` from the shapes and the device and
+    read by the lowering alone:
+
+    | parameter | meaning |
+    |---|---|
+    | `chunk` | tokens per chunk (64) |
+    | `value_tile` | state columns per block of the state kernel |
+    | `narrow_value_tile` | a narrower tile launched instead when the grid of `value_tile` has fewer than `narrow_below_blocks` blocks (0: none); the choice is made at run time from the batch |
+    | `narrow_below_blocks` | that threshold (7/8 of the multiprocessors) |
+    | `warps` | compute warps per block (4 or 8) |
+    | `copy_warps` | warps of the state kernel that stage the next chunk (2) |
+    | `mma` | `mma_sync` (m16n8k16, bf16 operands, f32 accumulation) or `wgmma` |
+    | `staging` | `cp_async` or `tma` |
+    | `stages` | chunks in flight in workgroup memory (2: double buffering) |
+    | `state` | where the state tile lives: `registers` when the state product's tiles divide among the warps, else `shared` |
+    | `context_segments` | segments of a sequence scanned in parallel and combined (1: none) |
+
+    The verifier accepts what the kernels implement today: chunks of 64,
+    `mma_sync`, `cp_async`, two stages, one segment; `wgmma`, `tma`, deeper
+    pipelines and context parallelism are named so that a strategy can say
+    them once the kernels do.
+
+    ```mlir
+    #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 32,
+      narrow_below_blocks = 115, warps = 4, copy_warps = 2, mma = mma_sync,
+      staging = cp_async, stages = 2, state = registers, context_segments = 1>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$chunk,
+    "int64_t":$value_tile,
+    "int64_t":$narrow_value_tile,
+    "int64_t":$narrow_below_blocks,
+    "int64_t":$warps,
+    "int64_t":$copy_warps,
+    "::mlir::gdn::MmaKind":$mma,
+    "::mlir::gdn::Staging":$staging,
+    "int64_t":$stages,
+    "::mlir::gdn::StateHome":$state,
+    "int64_t":$context_segments
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // GDN_DIALECT_GDN_IR_GDNATTRS_TD

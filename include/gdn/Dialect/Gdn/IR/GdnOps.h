@@ -16,4 +16,10 @@
 #define GET_OP_CLASSES
 #include "gdn/Dialect/Gdn/IR/GdnOps.h.inc"
 
+namespace mlir::gdn {
+/// Checks the `strategy` of `op`, if any, against its operands: 16-bit q, k
+/// and v, K a multiple of 16, V a multiple of the value tiles.
+LogicalResult verifyScanStrategy(DeltaRuleOp op);
+} // namespace mlir::gdn
+
 #endif // GDN_DIALECT_GDN_IR_GDNOPS_H

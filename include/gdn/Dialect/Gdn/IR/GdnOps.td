@@ -4,6 +4,7 @@
 #define GDN_DIALECT_GDN_IR_GDNOPS_TD
 
 include "gdn/Dialect/Gdn/IR/GdnDialect.td"
+include "gdn/Dialect/Gdn/IR/GdnAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 
@@ -55,6 +56,11 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure]> {
     expected to have unit length, as the chunkwise-parallel lowering relies on
     a well-conditioned triangular system.
 
+    `strategy` (a `#gdn.scan_strategy`, set by `gdn-choose-scan-strategy`)
+    says how the op runs as the chunked scan on a GPU; it needs bf16 or f16
+    q, k and v, K a multiple of 16 and V a multiple of its value tiles. Ops
+    without one keep the token recurrence there.
+
     Example:
 
     ```mlir
@@ -73,7 +79,8 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure]> {
     AnyTensor:$g,
     AnyTensor:$beta,
     Optional<AnyTensor>:$initial_state,
-    DefaultValuedAttr<F32Attr, "1.0">:$scale
+    DefaultValuedAttr<F32Attr, "1.0">:$scale,
+    OptionalAttr<Gdn_ScanStrategyAttr>:$strategy
   );
   let results = (outs AnyTensor:$o, AnyTensor:$final_state);
 

@@ -1,0 +1,151 @@
+//===- ScanStrategy.cpp - choosing the chunked scan's strategy ------------===//
+//
+// gdn-choose-scan-strategy: every decision of the chunked tensor-core scan
+// (ChunkedScanToGPU.cpp) made once, from the op's shapes and the device's
+// parameters, and recorded on the op as a #gdn.scan_strategy that the
+// lowering reads and nothing else.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkedScan.h"
+#include "gdn/Conversion/Passes.h"
+
+namespace mlir::gdn {
+#define GEN_PASS_DEF_GDNCHOOSESCANSTRATEGYPASS
+#include "gdn/Conversion/Passes.h.inc"
+} // namespace mlir::gdn
+
+using namespace mlir;
+using namespace mlir::gdn;
+using namespace mlir::gdn::scan;
+
+/// The chunk the kernels are built for.
+constexpr int64_t kChunk = 64;
+
+ScanShape scan::shapeOf(DeltaRuleOp op, int64_t valueTile) {
+  ScanShape shape;
+  ScanStrategyAttr strategy = op.getStrategyAttr();
+  shape.chunk = strategy ? strategy.getChunk() : kChunk;
+  shape.keyDim = cast<RankedTensorType>(op.getQ().getType()).getDimSize(3);
+  shape.valueDim = cast<RankedTensorType>(op.getV().getType()).getDimSize(3);
+  shape.valueTile = valueTile;
+  shape.warps = strategy ? strategy.getWarps() : 4;
+  if (strategy)
+    shape.copyWarps = strategy.getCopyWarps();
+  return shape;
+}
+
+static bool fitsWorkgroupMemory(const ScanShape &shape) {
+  return std::max(shape.chunkKernelBytes(), shape.stateKernelBytes()) <=
+         kMaxSharedBytes;
+}
+
+ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
+                                         int64_t warps,
+                                         int64_t multiprocessors) {
+  auto q = cast<RankedTensorType>(op.getQ().getType());
+  Type element = q.getElementType();
+  if ((!element.isBF16() && !element.isF16()) ||
+      cast<RankedTensorType>(op.getK().getType()).getElementType() !=
+          element ||
+      cast<RankedTensorType>(op.getV().getType()).getElementType() != element)
+    return {};
+  ScanShape shape = shapeOf(op, 0);
+  shape.warps = warps;
+  shape.valueTile = std::min(valueTile, shape.valueDim);
+  if (shape.keyDim % 16 != 0 || shape.valueTile % 8 != 0 ||
+      shape.valueDim % shape.valueTile != 0)
+    return {};
+  // Wide keys leave less workgroup memory for the state tile.
+  while (shape.stateKernelBytes() > kMaxSharedBytes &&
+         shape.valueTile % 16 == 0)
+    shape.valueTile /= 2;
+  if (!fitsWorkgroupMemory(shape))
+    return {};
+  // A narrower tile where the wide one's grid leaves multiprocessors idle:
+  // half, at least 32 columns. It reads each chunk's Q, K, T diag(beta) and
+  // P once for fewer value columns, so it only pays where it brings
+  // blocks: measured on the H200 (K = V = 128, docs/performance.md), at
+  // B = 1, Hv = 32, tile 32 with 128 blocks beats tile 64 with 64 blocks
+  // by 18%; at B = 1, Hv = 16, tile 32 with 64 blocks beats 64 with 32 by
+  // 26%.
+  int64_t narrow = shape.valueTile / 2;
+  if (narrow < 32 || shape.valueDim % narrow != 0)
+    narrow = 0;
+  MLIRContext *context = op.getContext();
+  return ScanStrategyAttr::get(
+      context, shape.chunk, shape.valueTile, narrow,
+      std::max<int64_t>(1, multiprocessors * 7 / 8), shape.warps,
+      shape.copyWarps, MmaKind::mma_sync, Staging::cp_async, /*stages=*/2,
+      shape.stateInRegisters() ? StateHome::registers : StateHome::shared,
+      /*contextSegments=*/1);
+}
+
+LogicalResult gdn::checkScanStrategyBuildable(DeltaRuleOp op) {
+  ScanStrategyAttr strategy = op.getStrategyAttr();
+  for (int64_t tile :
+       {strategy.getValueTile(), strategy.getNarrowValueTile()}) {
+    if (tile == 0)
+      continue;
+    ScanShape shape = shapeOf(op, tile);
+    if (!fitsWorkgroupMemory(shape))
+      return op.emitOpError()
+             << "strategy: with a value tile of " << tile
+             << " the scan's kernels need "
+             << std::max(shape.chunkKernelBytes(), shape.stateKernelBytes())
+             << " bytes of workgroup memory, more than the " << kMaxSharedBytes
+             << " of a multiprocessor";
+    if (tile == strategy.getValueTile() &&
+        shape.stateInRegisters() !=
+            (strategy.getState() == StateHome::registers))
+      return op.emitOpError()
+             << "strategy: state = " << stringifyStateHome(strategy.getState())
+             << " does not match the kernel: the state product's tiles "
+             << (shape.stateInRegisters() ? "divide" : "do not divide")
+             << " among the " << shape.warps << " warps at a value tile of "
+             << tile << " (state = "
+             << (shape.stateInRegisters() ? "registers" : "shared") << ")";
+  }
+  return success();
+}
+
+llvm::Error mlir::gdn::checkScanStrategyOptions(
+    const GdnChooseScanStrategyPassOptions &options) {
+  if (options.valueTile < 8 || options.valueTile % 8 != 0)
+    return llvm::createStringError(
+        "value-tile must be a positive multiple of 8, but got " +
+        llvm::Twine(options.valueTile));
+  if (options.scanWarps != 4 && options.scanWarps != 8)
+    return llvm::createStringError("scan-warps must be 4 or 8, but got " +
+                                   llvm::Twine(options.scanWarps));
+  if (options.multiprocessors < 1 || options.multiprocessors > 4096)
+    return llvm::createStringError("multiprocessors must be 1..4096, but "
+                                   "got " +
+                                   llvm::Twine(options.multiprocessors));
+  return llvm::Error::success();
+}
+
+namespace {
+struct GdnChooseScanStrategyPass
+    : gdn::impl::GdnChooseScanStrategyPassBase<GdnChooseScanStrategyPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (llvm::Error error = checkScanStrategyOptions(
+            {chunkedPrefill, valueTile, scanWarps, multiprocessors})) {
+      getOperation().emitError()
+          << "gdn-choose-scan-strategy: " << llvm::toString(std::move(error));
+      return signalPassFailure();
+    }
+    if (!chunkedPrefill)
+      return;
+    getOperation().walk([&](DeltaRuleOp op) {
+      if (op.getStrategyAttr())
+        return;
+      if (ScanStrategyAttr strategy =
+              chooseScanStrategy(op, valueTile, scanWarps, multiprocessors))
+        op.setStrategyAttr(strategy);
+    });
+  }
+};
+} // namespace
