@@ -142,9 +142,11 @@ void expectUnchanged(const Slot &slot, const float *logitsBefore,
   if (logits != logitsBefore || batch != logitsBatch || tokens != logitsTokens)
     contractBroken("a failed call changed the logits");
   std::vector<float> values = logitsOf(slot.model);
+  // Bytes, not values: NaN logits of a corrupted model equal themselves.
   if (values.size() != valuesBefore.size() ||
-      std::memcmp(values.data(), valuesBefore.data(),
-                  values.size() * sizeof(float)) != 0)
+      (!values.empty() &&
+       std::memcmp(values.data(), valuesBefore.data(),
+                   values.size() * sizeof(float)) != 0))
     contractBroken("a failed call changed the logits' values");
 }
 
