@@ -168,6 +168,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="compilations run at once (default: the cores)")
     args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
     # (name, config, extra options) of every library, in manifest order.
     jobs = []
 

@@ -18,6 +18,9 @@ on any failure.
                                     # only calls one kernel (for ncu)
   python3 gpu_check.py --sanitize   # memcheck, racecheck, synccheck and
                                     # initcheck over the sanitizer cases
+  python3 gpu_check.py --repeatable 200
+                                    # each sanitizer case's prefill 200
+                                    # times: outputs identical bit for bit
 """
 
 import argparse
@@ -269,6 +272,41 @@ def torch_chunked(q, k, v, g, beta, scale, chunk=64):
             kd_[:, :, i].transpose(-1, -2) @ vb).float()
     out = out.reshape(bsz, hv, n * chunk, vd)[:, :, :t].transpose(1, 2)
     return (out * scale).bfloat16(), state
+
+
+def check_repeatable(kernels, cases, runs):
+    """Runs each case's prefill `runs` times on the same inputs and checks
+    that every run gives the first run's outputs bit for bit: the kernels
+    have no atomics or order-dependent sums, so any difference is a race
+    (a check that does not depend on compute-sanitizer seeing it)."""
+    results = []
+    for seed, (name, b, t, init, regime) in enumerate(cases):
+        cfg = kernels[name].config
+        data = inputs.delta_rule_inputs(seed, b, t, cfg["heads"],
+                                        cfg["value_heads"], cfg["key_dim"],
+                                        cfg["value_dim"], regime,
+                                        initial_state=True)
+        state0 = data["initial_state"]
+        if not init:
+            state0 = np.zeros_like(state0)
+        dev, _ = device_inputs(data, cfg["element_type"])
+        h0 = torch.from_numpy(state0).cuda()
+        first = None
+        differing = 0
+        for _ in range(runs):
+            o, s = kernels[name].delta_rule(dev["q"], dev["k"], dev["v"],
+                                            dev["g"], dev["beta"], h0)
+            if first is None:
+                first = (o.clone(), s.clone())
+            elif not (torch.equal(o, first[0]) and torch.equal(s, first[1])):
+                differing += 1
+        torch.cuda.synchronize()
+        ok = differing == 0
+        results.append(ok)
+        print(f"{'PASS' if ok else 'FAIL'} repeatable {name} B={b} T={t} "
+              f"init={init}: {differing} of {runs - 1} runs differ from "
+              f"the first")
+    return results
 
 
 def check_graph(kernels, name, b, t, seed):
@@ -610,6 +648,10 @@ def main():
         SANITIZER_TOOLS), metavar="TOOL,...",
         help="run the sanitizer cases under compute-sanitizer's tools "
         "(default: all four) and report their errors")
+    parser.add_argument("--repeatable", type=int, metavar="RUNS",
+                        help="run each sanitizer case's prefill RUNS times "
+                        "and check that the outputs are identical bit for "
+                        "bit")
     parser.add_argument("--sanitize-cases", action="store_true",
                         help=argparse.SUPPRESS)
     parser.add_argument("--sanitize-log", metavar="DIR",
@@ -641,6 +683,10 @@ def main():
         return 1 if failed else 0
     if args.profile:
         return profile(kernels, args.profile, args.repeat)
+    if args.repeatable:
+        results = check_repeatable(kernels, SANITIZE_CASES, args.repeatable)
+        print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
+        return 0 if all(results) else 1
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     passed = failed = 0
     cases = [CASES[i] for i in QUICK] if args.quick else CASES
