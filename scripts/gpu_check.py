@@ -125,9 +125,10 @@ def relative(actual, expected):
     return reference.relative_error(actual, expected)
 
 
-def check_case(kernels, name, b, t, init, regime, seed):
-    cfg = kernels[name].config
-    et = cfg["element_type"]
+def case_inputs(cfg, b, t, init, regime, seed):
+    """A prefill case's inputs: the device tensors, the f32 values the
+    kernel sees, the initial state (zeros unless `init`) and it on the
+    device."""
     data = inputs.delta_rule_inputs(seed, b, t, cfg["heads"],
                                     cfg["value_heads"], cfg["key_dim"],
                                     cfg["value_dim"], regime,
@@ -135,8 +136,14 @@ def check_case(kernels, name, b, t, init, regime, seed):
     state0 = data["initial_state"]
     if not init:
         state0 = np.zeros_like(state0)
-    dev, seen = device_inputs(data, et)
-    h0 = torch.from_numpy(state0).cuda()
+    dev, seen = device_inputs(data, cfg["element_type"])
+    return dev, seen, state0, torch.from_numpy(state0).cuda()
+
+
+def check_case(kernels, name, b, t, init, regime, seed):
+    cfg = kernels[name].config
+    et = cfg["element_type"]
+    dev, seen, state0, h0 = case_inputs(cfg, b, t, init, regime, seed)
     o, s = kernels[name].delta_rule(dev["q"], dev["k"], dev["v"], dev["g"],
                                     dev["beta"], h0)
     torch.cuda.synchronize()
@@ -281,16 +288,8 @@ def check_repeatable(kernels, cases, runs):
     (a check that does not depend on compute-sanitizer seeing it)."""
     results = []
     for seed, (name, b, t, init, regime) in enumerate(cases):
-        cfg = kernels[name].config
-        data = inputs.delta_rule_inputs(seed, b, t, cfg["heads"],
-                                        cfg["value_heads"], cfg["key_dim"],
-                                        cfg["value_dim"], regime,
-                                        initial_state=True)
-        state0 = data["initial_state"]
-        if not init:
-            state0 = np.zeros_like(state0)
-        dev, _ = device_inputs(data, cfg["element_type"])
-        h0 = torch.from_numpy(state0).cuda()
+        dev, _, _, h0 = case_inputs(kernels[name].config, b, t, init,
+                                    regime, seed)
         first = None
         differing = 0
         for _ in range(runs):
