@@ -2,9 +2,9 @@
 # The main job: installs what is missing, builds, then compiles the bundled
 # examples and runs them: examples/delta_rule.mlir (gdn ops in func.func)
 # through gdn-opt's gdn-lower-to-cpu pipeline and mlir-runner, and the
-# bundled hybrid model examples/nenya-tiny (weights generated on first use)
-# through gdn-compile into its executable, prefilling a prompt and decoding
-# 32 tokens.
+# bundled hybrid model examples/nenya-kjv (trained on the King James Bible,
+# docs/training.md) through gdn-compile into its executable, prefilling a
+# prompt and generating 200 bytes of text.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,9 +18,7 @@ echo "== compiling and running examples/delta_rule.mlir"
   "$LLVM/bin/mlir-runner" -e main -entry-point-result=void \
     -shared-libs=$LLVM/lib/libmlir_runner_utils.so,$LLVM/lib/libmlir_c_runner_utils.so,$LLVM/lib/libomp.so
 
-echo "== compiling and running the bundled model examples/nenya-tiny"
-PY=/usr/bin/python3
-EXAMPLE=$ROOT/examples/nenya-tiny
-[ -f "$EXAMPLE/model.safetensors" ] || "$PY" "$EXAMPLE/make_weights.py"
-"$BUILD_DIR/bin/gdn-compile" "$EXAMPLE/model.json" -o "$BUILD_DIR/nenya-tiny"
-"$BUILD_DIR/nenya-tiny/gdn-model" "Linear attention " -n 32
+echo "== compiling and running the bundled model examples/nenya-kjv"
+EXAMPLE=$ROOT/examples/nenya-kjv
+"$BUILD_DIR/bin/gdn-compile" "$EXAMPLE/model.json" -o "$BUILD_DIR/nenya-kjv"
+"$BUILD_DIR/nenya-kjv/gdn-model" "And God said" -n 200

@@ -4,11 +4,14 @@
 // weights, prefills a prompt (text for a byte tokenizer, or token ids) for
 // a batch of sequences, decodes N tokens (greedy, or sampled at a
 // temperature with a seed), and prints the tokens, prefill and decode
-// tokens/s and the cache bytes per sequence. Uses gdn_model.h, and for the
-// text of a Hugging Face checkpoint's models its tokenizer
+// tokens/s and the cache bytes per sequence; or, with --perplexity FILE,
+// evaluates the model's loss on a text (Perplexity.h). Uses gdn_model.h, and
+// for the text of a Hugging Face checkpoint's models its tokenizer
 // (gdn_tokenizer.h, linked in).
 //
 //===----------------------------------------------------------------------===//
+
+#include "Perplexity.h"
 
 #include "gdn/Runtime/gdn_model.h"
 #include "gdn/Runtime/gdn_tokenizer.h"
@@ -17,9 +20,11 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -35,8 +40,9 @@ static cl::OptionCategory category("gdn-model options");
 static cl::opt<std::string> prompt(cl::Positional, cl::desc("[prompt text]"),
                                    cl::init(""), cl::cat(category));
 static cl::opt<std::string>
-    idsOption("ids", cl::desc("Comma-separated prompt token ids (instead of "
-                              "text)"),
+    idsOption("ids",
+              cl::desc("Comma-separated prompt token ids (instead of "
+                       "text)"),
               cl::value_desc("i,j,..."), cl::init(""), cl::cat(category));
 static cl::opt<std::string>
     weightsOption("weights",
@@ -84,6 +90,18 @@ static cl::opt<int64_t>
               cl::init(1), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress on stderr"),
                            cl::init(false), cl::cat(category));
+static cl::opt<std::string> perplexityFile(
+    "perplexity",
+    cl::desc("Instead of generating, evaluate the model on a text file: the "
+             "mean negative log-likelihood of its tokens, in windows of "
+             "--window tokens, each from empty caches"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
+static cl::opt<int64_t> windowSize(
+    "window",
+    cl::desc("Tokens per window of --perplexity, at most the model's "
+             "max_context (default: 512 or max_context if smaller); windows "
+             "of one length are prefilled --batch at a time"),
+    cl::init(512), cl::cat(category));
 static cl::opt<bool> checkNumerics(
     "check-numerics",
     cl::desc("Fail on the first NaN or Inf in a layer's caches or in the "
@@ -287,8 +305,8 @@ public:
       if (length == kIncomplete)
         break;
       unsigned char c = pending[i];
-      bool control = length == 1 && ((c < 0x20 && c != '\n' && c != '\t') ||
-                                     c == 0x7f);
+      bool control =
+          length == 1 && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f);
       if (length == 0 || control) {
         out += kReplacement;
         ++i;
@@ -351,6 +369,68 @@ const char *growingCacheName() {
   const llvm::json::Object *root = description->getAsObject();
   return root && root->get("model_type") ? "attention" : "MLA";
 }
+/// The bytes of a regular file (a device or a FIFO could be endless).
+bool readTextFile(const std::string &path, std::string &text,
+                  std::string &message) {
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status)) {
+    message = path + ": " + ec.message();
+    return false;
+  }
+  if (status.type() != llvm::sys::fs::file_type::regular_file) {
+    message = path + ": not a regular file";
+    return false;
+  }
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    message = path + ": " + buffer.getError().message();
+    return false;
+  }
+  text = (*buffer)->getBuffer().str();
+  return true;
+}
+
+/// --perplexity: evaluates the model on the tokens of a file and prints the
+/// loss.
+int runPerplexity(gdn_model *model, const std::vector<int64_t> &ids,
+                  llvm::StringRef unit) {
+  int64_t maxContext = gdn_model_max_context(model);
+  // The default fits any model; a window given explicitly must.
+  int64_t window = windowSize.getNumOccurrences()
+                       ? windowSize.getValue()
+                       : std::min<int64_t>(windowSize, maxContext);
+  if (window < 2 || window > maxContext)
+    return error("--window must be 2.." + llvm::Twine(maxContext) +
+                 " (the model's max_context), got " + llvm::Twine(window));
+  if (ids.size() < 2)
+    return error(perplexityFile + ": " + llvm::Twine(ids.size()) + " " + unit +
+                 "s; at least 2 are needed to predict one");
+  Progress progress(ids.size());
+  gdn::PerplexityResult result;
+  std::string message;
+  if (!gdn::evaluatePerplexity(
+          model, ids, window, batchSize,
+          [&](int64_t done, int64_t) { progress.update(done); }, result,
+          message))
+    return error(message);
+  double loss = result.meanNll();
+  llvm::outs() << "device:     " << gdn_model_device() << "\n";
+  llvm::outs() << "evaluated:  " << perplexityFile << ": " << ids.size() << " "
+               << unit << "s in " << result.windows << " windows of up to "
+               << window << ", " << result.predicted << " predicted\n";
+  llvm::outs() << "loss:       " << llvm::format("%.6f", loss) << " nats/"
+               << unit << " (" << llvm::format("%.4f", loss / std::log(2.0))
+               << " bits/" << unit << "), perplexity "
+               << llvm::format("%.4f", std::exp(loss)) << "\n";
+  llvm::outs() << "speed:      "
+               << llvm::format("%.0f", ids.size() / result.seconds)
+               << " tokens/s (" << llvm::format("%.1f", result.seconds)
+               << " s)\n";
+  gdn_model_free(model);
+  return 0;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -368,20 +448,45 @@ int main(int argc, char **argv) {
     return error("--top-k must be >= 0 (0: all tokens), got " +
                  llvm::Twine(topK));
   if (!(topP > 0 && topP <= 1))
-    return error("--top-p must be in (0, 1], got " + llvm::formatv("{0}", double(topP)).str());
+    return error("--top-p must be in (0, 1], got " +
+                 llvm::formatv("{0}", double(topP)).str());
   if (batchSize < 1 || batchSize > GDN_MODEL_MAX_BATCH)
     return error("--batch must be 1.." + llvm::Twine(GDN_MODEL_MAX_BATCH) +
                  ", got " + llvm::Twine(batchSize));
 
   auto loadStart = Clock::now();
-  gdn_model *model = gdn_model_load(
-      weightsOption.empty() ? nullptr : weightsOption.c_str());
+  gdn_model *model =
+      gdn_model_load(weightsOption.empty() ? nullptr : weightsOption.c_str());
   if (!model)
     return error(gdn_model_last_error());
   double loadSeconds = secondsSince(loadStart);
   if (checkNumerics)
     gdn_model_set_check_numerics(model, 1);
   int64_t vocab = gdn_model_vocab_size(model);
+
+  if (!perplexityFile.empty()) {
+    if (!prompt.empty() || !idsOption.empty())
+      return error("--perplexity evaluates a file: give no prompt or --ids");
+    std::string contents, message;
+    if (!readTextFile(perplexityFile, contents, message))
+      return error(message);
+    std::vector<int64_t> fileIds;
+    if (gdn_model_byte_tokenizer(model)) {
+      for (unsigned char c : contents)
+        fileIds.push_back(c);
+      return runPerplexity(model, fileIds, "byte");
+    }
+    std::string path = tokenizerOption.empty() ? gdn_model_tokenizer_path()
+                                               : tokenizerOption.getValue();
+    if (path.empty())
+      return error("--perplexity: this model has no text tokenizer; give a "
+                   "tokenizer.json with --tokenizer");
+    TextTokenizer tokenizer;
+    if (!tokenizer.load(path, message) ||
+        !tokenizer.encode(contents, fileIds, message))
+      return error(message);
+    return runPerplexity(model, fileIds, "token");
+  }
 
   std::vector<int64_t> promptIds;
   // A checkpoint's tokenizer reads text prompts and shows the generated
@@ -420,8 +525,8 @@ int main(int argc, char **argv) {
       return error(message);
   }
   if (!tokenizerError.empty() && !quiet)
-    llvm::errs() << "gdn-model: warning: no generated text: "
-                 << tokenizerError << "\n";
+    llvm::errs() << "gdn-model: warning: no generated text: " << tokenizerError
+                 << "\n";
   if (promptIds.empty())
     return error("the prompt is empty");
 
@@ -511,8 +616,8 @@ int main(int argc, char **argv) {
   }
   llvm::outs() << "prefill: "
                << llvm::format("%.0f", batch * promptLength / prefillSeconds)
-               << " tokens/s ("
-               << llvm::format("%.1f", prefillSeconds * 1e3) << " ms)\n";
+               << " tokens/s (" << llvm::format("%.1f", prefillSeconds * 1e3)
+               << " ms)\n";
   if (decoded > 0)
     llvm::outs() << "decode:  "
                  << llvm::format("%.0f", batch * decoded / decodeSeconds)
@@ -527,8 +632,7 @@ int main(int argc, char **argv) {
   int64_t cacheBytes = gdn_model_cache_bytes(model, &gdnBytes, &mlaBytes);
   llvm::outs() << "cache:   " << cacheBytes << " bytes per sequence (GDN "
                << gdnBytes << ", " << growingCacheName() << " " << mlaBytes
-               << ") at "
-               << gdn_model_position(model) << " tokens\n";
+               << ") at " << gdn_model_position(model) << " tokens\n";
   gdn_model_free(model);
   return 0;
 }
