@@ -67,7 +67,10 @@ mlir::gdn::verifyCPUPipelineOptions(const CPUPipelineOptions &options) {
 
 void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
                                          const CPUPipelineOptions &options) {
-  // Layer ops become core ops and linalg first.
+  // Layer ops become core ops and linalg first; attention that continues a
+  // cache in the absorbed form.
+  if (options.mlaAbsorbedDecode)
+    pm.addNestedPass<func::FuncOp>(createGdnAbsorbMlaDecodePass());
   pm.addNestedPass<func::FuncOp>(createGdnDecomposeLayersPass());
   // Projections in static row tiles, for gdn-cpu-vectorize's FMA schedule.
   pm.addNestedPass<func::FuncOp>(

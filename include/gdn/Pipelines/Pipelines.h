@@ -107,6 +107,12 @@ struct CPUPipelineOptions : public ListablePipelineOptions<CPUPipelineOptions> {
                      "heads (0: the OpenMP runtime's default, "
                      "OMP_NUM_THREADS)"),
       llvm::cl::init(0)};
+  Option<bool> mlaAbsorbedDecode{
+      *this, "mla-absorbed-decode",
+      llvm::cl::desc("Attention of gdn.mla ops that continue a cache in the "
+                     "absorbed form (gdn-absorb-mla-decode): scores against "
+                     "the cached latents, not keys expanded from them"),
+      llvm::cl::init(true)};
   Option<bool> flushDenormals{
       *this, "flush-denormals",
       llvm::cl::desc("Run public functions with x86 FTZ/DAZ set (subnormal "

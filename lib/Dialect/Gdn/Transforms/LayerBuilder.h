@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -448,6 +449,91 @@ public:
                                      createEmptyLike(b, loc, scores, f32),
                                      /*dimension=*/3)
         .getResult()[0];
+  }
+
+  /// Rows [offset, offset + size) of every head of a weight [heads * R, C]
+  /// (kv_b_proj's key or value part): [heads, size, C], element type kept.
+  Value headRows(Value weight, int64_t heads, int64_t offset, int64_t size) {
+    auto type = cast<RankedTensorType>(weight.getType());
+    int64_t perHead = type.getDimSize(0) / heads;
+    int64_t columns = type.getDimSize(1);
+    Type element = type.getElementType();
+    Value expanded = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({heads, perHead, columns}, element),
+        weight, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0),
+                                         b.getIndexAttr(offset),
+                                         b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(heads),
+                                       b.getIndexAttr(size),
+                                       b.getIndexAttr(columns)};
+    SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({heads, size, columns}, element),
+        expanded, offsets, sizes, strides);
+  }
+
+  /// init + sum over loop `reduced` of 5 loops of lhs * rhs (operands
+  /// widened to f32), `maps` of lhs, rhs and the rank-4 result.
+  Value contract5(Value lhs, Value rhs, Value init,
+                  std::array<AffineMap, 3> maps, unsigned reduced = 4) {
+    SmallVector<IteratorType> iterators(5, IteratorType::parallel);
+    iterators[reduced] = IteratorType::reduction;
+    return buildGeneric(
+        b, loc, ValueRange{lhs, rhs}, init, maps, iterators,
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          auto widened = [&](Value v) -> Value {
+            Type f32 = nb.getF32Type();
+            return v.getType() == f32 ? v
+                                      : arith::ExtFOp::create(nb, nl, f32, v)
+                                            .getResult();
+          };
+          Value product = arith::MulFOp::create(nb, nl, widened(args[0]),
+                                                widened(args[1]));
+          return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+        });
+  }
+
+  /// The absorbed attention of gdn.mla: queries q_nope [B, T, n, nope] and
+  /// q_rope [B, T, n, rope] against the latents [B, S, r] and RoPE keys
+  /// [B, S, rope] themselves, with kv_b_proj's key part w_uk [n, nope, r]
+  /// applied to the queries and its value part w_uv [n, v, r] to the
+  /// attended latents. Returns [B, T, n, v].
+  Value absorbedAttention(Value qNope, Value qRope, Value latents,
+                          Value kRopes, Value wUk, Value wUv, float scale,
+                          Value offset) {
+    auto dims = [&](Value x) { return tensor::getMixedSizes(b, loc, x); };
+    OpFoldResult batch = dims(qNope)[0], tokens = dims(qNope)[1];
+    OpFoldResult keys = dims(latents)[1];
+    auto wUkType = cast<RankedTensorType>(wUk.getType());
+    auto wUvType = cast<RankedTensorType>(wUv.getType());
+    OpFoldResult heads = b.getIndexAttr(wUkType.getDimSize(0));
+    OpFoldResult rank = b.getIndexAttr(wUkType.getDimSize(2));
+    OpFoldResult vDim = b.getIndexAttr(wUvType.getDimSize(1));
+    // Loops (b, t, n, r, d): q_latent[b, t, n, r].
+    Value qLatent = contract5(
+        qNope, wUk, createZeros(b, loc, {batch, tokens, heads, rank}, f32),
+        {map(5, {0, 1, 2, 4}), map(5, {2, 4, 3}), map(5, {0, 1, 2, 3})});
+    // Loops (b, n, t, s, r): scores[b, n, t, s], latent then RoPE part.
+    Value scores = contract5(
+        qLatent, latents,
+        createZeros(b, loc, {batch, heads, tokens, keys}, f32),
+        {map(5, {0, 2, 1, 4}), map(5, {0, 3, 4}), map(5, {0, 1, 2, 3})});
+    scores = contract5(
+        qRope, kRopes, scores,
+        {map(5, {0, 2, 1, 4}), map(5, {0, 3, 4}), map(5, {0, 1, 2, 3})});
+    Value probabilities = causalSoftmax(scores, scale, offset);
+    // Loops (b, t, n, s, r): the attended latents, the reduction over the
+    // keys outside the loop over a latent's contiguous channels.
+    Value attended = contract5(
+        probabilities, latents,
+        createZeros(b, loc, {batch, tokens, heads, rank}, f32),
+        {map(5, {0, 2, 1, 3}), map(5, {0, 3, 4}), map(5, {0, 1, 2, 4})},
+        /*reduced=*/3);
+    // Loops (b, t, n, e, r): through the value part.
+    return contract5(
+        attended, wUv, createZeros(b, loc, {batch, tokens, heads, vDim}, f32),
+        {map(5, {0, 1, 2, 4}), map(5, {2, 3, 4}), map(5, {0, 1, 2, 3})});
   }
 
   /// out[b, t, n, e] = sum_s p[b, n, t, s] v[b, s, n, e].

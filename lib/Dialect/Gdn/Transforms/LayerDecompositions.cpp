@@ -125,16 +125,22 @@ struct MlaDecomposition : LayerDecomposition<MlaDecomposition, MlaOp> {
       allLatent = concatAlong(b, loc, {op.getPastLatent(), latent}, 1);
       allKRope = concatAlong(b, loc, {op.getPastKRope(), kRope}, 1);
     }
-    Value kv = ab.splitHeads(ab.linear(allLatent, w[next++], Value()), heads);
-    Value kNope = ab.sliceLast(kv, 0, nope);
-    Value values = ab.sliceLast(kv, nope, vDim);
-
-    Value probabilities =
-        ab.causalSoftmax(ab.scores(qNope, kNope, qRope, allKRope),
-                         1.0f / std::sqrt(static_cast<float>(nope + rope)),
-                         past);
-    Value attended = ab.mergeHeads(ab.weightedValues(probabilities, values));
-    Value y = ab.linear(attended, w[next++], Value());
+    Value kvB = w[next++];
+    float scale = 1.0f / std::sqrt(static_cast<float>(nope + rope));
+    Value attended;
+    if (op.getAbsorbed()) {
+      attended = ab.absorbedAttention(
+          qNope, qRope, allLatent, allKRope, ab.headRows(kvB, heads, 0, nope),
+          ab.headRows(kvB, heads, nope, vDim), scale, past);
+    } else {
+      Value kv = ab.splitHeads(ab.linear(allLatent, kvB, Value()), heads);
+      Value kNope = ab.sliceLast(kv, 0, nope);
+      Value values = ab.sliceLast(kv, nope, vDim);
+      Value probabilities = ab.causalSoftmax(
+          ab.scores(qNope, kNope, qRope, allKRope), scale, past);
+      attended = ab.weightedValues(probabilities, values);
+    }
+    Value y = ab.linear(ab.mergeHeads(attended), w[next++], Value());
     return castToTypes(b, loc, {y, latent, kRope}, op->getResultTypes());
   }
 };

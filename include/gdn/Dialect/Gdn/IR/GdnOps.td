@@ -278,6 +278,17 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
     `cache(%latent, %k_rope)` (`[B, P, kv_lora_rank]`, `[B, P,
     qk_rope_head_dim]`, what earlier calls returned, concatenated) the op
     continues a sequence: decoding is this op with T = 1. f32.
+
+    With `absorbed`, the decomposition computes the same attention in the
+    absorbed form (DeepSeek-V2's decode): the queries go through the key
+    part of `kv_b_proj` into the latent space, the scores are taken against
+    the latents themselves, and the value part of `kv_b_proj` is applied to
+    the attended latents. It never expands the `P + T` latents into
+    per-head keys and values, so it costs `O((P + T) n kv_lora_rank)` per
+    query instead of `O((P + T) n kv_lora_rank (qk_nope + v))` for the
+    whole call: the better form when `T` is small against
+    `qk_nope + v_head_dim` (decode); `gdn-absorb-mla-decode` sets it on the
+    ops that continue a cache.
   }];
   let arguments = (ins
     AnyRankedTensor:$x,
@@ -291,7 +302,8 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
     ConfinedAttr<I64Attr, [IntPositive]>:$qk_rope_head_dim,
     ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim,
     F32Attr:$rope_theta,
-    DefaultValuedAttr<F32Attr, "1.0e-6">:$eps
+    DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
+    UnitAttr:$absorbed
   );
   let results = (outs AnyRankedTensor:$y, AnyRankedTensor:$latent,
                       AnyRankedTensor:$k_rope);

@@ -82,6 +82,19 @@ def GdnParallelizeDeltaRuleStepPass
   ];
 }
 
+def GdnAbsorbMlaDecodePass : Pass<"gdn-absorb-mla-decode", "func::FuncOp"> {
+  let summary = "Choose the absorbed form for gdn.mla ops that continue a cache";
+  let description = [{
+    Sets `absorbed` on every `gdn.mla` with `cache(...)` operands: the ops
+    of the step function, which decodes one token per sequence (or extends
+    by a chunk of prompt). Their attention then works on the cached latents
+    directly instead of expanding all `P + T` of them into per-head keys
+    and values through `kv_b_proj` on every call (see `gdn.mla`). Prefill
+    ops (no cache) keep the expanded form, which is cheaper when the
+    queries are as many as the keys.
+  }];
+}
+
 def GdnDecomposeLayersPass : Pass<"gdn-decompose-layers", "func::FuncOp"> {
   let summary = "Decompose layer ops into the core gdn ops and linalg";
   let description = [{

@@ -1,0 +1,33 @@
+//===- AbsorbMlaDecode.cpp - the absorbed form for cached gdn.mla ---------===//
+//
+// Marks the gdn.mla ops that continue a cache (decode and extend) for the
+// absorbed decomposition (LayerDecompositions.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gdn/Dialect/Gdn/IR/GdnOps.h"
+#include "gdn/Dialect/Gdn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::gdn {
+#define GEN_PASS_DEF_GDNABSORBMLADECODEPASS
+#include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
+} // namespace mlir::gdn
+
+using namespace mlir;
+using namespace mlir::gdn;
+
+namespace {
+struct GdnAbsorbMlaDecodePass
+    : gdn::impl::GdnAbsorbMlaDecodePassBase<GdnAbsorbMlaDecodePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    getOperation().walk([](MlaOp op) {
+      if (op.getPastLatent())
+        op.setAbsorbed(true);
+    });
+  }
+};
+} // namespace
