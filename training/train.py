@@ -33,6 +33,7 @@ model that gdn-compile reads.
 """
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -102,7 +103,6 @@ def parameter_count(model):
 
 def bf16_rounded(model):
     """A copy of `model` whose parameters hold bf16-rounded values."""
-    import copy
     rounded = copy.deepcopy(model)
     with torch.no_grad():
         for p in rounded.parameters():
@@ -174,7 +174,6 @@ def main(argv=None):
            "train_bytes": len(train), "heldout_bytes": len(heldout),
            "train_loss": [], "heldout_loss": []}
     start = time.time()
-    running = 0.0
     for step in range(args.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, args.steps, args.lr,
@@ -192,7 +191,6 @@ def main(argv=None):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        running += float(loss) if step % 10 == 0 else 0.0
         if step % 10 == 0:
             log["train_loss"].append([step, float(loss)])
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
