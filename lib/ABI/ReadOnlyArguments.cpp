@@ -13,6 +13,9 @@ using namespace mlir;
 using namespace mlir::gdn;
 
 namespace {
+/// The argument attribute of a cache the function appends to in place.
+constexpr StringLiteral kInPlaceCache = "gdn.in_place_cache";
+
 struct GdnReadOnlyArgumentsPass
     : gdn::impl::GdnReadOnlyArgumentsPassBase<GdnReadOnlyArgumentsPass> {
   using Base::Base;
@@ -21,12 +24,14 @@ struct GdnReadOnlyArgumentsPass
     func::FuncOp func = getOperation();
     if (func.isExternal() || !func.isPublic())
       return;
-    auto readOnly = BoolAttr::get(&getContext(), false);
-    for (BlockArgument arg : func.getArguments())
-      if (isa<TensorType>(arg.getType()))
-        func.setArgAttr(arg.getArgNumber(),
-                        bufferization::BufferizationDialect::kWritableAttrName,
-                        readOnly);
+    StringRef writable = bufferization::BufferizationDialect::kWritableAttrName;
+    for (BlockArgument arg : func.getArguments()) {
+      if (!isa<TensorType>(arg.getType()))
+        continue;
+      unsigned index = arg.getArgNumber();
+      bool inPlace = static_cast<bool>(func.getArgAttr(index, kInPlaceCache));
+      func.setArgAttr(index, writable, BoolAttr::get(&getContext(), inPlace));
+    }
   }
 };
 } // namespace

@@ -46,10 +46,13 @@ struct LayerContext {
   Location loc;
   /// The layer's weights by full name ("layers.3.mlp.up_proj.weight").
   std::function<Value(const std::string &)> weight;
-  /// The layer's two caches, or none for the prefill from scratch.
+  /// The layer's two caches, or none for the prefill from scratch. Caches
+  /// that grow with the tokens come with room for the new tokens, which the
+  /// layer writes in place.
   Value cache0, cache1;
-  /// Where the layer writes its output and its two new caches: buffers its
-  /// caller owns, so that the layer function returns nothing it allocated.
+  /// Where the layer writes its output and its two new fixed-size caches:
+  /// buffers its caller owns, so that the layer function returns nothing it
+  /// allocated.
   Value xDest, cacheDest0, cacheDest1;
 };
 } // namespace
@@ -77,13 +80,8 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
     if (!dest)
       return value;
     return bufferization::MaterializeInDestinationOp::create(b, loc, value,
-                                                              dest)
+                                                             dest)
         .getResult();
-  };
-  auto concat = [&](Value past, Value now, Value dest) {
-    if (!dest)
-      return concatAlong(b, loc, {past, now}, 1);
-    return concatInto(b, loc, {past, now}, 1, dest);
   };
   FloatAttr eps = b.getF32FloatAttr(static_cast<float>(config.normEps));
   UnitAttr zeroCentered =
@@ -112,8 +110,8 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
     auto mixer = QwenGatedDeltaNetOp::create(
         b, loc, TypeRange{hidden, stateType, convType}, normed, weights,
         c.cache0, c.cache1, b.getI64IntegerAttr(g.numKeyHeads),
-        b.getI64IntegerAttr(g.numValueHeads),
-        b.getI64IntegerAttr(g.keyHeadDim), b.getI64IntegerAttr(g.valueHeadDim),
+        b.getI64IntegerAttr(g.numValueHeads), b.getI64IntegerAttr(g.keyHeadDim),
+        b.getI64IntegerAttr(g.valueHeadDim),
         ProjectionLayoutAttr::get(b.getContext(), layout), eps);
     x = add(x, mixer.getY());
     if (withCaches)
@@ -135,8 +133,8 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
         b.getF32FloatAttr(static_cast<float>(a.ropeTheta)), eps);
     x = add(x, mixer.getY());
     if (withCaches) {
-      newCaches.push_back(concat(c.cache0, mixer.getKeys(), c.cacheDest0));
-      newCaches.push_back(concat(c.cache1, mixer.getValues(), c.cacheDest1));
+      mixer.setInPlaceCache(true);
+      newCaches.append({mixer.getKeys(), mixer.getValues()});
     }
   } else if (kind == LayerKind::MLA) {
     const MlaSettings &m = *config.mla;
@@ -163,8 +161,8 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
         b.getF32FloatAttr(static_cast<float>(m.ropeTheta)), eps);
     x = add(x, mixer.getY());
     if (withCaches) {
-      newCaches.push_back(concat(c.cache0, mixer.getLatent(), c.cacheDest0));
-      newCaches.push_back(concat(c.cache1, mixer.getKRope(), c.cacheDest1));
+      mixer.setInPlaceCache(true);
+      newCaches.append({mixer.getLatent(), mixer.getKRope()});
     }
   } else {
     const GdnSettings &g = *config.gdn;
@@ -200,6 +198,26 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
   return add(x, mlp, c.xDest);
 }
 
+/// Marks argument `arg` of `func`, a cache that grows with the tokens, as
+/// written in place: the caller's buffer, with room for the new tokens, and
+/// with any distance between the sequences of the batch (a runtime keeps
+/// room for more tokens than one step sees).
+static void markInPlaceCache(func::FuncOp func, unsigned arg) {
+  auto type = cast<RankedTensorType>(func.getArgumentTypes()[arg]);
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t i = rank - 2; i >= 1; --i)
+    strides[i] = strides[i + 1] * type.getDimSize(i + 1);
+  strides[0] = ShapedType::kDynamic;
+  MLIRContext *context = func.getContext();
+  func.setArgAttr(arg,
+                  bufferization::BufferizationDialect::kBufferLayoutAttrName,
+                  StridedLayoutAttr::get(context, 0, strides));
+  // Writable: gdn-read-only-arguments keeps the public step's marked ones
+  // so, and private functions' arguments are writable anyway.
+  func.setArgAttr(arg, "gdn.in_place_cache", UnitAttr::get(context));
+}
+
 /// The weights of layer `index`, (name, type) in the sorted-name order of the
 /// function arguments.
 static SmallVector<std::pair<std::string, Type>>
@@ -216,9 +234,8 @@ layerWeights(const ModelConfig &config, size_t index,
 /// Layers of the same kind whose weights have the same types share one
 /// function: the key says what the function's code depends on. (A layer's
 /// settings, heads and dimensions, are the model's, one set per kind.)
-static std::string
-layerKey(const ModelConfig &config, size_t index,
-         ArrayRef<std::pair<std::string, Type>> weights) {
+static std::string layerKey(const ModelConfig &config, size_t index,
+                            ArrayRef<std::pair<std::string, Type>> weights) {
   std::string key;
   llvm::raw_string_ostream os(key);
   os << layerKindName(config.layers[index]);
@@ -228,7 +245,12 @@ layerKey(const ModelConfig &config, size_t index,
   return key;
 }
 
-/// Builds @name: (ids, [caches,] weights) -> (logits[, caches]). With
+/// Builds @name: (ids, [caches,] weights) -> (logits[, caches]). A cache
+/// that grows with the tokens (MLA latents and RoPE keys, attention keys
+/// and values) comes in with room for this call's tokens after the cached
+/// ones, and the step writes them in place (markInPlaceCache) rather than
+/// returning it; the fixed-size ones (GDN states) come in and go out as
+/// values. With
 /// `layerFunctions`, each layer is a call of a private function
 /// @<name>_layer<i>, shared by the layers that are identical up to their
 /// weights (listed in its `gdn.layers`): the code generators then see every
@@ -257,12 +279,25 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
   auto hidden = RankedTensorType::get({dyn, dyn, config.dModel}, f32);
   auto logitsType = RankedTensorType::get({dyn, dyn, config.vocabSize}, f32);
   SmallVector<Type> resultTypes = {logitsType};
-  llvm::append_range(resultTypes, cacheTypes);
+  // The growing caches are written in place, not returned: a result would
+  // be a buffer of the identity layout, a copy of the whole cache.
+  std::vector<CacheLayout> layouts = cacheLayouts(config);
+  for (auto [type, layout] : llvm::zip(cacheTypes, layouts))
+    if (!layout.growsWithTokens)
+      resultTypes.push_back(type);
   OpBuilder::InsertionGuard guard(b);
   Block *moduleBody = b.getInsertionBlock();
   auto func = func::FuncOp::create(b, loc, name,
                                    b.getFunctionType(argTypes, resultTypes));
   Block *body = func.addEntryBlock();
+
+  auto growing = [&](size_t layer) {
+    return withCaches && layouts[2 * layer].growsWithTokens;
+  };
+  if (withCaches)
+    for (size_t i = 0; i < layouts.size(); ++i)
+      if (layouts[i].growsWithTokens)
+        markInPlaceCache(func, 1 + i);
 
   // One private function per distinct layer, before @name.
   std::map<std::string, func::FuncOp> functionOf;
@@ -285,11 +320,15 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
     for (const auto &weight : weights)
       layerArgs.push_back(weight.second);
     layerArgs.push_back(hidden);
-    llvm::append_range(layerArgs, layerCacheTypes);
+    if (!growing(index))
+      llvm::append_range(layerArgs, layerCacheTypes);
     auto layerFunc = func::FuncOp::create(
         b, loc, llvm::formatv("{0}_layer{1}", name, index).str(),
         b.getFunctionType(layerArgs, {}));
     layerFunc.setPrivate();
+    if (growing(index))
+      for (unsigned arg : {1, 2})
+        markInPlaceCache(layerFunc, arg);
     Block *layerBody = layerFunc.addEntryBlock();
     b.setInsertionPointToStart(layerBody);
     auto arg = [&](size_t i) -> Value { return layerBody->getArgument(i); };
@@ -305,8 +344,8 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
         withCaches ? arg(1) : Value(),
         withCaches ? arg(2) : Value(),
         arg(firstDest),
-        withCaches ? arg(firstDest + 1) : Value(),
-        withCaches ? arg(firstDest + 2) : Value()};
+        withCaches && !growing(index) ? arg(firstDest + 1) : Value(),
+        withCaches && !growing(index) ? arg(firstDest + 2) : Value()};
     SmallVector<Value> layerCaches;
     Value y = buildLayer(b, context, index, arg(0), layerCaches);
     SmallVector<Value> results = {y};
@@ -330,7 +369,6 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
   Value x = EmbedOp::create(b, loc, hidden, body->getArgument(0),
                             weight(model + "embed_tokens.weight"));
   SmallVector<Value> newCaches;
-  std::vector<CacheLayout> layouts = cacheLayouts(config);
   for (size_t i = 0; i < config.layers.size(); ++i) {
     SmallVector<Value> caches;
     if (withCaches)
@@ -353,24 +391,12 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
     llvm::append_range(operands, caches);
     for (const auto &weight : weights)
       operands.push_back(body->getArgument(argIndex.at(weight.first)));
-    // The destinations: x's shape, the GDN caches' own shapes, and for the
-    // growing caches the tokens so far plus the new ones.
+    // The destinations: x's shape and the fixed-size caches' own shapes
+    // (caches that grow are written in place).
     operands.push_back(createEmptyLike(b, loc, x, f32));
-    for (auto [which, cache] : llvm::enumerate(caches)) {
-      if (!layouts[2 * i + which].growsWithTokens) {
+    if (!growing(i))
+      for (Value cache : caches)
         operands.push_back(createEmptyLike(b, loc, cache, f32));
-        continue;
-      }
-      SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, cache);
-      AffineExpr s0, s1;
-      bindSymbols(b.getContext(), s0, s1);
-      sizes[1] = affine::makeComposedFoldedAffineApply(
-          b, loc, s0 + s1,
-          {sizes[1], tensor::getMixedSize(b, loc, body->getArgument(0), 1)});
-      operands.push_back(createEmpty(
-          b, loc, sizes,
-          cast<RankedTensorType>(cache.getType()).getElementType()));
-    }
     auto call = func::CallOp::create(b, loc, layer, operands);
     x = call.getResult(0);
     llvm::append_range(newCaches, call.getResults().drop_front());
@@ -378,23 +404,23 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
   for (auto &[key, function] : functionOf)
     function->setAttr("gdn.layers", b.getDenseI64ArrayAttr(layersOf[key]));
 
-  Value last = RmsNormOp::create(b, loc, hidden, x,
-                                 weight(model + "norm.weight"), eps,
-                                 zeroCentered)
-                   .getY();
+  Value last =
+      RmsNormOp::create(b, loc, hidden, x, weight(model + "norm.weight"), eps,
+                        zeroCentered)
+          .getY();
   Value head = weight(config.tieEmbeddings ? model + "embed_tokens.weight"
                                            : "lm_head.weight");
   Value logits = LmHeadOp::create(b, loc, logitsType, last, head);
   SmallVector<Value> results = {logits};
-  llvm::append_range(results, newCaches);
+  for (auto [cache, layout] : llvm::zip_equal(newCaches, layouts))
+    if (!layout.growsWithTokens)
+      results.push_back(cache);
   func::ReturnOp::create(b, loc, results);
 }
 
-FailureOr<OwningOpRef<ModuleOp>>
-mlir::gdn::buildModelPrefill(MLIRContext *context, const ModelConfig &config,
-                             Location loc,
-                             const std::set<std::string> &bf16Weights,
-                             const ModelFunctions &functions) {
+FailureOr<OwningOpRef<ModuleOp>> mlir::gdn::buildModelPrefill(
+    MLIRContext *context, const ModelConfig &config, Location loc,
+    const std::set<std::string> &bf16Weights, const ModelFunctions &functions) {
   context->loadDialect<affine::AffineDialect,
                        bufferization::BufferizationDialect>();
   OpBuilder b(context);
@@ -417,8 +443,8 @@ void mlir::gdn::embedModelStrings(ModuleOp module, StringRef description,
   auto addString = [&](StringRef name, StringRef text) {
     std::string value = text.str();
     value.push_back('\0');
-    auto type = LLVM::LLVMArrayType::get(IntegerType::get(context, 8),
-                                         value.size());
+    auto type =
+        LLVM::LLVMArrayType::get(IntegerType::get(context, 8), value.size());
     LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
                            LLVM::Linkage::External, name,
                            b.getStringAttr(value));

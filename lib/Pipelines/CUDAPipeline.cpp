@@ -1,15 +1,15 @@
 //===- CUDAPipeline.cpp - gdn-lower-to-cuda -------------------------------===//
 
-#include "gdn/Conversion/Passes.h"
 #include "gdn/ABI/Passes.h"
 #include "gdn/Codegen/GPU/Passes.h"
+#include "gdn/Conversion/Passes.h"
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
 #include "gdn/Pipelines/Pipelines.h"
 
 #include "ResultsToOutParams.h"
 
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
@@ -25,7 +25,6 @@
 
 using namespace mlir;
 using namespace mlir::gdn;
-
 
 static ConvertGdnToGPUPassOptions
 gpuOptionsOf(const CUDAPipelineOptions &options) {
@@ -162,6 +161,9 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   bufferizeOptions.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
+  // A model step's growing caches are written in place: the results that
+  // are those arguments go (as on the CPU).
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   if (!options.managedHostBuffers)
     addResultsToOutParams(pm);
   // What host code computes besides the delta-rule kernels (linalg ops,

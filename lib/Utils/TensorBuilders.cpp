@@ -20,8 +20,7 @@ Value mlir::gdn::createEmptyLike(OpBuilder &b, Location loc, Value like,
   return createEmpty(b, loc, tensor::getMixedSizes(b, loc, like), elementType);
 }
 
-Value mlir::gdn::fillWith(OpBuilder &b, Location loc, Value init,
-                          float value) {
+Value mlir::gdn::fillWith(OpBuilder &b, Location loc, Value init, float value) {
   Type elementType = cast<RankedTensorType>(init.getType()).getElementType();
   Value constant = arith::ConstantOp::create(
       b, loc, b.getFloatAttr(elementType, static_cast<double>(value)));
@@ -49,17 +48,15 @@ Value mlir::gdn::buildGeneric(OpBuilder &b, Location loc, ValueRange inputs,
                               ArrayRef<utils::IteratorType> iterators,
                               GenericBody body) {
   return linalg::GenericOp::create(
-             b, loc, init.getType(), inputs, ValueRange{init}, maps,
-             iterators,
+             b, loc, init.getType(), inputs, ValueRange{init}, maps, iterators,
              [&](OpBuilder &nb, Location nl, ValueRange args) {
                linalg::YieldOp::create(nb, nl, body(nb, nl, args));
              })
       .getResult(0);
 }
 
-Value mlir::gdn::buildElementwise(OpBuilder &b, Location loc,
-                                  ValueRange inputs, Value init,
-                                  ArrayRef<AffineMap> inputMaps,
+Value mlir::gdn::buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
+                                  Value init, ArrayRef<AffineMap> inputMaps,
                                   GenericBody body) {
   int64_t rank = cast<RankedTensorType>(init.getType()).getRank();
   SmallVector<AffineMap> maps(inputMaps);
@@ -75,20 +72,21 @@ Value mlir::gdn::convertTensor(OpBuilder &b, Location loc, Value x,
   if (type.getElementType() == elementType)
     return x;
   Value init = createEmptyLike(b, loc, x, elementType);
-  return buildElementwise(
-      b, loc, x, init, b.getMultiDimIdentityMap(type.getRank()),
-      [&](OpBuilder &nb, Location nl, ValueRange args) {
-        return convertFloat(nb, nl, args[0], elementType);
-      });
+  return buildElementwise(b, loc, x, init,
+                          b.getMultiDimIdentityMap(type.getRank()),
+                          [&](OpBuilder &nb, Location nl, ValueRange args) {
+                            return convertFloat(nb, nl, args[0], elementType);
+                          });
 }
 
 SmallVector<Value> mlir::gdn::castToTypes(OpBuilder &b, Location loc,
                                           ValueRange values, TypeRange types) {
   SmallVector<Value> cast;
   for (auto [value, type] : llvm::zip_equal(values, types))
-    cast.push_back(value.getType() == type
-                       ? value
-                       : tensor::CastOp::create(b, loc, type, value).getResult());
+    cast.push_back(
+        value.getType() == type
+            ? value
+            : tensor::CastOp::create(b, loc, type, value).getResult());
   return cast;
 }
 
@@ -117,13 +115,23 @@ Value mlir::gdn::concatInto(OpBuilder &b, Location loc, ValueRange parts,
   for (Value part : parts) {
     SmallVector<OpFoldResult> partOffsets(rank, b.getIndexAttr(0));
     partOffsets[dim] = offset;
-    result = tensor::InsertSliceOp::create(
-        b, loc, part, result, partOffsets, tensor::getMixedSizes(b, loc, part),
-        unit);
+    result = tensor::InsertSliceOp::create(b, loc, part, result, partOffsets,
+                                           tensor::getMixedSizes(b, loc, part),
+                                           unit);
     offset = affine::makeComposedFoldedAffineApply(
         b, loc, s0 + s1, {offset, tensor::getMixedSize(b, loc, part, dim)});
   }
   return result;
+}
+
+Value mlir::gdn::insertAlong(OpBuilder &b, Location loc, Value part, Value dest,
+                             int64_t dim, OpFoldResult offset) {
+  int64_t rank = cast<RankedTensorType>(dest.getType()).getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets[dim] = offset;
+  SmallVector<OpFoldResult> unit(rank, b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(
+      b, loc, part, dest, offsets, tensor::getMixedSizes(b, loc, part), unit);
 }
 
 Value mlir::gdn::concatAlong(OpBuilder &b, Location loc, ValueRange parts,
@@ -140,7 +148,7 @@ ArrayAttr mlir::gdn::getProjectionIndexingMaps(MLIRContext *context) {
   auto map = [&](ArrayRef<AffineExpr> results) -> Attribute {
     return AffineMapAttr::get(AffineMap::get(4, 0, results, context));
   };
-  return ArrayAttr::get(context, {map({batch, token, input}),
-                                  map({output, input}),
-                                  map({batch, token, output})});
+  return ArrayAttr::get(context,
+                        {map({batch, token, input}), map({output, input}),
+                         map({batch, token, output})});
 }

@@ -60,6 +60,36 @@ def test_prefill_in_chunks_equals_one_prefill(tmp_path):
     _close(rest, whole[:, 5:], "second chunk")
 
 
+def test_decode_past_the_room_of_the_caches(tmp_path):
+    """The runtime appends to the MLA caches in place and regrows them
+    when they are full (room for 64 tokens at first): 3 sequences of 60
+    tokens decoded for 16 steps cross that, with the earlier rows of every
+    sequence copied along."""
+    config_path, weights = _write(tmp_path, hybrid_config(0, 4), seed=11)
+    compiled = compiled_model.CompiledModel(config_path)
+    expected = model.ModelReference(model.load_config(config_path), weights)
+    ids = np.random.default_rng(11).integers(0, 64, size=(3, 60))
+    _close(compiled.prefill(ids), expected.prefill(ids), "prefill")
+    next_ids = np.random.default_rng(12).integers(0, 64, size=(16, 3))
+    for step, step_ids in enumerate(next_ids):
+        _close(compiled.decode(step_ids), expected.decode(step_ids),
+               f"decode step {step}")
+
+
+def test_extend_past_the_room_of_the_caches(tmp_path):
+    """5 tokens, then 70 more in one call (the caches regrown with the
+    first 5 rows of both sequences kept), then 53 to max_context."""
+    config_path, weights = _write(tmp_path, hybrid_config(12, 4), seed=13)
+    compiled = compiled_model.CompiledModel(config_path)
+    ids = np.random.default_rng(13).integers(0, 64, size=(2, 128))
+    whole = compiled.prefill(ids)
+    compiled.prefill(ids[:, :5])
+    _close(compiled.extend(ids[:, 5:75]), whole[:, 5:75], "second chunk")
+    _close(compiled.extend(ids[:, 75:]), whole[:, 75:], "third chunk")
+    with pytest.raises(ValueError, match="max_context"):
+        compiled.decode([1, 2])
+
+
 def test_bad_token_ids(tmp_path):
     config_path, _ = _write(tmp_path, hybrid_config(0, 4), seed=1)
     compiled = compiled_model.CompiledModel(config_path)

@@ -15,6 +15,7 @@
 
 #include "ModelMemory.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <algorithm>
@@ -47,19 +48,31 @@ int fail(std::string message) {
   return -1;
 }
 
-/// A ranked memref descriptor (docs/c-abi.md) of a contiguous row-major
-/// buffer: allocated and aligned pointers, offset, sizes, strides.
+/// The row-major strides of `shape`, where dimension 0 (the batch) may be
+/// `outerStride` elements apart instead.
+llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape,
+                                           int64_t outerStride = -1) {
+  llvm::SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  if (outerStride >= 0 && !strides.empty())
+    strides[0] = outerStride;
+  return strides;
+}
+
+/// A ranked memref descriptor (docs/c-abi.md): allocated and aligned
+/// pointers, offset, sizes, strides (row-major unless given).
 class Descriptor {
 public:
-  Descriptor(const void *data, llvm::ArrayRef<int64_t> shape) {
+  Descriptor(const void *data, llvm::ArrayRef<int64_t> shape)
+      : Descriptor(data, shape, rowMajorStrides(shape)) {}
+  Descriptor(const void *data, llvm::ArrayRef<int64_t> shape,
+             llvm::ArrayRef<int64_t> strides) {
     // A zero-sized buffer still gets a valid address.
     static int64_t empty;
     auto address = reinterpret_cast<int64_t>(data ? data : &empty);
     words = {address, address, 0};
     words.append(shape.begin(), shape.end());
-    llvm::SmallVector<int64_t> strides(shape.size(), 1);
-    for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
-      strides[i] = strides[i + 1] * shape[i + 1];
     words.append(strides.begin(), strides.end());
   }
   void *address() { return words.data(); }
@@ -128,13 +141,17 @@ private:
 };
 using FloatBuffer = Buffer<float>;
 
-/// One cache tensor of one layer; the batch and, for MLA, the token count
-/// vary.
+/// One cache tensor of one layer; the batch and, for MLA and attention, the
+/// token count vary.
 struct Cache {
   bool growsWithTokens;
-  /// The shape without the batch; the token dimension of MLA caches is 0.
+  /// The shape without the batch; the token dimension of growing caches is
+  /// 0.
   llvm::SmallVector<int64_t> innerShape;
   FloatBuffer data;
+  /// A growing cache's room per sequence, in tokens: its buffer is [batch,
+  /// capacity, ...], and the step appends to it in place.
+  int64_t capacity = 0;
 
   llvm::SmallVector<int64_t> shape(int64_t batch, int64_t tokens) const {
     llvm::SmallVector<int64_t> result = {batch};
@@ -142,7 +159,48 @@ struct Cache {
     result.append(innerShape.begin() + 1, innerShape.end());
     return result;
   }
+  /// The elements of one token of one sequence (a growing cache's row).
+  int64_t rowElements() const {
+    int64_t n = 1;
+    for (int64_t size : llvm::ArrayRef(innerShape).drop_front())
+      n *= size;
+    return n;
+  }
+  /// The first `tokens` rows of every sequence, as the step sees them.
+  Descriptor rows(int64_t batch, int64_t tokens) const {
+    auto sizes = shape(batch, tokens);
+    return Descriptor(data.data(), sizes,
+                      rowMajorStrides(sizes, capacity * rowElements()));
+  }
 };
+
+/// The least room a growing cache is given, in tokens: decode after a short
+/// prompt then grows it a few times, not at every step.
+constexpr int64_t kLeastCacheRoom = 64;
+
+/// Gives growing `cache` of `batch` sequences room for `total` tokens
+/// (at most `maxContext`), keeping their first `past` rows: at least double
+/// the room it had, so that a sequence decoded token by token is copied
+/// O(log tokens) times. False (the cache as it was) if memory runs out.
+bool reserveRows(Cache &cache, int64_t batch, int64_t past, int64_t total,
+                 int64_t maxContext) {
+  if (cache.capacity >= total)
+    return true;
+  int64_t room = std::min(
+      maxContext, std::max({total, 2 * cache.capacity, kLeastCacheRoom}));
+  int64_t row = cache.rowElements();
+  int64_t count = checkedProduct({batch, room, row});
+  FloatBuffer grown;
+  if (count < 0 || !grown.resize(count))
+    return false;
+  for (int64_t b = 0; b < batch && past > 0; ++b)
+    std::memcpy(grown.data() + b * room * row,
+                cache.data.data() + b * cache.capacity * row,
+                past * row * sizeof(float));
+  cache.data = std::move(grown);
+  cache.capacity = room;
+  return true;
+}
 
 int failAllocation(llvm::StringRef what, llvm::ArrayRef<int64_t> shape) {
   std::string dims;
@@ -162,6 +220,8 @@ struct gdn_model {
   std::vector<Buffer<uint16_t>> convertedBf16;
   /// The weights do not move: their descriptors are built once, at load.
   std::vector<Descriptor> weights;
+  /// The caches; `next` receives a step's new fixed-size caches (the
+  /// growing ones in `caches` are appended in place).
   std::vector<Cache> caches, next;
   /// The logits of the last step; the next step writes into nextLogits,
   /// swapped in when it succeeds, so that a failed step leaves these (and
@@ -269,19 +329,20 @@ firstNonFinite(const void *data, llvm::ArrayRef<int64_t> shape, bool bf16) {
       continue;
     std::string index;
     for (int64_t d = shape.size() - 1, rest = i; d >= 0; --d) {
-      index = std::to_string(rest % shape[d]) + (index.empty() ? "" : ", ") +
-              index;
+      index =
+          std::to_string(rest % shape[d]) + (index.empty() ? "" : ", ") + index;
       rest /= shape[d];
     }
     return "element " + std::to_string(i) + " ([" + index + "]) is " +
-           (std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf");
+           (std::isnan(value) ? "nan"
+            : value > 0       ? "inf"
+                              : "-inf");
   }
   return std::nullopt;
 }
 
 extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
-  llvm::Expected<ModelConfig> config =
-      parseModelConfig(_gdn_model_description);
+  llvm::Expected<ModelConfig> config = parseModelConfig(_gdn_model_description);
   if (!config) {
     fail("the embedded model description is invalid: " +
          llvm::toString(config.takeError()));
@@ -338,7 +399,8 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
       model->weights.emplace_back(data, shape);
     }
     // A NaN or Inf weight would only show as garbage tokens later.
-    if (std::optional<std::string> bad = firstNonFinite(data, shape, stepBf16)) {
+    if (std::optional<std::string> bad =
+            firstNonFinite(data, shape, stepBf16)) {
       fail("weights " + std::string(path) + ": " + name + ": " + *bad +
            "; weights must be finite");
       return nullptr;
@@ -385,39 +447,55 @@ static int64_t firstNonFinite(const float *values, int64_t count) {
   return -1;
 }
 
-/// After a step into `model.next` and `model.nextLogits`: fails, naming the
-/// first layer (in order) whose new caches hold NaN or Inf, with the
-/// sequence and position, or else the first logits that do. The caches and
-/// the position stay as before the step.
-static int checkNumerics(const gdn_model &model, int64_t batch,
-                         int64_t tokens, int64_t total) {
+/// After a step of `tokens` tokens into `model.next` (the fixed-size
+/// caches), the growing caches' new rows and `model.nextLogits`: fails,
+/// naming the first layer (in order) whose new caches hold NaN or Inf, with
+/// the sequence and position, or else the first logits that do. The caches
+/// and the position stay as before the step (a growing cache's rows past
+/// the position are not part of it).
+static int checkNumerics(const gdn_model &model, int64_t batch, int64_t tokens,
+                         int64_t total) {
   std::vector<CacheLayout> layouts = cacheLayouts(model.config);
   auto kind = [](float x) { return std::isnan(x) ? "NaN" : "Inf"; };
-  for (auto [i, cache] : llvm::enumerate(model.next)) {
-    auto shape = cache.shape(batch, total);
-    int64_t count = checkedProduct(shape);
-    int64_t bad = firstNonFinite(cache.data.data(), count);
-    if (bad < 0)
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    std::string where;
+    float value = 0.0f;
+    if (layouts[i].growsWithTokens) {
+      // [B, capacity, ...]: the new rows of each sequence.
+      const Cache &cache = model.caches[i];
+      int64_t row = cache.rowElements();
+      for (int64_t b = 0; b < batch && where.empty(); ++b) {
+        const float *rows =
+            cache.data.data() + (b * cache.capacity + total - tokens) * row;
+        int64_t bad = firstNonFinite(rows, tokens * row);
+        if (bad < 0)
+          continue;
+        value = rows[bad];
+        where = "sequence " + std::to_string(b) + ", position " +
+                std::to_string(total - tokens + bad / row);
+      }
+    } else {
+      const Cache &cache = model.next[i];
+      int64_t count = checkedProduct(cache.shape(batch, total));
+      int64_t bad = firstNonFinite(cache.data.data(), count);
+      if (bad >= 0) {
+        value = cache.data.data()[bad];
+        where = "sequence " + std::to_string(bad / (count / batch)) +
+                ", after position " + std::to_string(total - 1);
+      }
+    }
+    if (where.empty())
       continue;
     int64_t layer = i / 2;
-    int64_t perSequence = count / batch;
-    std::string where = "sequence " + std::to_string(bad / perSequence);
-    if (cache.growsWithTokens) // [B, tokens, ...]
-      where += ", position " +
-               std::to_string((bad % perSequence) / (perSequence / total));
-    else
-      where += ", after position " + std::to_string(total - 1);
-    return fail(std::string("numerics: ") + kind(cache.data.data()[bad]) +
-                " in layer " + std::to_string(layer) + " (" +
+    return fail(std::string("numerics: ") + kind(value) + " in layer " +
+                std::to_string(layer) + " (" +
                 layerKindName(model.config.layers[layer]) + ") " +
                 layouts[i].name + " of " + where);
   }
   int64_t vocab = model.config.vocabSize;
-  int64_t bad =
-      firstNonFinite(model.nextLogits.data(), batch * tokens * vocab);
+  int64_t bad = firstNonFinite(model.nextLogits.data(), batch * tokens * vocab);
   if (bad >= 0)
-    return fail(std::string("numerics: ") +
-                kind(model.nextLogits.data()[bad]) +
+    return fail(std::string("numerics: ") + kind(model.nextLogits.data()[bad]) +
                 " in the logits of sequence " +
                 std::to_string(bad / (tokens * vocab)) + ", position " +
                 std::to_string(total - tokens + (bad / vocab) % tokens) +
@@ -436,8 +514,8 @@ extern "C" int gdn_model_set_check_numerics(gdn_model *model, int enabled) {
 /// after `past` tokens, before anything is read through `ids` or allocated:
 /// the sizes first (so that `ids` is never scanned past what the caller can
 /// own), then the token ids.
-static int checkStep(const gdn_model *model, const int64_t *ids,
-                     int64_t batch, int64_t tokens, int64_t past) {
+static int checkStep(const gdn_model *model, const int64_t *ids, int64_t batch,
+                     int64_t tokens, int64_t past) {
   const ModelConfig &config = model->config;
   if (!ids)
     return fail("ids is NULL");
@@ -470,10 +548,19 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
                    int64_t tokens) {
   const ModelConfig &config = model->config;
   int64_t past = model->position, total = past + tokens;
-  // The outputs go to the second set of buffers (kept across steps, so
-  // decode allocates nothing once the MLA caches have room), swapped in on
-  // success: a failure leaves the previous ones in place.
+  // The growing caches get room for the new tokens, which the step writes
+  // after the cached ones in place: a failed step leaves rows past the
+  // position, which are no part of the caches.
+  for (Cache &cache : model->caches)
+    if (cache.growsWithTokens &&
+        !reserveRows(cache, batch, past, total, config.maxContext))
+      return failAllocation("cache", cache.shape(batch, total));
+  // The new fixed-size caches go to the second set of buffers (kept across
+  // steps, so that decode allocates nothing), swapped in on success: a
+  // failure leaves the previous ones in place.
   for (Cache &cache : model->next) {
+    if (cache.growsWithTokens)
+      continue;
     auto shape = cache.shape(batch, total);
     if (!cache.data.resize(checkedProduct(shape)))
       return failAllocation("cache", shape);
@@ -488,16 +575,21 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
                 "] (i64): " + gdn::model::memoryError());
   std::memcpy(model->ids.data(), ids, idCount * sizeof(int64_t));
 
-  // The step's arguments: ids, the caches, the weights, then the outputs
-  // (logits and the new caches).
+  // The step's arguments: ids, the caches (the growing ones with their new
+  // rows), the weights, then the outputs (logits and the new fixed-size
+  // caches).
   std::vector<Descriptor> inputs, outputs;
   inputs.emplace_back(model->ids.data(),
                       llvm::ArrayRef<int64_t>{batch, tokens});
   for (Cache &cache : model->caches)
-    inputs.emplace_back(cache.data.data(), cache.shape(batch, past));
+    inputs.push_back(
+        cache.growsWithTokens
+            ? cache.rows(batch, total)
+            : Descriptor(cache.data.data(), cache.shape(batch, past)));
   outputs.emplace_back(model->nextLogits.data(), logitsShape);
   for (Cache &cache : model->next)
-    outputs.emplace_back(cache.data.data(), cache.shape(batch, total));
+    if (!cache.growsWithTokens)
+      outputs.emplace_back(cache.data.data(), cache.shape(batch, total));
   std::vector<void *> addresses;
   for (auto *group : {&inputs, &model->weights, &outputs})
     for (Descriptor &d : *group)
@@ -506,7 +598,9 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
   gdn::model::finishStep();
   if (model->checkNumerics && checkNumerics(*model, batch, tokens, total))
     return -1;
-  std::swap(model->caches, model->next);
+  for (auto [cache, next] : llvm::zip_equal(model->caches, model->next))
+    if (!cache.growsWithTokens)
+      std::swap(cache.data, next.data);
   std::swap(model->logits, model->nextLogits);
   model->batch = batch;
   model->tokens = tokens;
@@ -522,6 +616,8 @@ extern "C" int gdn_model_prefill(gdn_model *model, const int64_t *ids,
     return -1;
   std::vector<Cache> fresh = emptyCaches(model->config);
   for (Cache &cache : fresh) {
+    if (cache.growsWithTokens)
+      continue; // room is made by the step
     auto shape = cache.shape(batch, 0);
     if (!cache.data.assignZeros(checkedProduct(shape)))
       return failAllocation("cache", shape);
@@ -564,8 +660,8 @@ extern "C" int gdn_model_decode(gdn_model *model, const int64_t *ids) {
   return runStep(model, ids, model->batch, 1);
 }
 
-extern "C" const float *gdn_model_logits(const gdn_model *model,
-                                         int64_t *batch, int64_t *tokens) {
+extern "C" const float *gdn_model_logits(const gdn_model *model, int64_t *batch,
+                                         int64_t *tokens) {
   if (!model)
     fail("model is NULL");
   bool any = model && model->position;
@@ -577,8 +673,7 @@ extern "C" const float *gdn_model_logits(const gdn_model *model,
 }
 
 extern "C" int64_t gdn_model_cache_bytes(const gdn_model *model,
-                                         int64_t *gdnBytes,
-                                         int64_t *mlaBytes) {
+                                         int64_t *gdnBytes, int64_t *mlaBytes) {
   if (!model)
     return nullModel();
   // Fixed-size states (GDN) and caches that grow with the tokens (MLA

@@ -13,7 +13,11 @@ def GdnReadOnlyArgumentsPass : Pass<"gdn-read-only-arguments",
     `bufferization.writable = false`. One-shot bufferization otherwise treats
     function arguments as writable and may compute results in the caller's
     input buffers, for example the final state in `initial_state`; callers of
-    a compiled library expect value semantics.
+    a compiled library expect value semantics, so an argument declared
+    writable is made read-only too. The one exception is an argument marked
+    `gdn.in_place_cache`, a cache that the function appends to in place (a
+    model step's MLA and attention caches, whose buffers the model runtime
+    owns): it becomes `bufferization.writable = true`.
   }];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",

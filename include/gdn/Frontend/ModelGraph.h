@@ -22,8 +22,9 @@ struct ModelFunctions {
   /// with the layers that share it in its `gdn.layers` array): layers of
   /// one kind whose weights have the same types share one body, so the code
   /// of a deep model is generated once per distinct layer. The layer writes
-  /// its output and new caches into destinations its caller passes, so
-  /// that it returns no buffer of its own. Off, every layer is inlined: the
+  /// its output and new fixed-size caches into destinations its caller
+  /// passes, and the growing caches in place, so that it returns no buffer
+  /// of its own. Off, every layer is inlined: the
   /// CUDA pipeline orders one function's kernel launches on one stream,
   /// which calls would split.
   bool layerFunctions = true;
@@ -43,20 +44,25 @@ struct ModelFunctions {
 /// caches (decode is T = 1; a longer T continues a prefill in chunks):
 ///
 ///   func.func @gdn_forward_step(%ids: tensor<?x?xi64>, <caches>, <weights>)
-///       -> (logits, <caches>)
+///       -> (logits, <fixed-size caches>)
 ///
 /// with two caches per layer, in layer order (modelCacheTypes): for a GDN
 /// layer the conv state [B, conv_size - 1, 3 d_out] and the delta-rule
-/// state [B, H, D, D]; for an MLA layer the latents [B, P, kv_lora_rank]
-/// and RoPE keys [B, P, qk_rope_head_dim] of the P tokens so far. The
-/// returned MLA caches hold P + T tokens.
+/// state [B, H, D, D]; for an MLA layer the latents [B, P + T,
+/// kv_lora_rank] and RoPE keys [B, P + T, qk_rope_head_dim]: the P tokens
+/// so far, then room for the T new ones, which the step writes in place
+/// (the ops' in_place_cache). Such a cache's argument is writable and may
+/// have any distance between its sequences (bufferization.buffer_layout
+/// strided<[?, ...]>), so that a runtime passes its own buffer, with room
+/// for more tokens, and the step appends without copying it; only the
+/// fixed-size caches are results.
 ///
 /// The weights named in `bf16Weights` (matrices only: isBf16Candidate) are
 /// bf16 tensors, read as they are stored and widened where they are used;
 /// all others are f32.
 FailureOr<OwningOpRef<ModuleOp>>
-buildModelPrefill(MLIRContext *context, const ModelConfig &config,
-                  Location loc, const std::set<std::string> &bf16Weights = {},
+buildModelPrefill(MLIRContext *context, const ModelConfig &config, Location loc,
+                  const std::set<std::string> &bf16Weights = {},
                   const ModelFunctions &functions = {});
 
 /// The types of the caches of @gdn_forward_step, two per layer.

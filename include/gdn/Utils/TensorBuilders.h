@@ -20,8 +20,7 @@ Value createEmpty(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
                   Type elementType);
 
 /// tensor.empty with the sizes of `like` (dynamic ones read with tensor.dim).
-Value createEmptyLike(OpBuilder &b, Location loc, Value like,
-                      Type elementType);
+Value createEmptyLike(OpBuilder &b, Location loc, Value like, Type elementType);
 
 /// A tensor of the given sizes filled with zeros by linalg.fill.
 Value createZeros(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
@@ -64,6 +63,11 @@ Value concatAlong(OpBuilder &b, Location loc, ValueRange parts, int64_t dim);
 /// buffer passed into a layer function).
 Value concatInto(OpBuilder &b, Location loc, ValueRange parts, int64_t dim,
                  Value dest);
+
+/// `part` written into `dest` at `offset` along `dim` (the other offsets
+/// 0): a cache's new rows written into the room it has for them.
+Value insertAlong(OpBuilder &b, Location loc, Value part, Value dest,
+                  int64_t dim, OpFoldResult offset);
 
 /// The sizes of `parts` concatenated along `dim`.
 SmallVector<OpFoldResult> concatSizes(OpBuilder &b, Location loc,

@@ -55,3 +55,24 @@ func.func @mla_cached(%x: tensor<?x?x32xf32>, %latent: tensor<?x?x16xf32>, %k_ro
   %y, %l, %k = gdn.mla %x weights(%w0, %w1, %w2, %w3, %w4) cache(%latent, %k_rope) {num_heads = 2 : i64, q_lora_rank = 0 : i64, kv_lora_rank = 16 : i64, qk_nope_head_dim = 8 : i64, qk_rope_head_dim = 8 : i64, v_head_dim = 12 : i64, rope_theta = 10000.0 : f32} : (tensor<?x?x32xf32>, tensor<32x32xf32>, tensor<24x32xf32>, tensor<16xf32>, tensor<40x16xf32>, tensor<32x24xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>)
   return %y, %l, %k : tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>
 }
+
+// -----
+
+// With in_place_cache the caches hold P + T rows: P is their rows less T,
+// the new latents and RoPE keys are written into rows P.. of the caches
+// themselves (no new tensor, no copy of the cached rows), the attention
+// reads those, and the results are the caches so written.
+// CHECK-LABEL: func.func @mla_in_place
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x?x32xf32>, %[[LATENT:[^:]+]]: tensor<?x?x16xf32>, %[[KROPE:[^:]+]]: tensor<?x?x8xf32>
+// CHECK: %[[S:.+]] = tensor.dim %[[LATENT]], %c1
+// CHECK: %[[T:.+]] = tensor.dim %[[X]], %c1
+// CHECK: %[[P:.+]] = arith.subi %[[S]], %[[T]]
+// CHECK-NOT: tensor.empty() : tensor<?x?x16xf32>
+// CHECK: %[[ALL:.+]] = tensor.insert_slice %{{.+}} into %[[LATENT]][0, %[[P]], 0]
+// CHECK: %[[ALLK:.+]] = tensor.insert_slice %{{.+}} into %[[KROPE]][0, %[[P]], 0]
+// CHECK: linalg.contract {{.+}} ins(%[[ALL]], 
+// CHECK: return %{{.+}}, %[[ALL]], %[[ALLK]]
+func.func @mla_in_place(%x: tensor<?x?x32xf32>, %latent: tensor<?x?x16xf32>, %k_rope: tensor<?x?x8xf32>, %w0: tensor<32x32xf32>, %w1: tensor<24x32xf32>, %w2: tensor<16xf32>, %w3: tensor<40x16xf32>, %w4: tensor<32x24xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) {
+  %y, %l, %k = gdn.mla %x weights(%w0, %w1, %w2, %w3, %w4) cache(%latent, %k_rope) {num_heads = 2 : i64, q_lora_rank = 0 : i64, kv_lora_rank = 16 : i64, qk_nope_head_dim = 8 : i64, qk_rope_head_dim = 8 : i64, v_head_dim = 12 : i64, rope_theta = 10000.0 : f32, in_place_cache} : (tensor<?x?x32xf32>, tensor<32x32xf32>, tensor<24x32xf32>, tensor<16xf32>, tensor<40x16xf32>, tensor<32x24xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>)
+  return %y, %l, %k : tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>
+}

@@ -123,3 +123,37 @@ func.func @attention_cache_heads(%x: tensor<?x?x64xf32>, %q: tensor<128x64xf32>,
       -> (tensor<?x?x64xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>)
   return
 }
+
+// -----
+
+// In place, the keys and values results are the whole caches (S = P + T).
+func.func @attention_in_place_rows(%x: tensor<1x2x64xf32>, %q: tensor<128x64xf32>,
+    %k: tensor<32x64xf32>, %v: tensor<32x64xf32>, %o: tensor<64x64xf32>,
+    %qn: tensor<16xf32>, %kn: tensor<16xf32>, %pk: tensor<1x7x2x16xf32>,
+    %pv: tensor<1x7x2x16xf32>) {
+  // expected-error @+1 {{operand 'past_keys' must have shape [B, S, Hkv, D] = [1, 2, 2, 16] (S = 2 from result 'keys'), but got 'tensor<1x7x2x16xf32>'}}
+  %y, %keys, %values = gdn.gated_attention %x weights(%q, %k, %v, %o, %qn, %kn)
+      cache(%pk, %pv)
+      {head_dim = 16 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64,
+       rope_theta = 1.0e+06 : f32, rotary_dim = 8 : i64, in_place_cache}
+      : (tensor<1x2x64xf32>, tensor<128x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>,
+         tensor<64x64xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x7x2x16xf32>,
+         tensor<1x7x2x16xf32>)
+      -> (tensor<1x2x64xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_in_place_without_cache(%x: tensor<?x?x64xf32>, %q: tensor<128x64xf32>,
+    %k: tensor<32x64xf32>, %v: tensor<32x64xf32>, %o: tensor<64x64xf32>,
+    %qn: tensor<16xf32>, %kn: tensor<16xf32>) {
+  // expected-error @+1 {{in_place_cache needs the caches to write into: cache(%keys, %values)}}
+  %y, %keys, %values = gdn.gated_attention %x weights(%q, %k, %v, %o, %qn, %kn)
+      {head_dim = 16 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64,
+       rope_theta = 1.0e+06 : f32, rotary_dim = 8 : i64, in_place_cache}
+      : (tensor<?x?x64xf32>, tensor<128x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>,
+         tensor<64x64xf32>, tensor<16xf32>, tensor<16xf32>)
+      -> (tensor<?x?x64xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>)
+  return
+}

@@ -37,7 +37,7 @@ static constexpr int64_t kMaxLayerDim = int64_t(1) << 17;
 /// A float attribute that must be a positive, finite number (an epsilon, a
 /// RoPE base).
 LogicalResult mlir::gdn::verifyPositiveFinite(Operation *op, StringRef name,
-                                          float value) {
+                                              float value) {
   if (std::isfinite(value) && value > 0)
     return success();
   return op->emitOpError() << "attribute '" << name
@@ -46,14 +46,15 @@ LogicalResult mlir::gdn::verifyPositiveFinite(Operation *op, StringRef name,
 }
 
 /// Integer attributes of sizes: at most `maximum`.
-LogicalResult mlir::gdn::verifySizeAttrs(
-    Operation *op, ArrayRef<std::pair<StringRef, int64_t>> sizes,
-    int64_t maximum) {
+LogicalResult
+mlir::gdn::verifySizeAttrs(Operation *op,
+                           ArrayRef<std::pair<StringRef, int64_t>> sizes,
+                           int64_t maximum) {
   for (auto [name, size] : sizes)
     if (size > maximum)
-      return op->emitOpError() << "attribute '" << name << "' = " << size
-                               << " exceeds the largest supported size "
-                               << maximum;
+      return op->emitOpError()
+             << "attribute '" << name << "' = " << size
+             << " exceeds the largest supported size " << maximum;
   return success();
 }
 
@@ -90,8 +91,8 @@ static LogicalResult verifyDeltaRule(Operation *op,
                                          sig.state.getType(), stateDims)))
     return failure();
   if (failed(contract.check("result", "o", sig.o, withTokens({"Hv", "V"}))) ||
-      failed(contract.check("result", sig.newStateName, sig.newState,
-                            stateDims)))
+      failed(
+          contract.check("result", sig.newStateName, sig.newState, stateDims)))
     return failure();
 
   Type elementType = getTensorElementType(sig.q.getType());
@@ -121,24 +122,24 @@ static LogicalResult verifyDeltaRule(Operation *op,
            << elementType << "), but got " << actual;
   if (sig.state) {
     if (Type actual = getTensorElementType(sig.state.getType()); actual != f32)
-      return op->emitOpError() << "operand '" << sig.stateName
-                               << "' must have element type f32, but got "
-                               << actual;
+      return op->emitOpError()
+             << "operand '" << sig.stateName
+             << "' must have element type f32, but got " << actual;
   }
   if (Type actual = getTensorElementType(sig.o); actual != elementType)
-    return op->emitOpError()
-           << "result 'o' must have the element type of 'v' (" << elementType
-           << "), but got " << actual;
+    return op->emitOpError() << "result 'o' must have the element type of 'v' ("
+                             << elementType << "), but got " << actual;
   if (Type actual = getTensorElementType(sig.newState); actual != f32)
-    return op->emitOpError() << "result '" << sig.newStateName
-                             << "' must have element type f32, but got "
-                             << actual;
+    return op->emitOpError()
+           << "result '" << sig.newStateName
+           << "' must have element type f32, but got " << actual;
 
   int64_t heads = contract.lookup("H");
   int64_t valueHeads = contract.lookup("Hv");
-  for (auto [symbol, maximum] :
-       {std::pair<StringRef, int64_t>{"H", kMaxHeads}, {"Hv", kMaxHeads},
-        {"K", kMaxHeadDim}, {"V", kMaxHeadDim}})
+  for (auto [symbol, maximum] : {std::pair<StringRef, int64_t>{"H", kMaxHeads},
+                                 {"Hv", kMaxHeads},
+                                 {"K", kMaxHeadDim},
+                                 {"V", kMaxHeadDim}})
     if (contract.lookup(symbol) > maximum)
       return op->emitOpError()
              << symbol << " = " << contract.lookup(symbol)
@@ -160,10 +161,12 @@ static LogicalResult verifyDeltaRule(Operation *op,
 }
 
 static int64_t groupSize(Value q, Value v) {
-  int64_t heads = cast<RankedTensorType>(q.getType()).getDimSize(
-      cast<RankedTensorType>(q.getType()).getRank() - 2);
-  int64_t valueHeads = cast<RankedTensorType>(v.getType()).getDimSize(
-      cast<RankedTensorType>(v.getType()).getRank() - 2);
+  int64_t heads =
+      cast<RankedTensorType>(q.getType())
+          .getDimSize(cast<RankedTensorType>(q.getType()).getRank() - 2);
+  int64_t valueHeads =
+      cast<RankedTensorType>(v.getType())
+          .getDimSize(cast<RankedTensorType>(v.getType()).getRank() - 2);
   return valueHeads / heads;
 }
 
@@ -217,11 +220,11 @@ int64_t DeltaRuleStepOp::getGroupSize() { return groupSize(getQ(), getV()); }
 
 LogicalResult GatedDeltaNetOp::verify() {
   static constexpr StringLiteral names[] = {
-      "W_query.weight", "W_key.weight",  "W_value.weight", "out_proj.weight",
-      "out_proj.bias",  "beta.weight",   "beta.bias",      "alpha.weight",
-      "alpha.bias",     "gate.weight",   "gate.bias",      "log_alpha",
-      "conv_k.weight",  "conv_k.bias",   "conv_v.weight",  "conv_v.bias",
-      "conv_q.weight",  "conv_q.bias",   "norm.weight"};
+      "W_query.weight", "W_key.weight", "W_value.weight", "out_proj.weight",
+      "out_proj.bias",  "beta.weight",  "beta.bias",      "alpha.weight",
+      "alpha.bias",     "gate.weight",  "gate.bias",      "log_alpha",
+      "conv_k.weight",  "conv_k.bias",  "conv_v.weight",  "conv_v.bias",
+      "conv_q.weight",  "conv_q.bias",  "norm.weight"};
   static_assert(std::size(names) == NumWeights, "one name per weight");
   if (failed(verifySizeAttrs(
           *this, {{"num_heads", static_cast<int64_t>(getNumHeads())}},
@@ -291,11 +294,10 @@ LogicalResult GatedDeltaNetOp::verify() {
                          << contract.lookup("D");
   if (failed(contract.check("result", "y", getY().getType(),
                             {"B", "T", "d_out"})) ||
-      failed(contract.check("result", "final_state",
-                            getFinalState().getType(), {"B", "H", "D", "D"})))
+      failed(contract.check("result", "final_state", getFinalState().getType(),
+                            {"B", "H", "D", "D"})))
     return failure();
-  if (static_cast<bool>(getConvState()) !=
-      static_cast<bool>(getInitialState()))
+  if (static_cast<bool>(getConvState()) != static_cast<bool>(getInitialState()))
     return emitOpError() << "expects both 'conv_state' and 'initial_state' "
                             "or neither";
   if (getInitialState() &&
@@ -310,18 +312,18 @@ LogicalResult GatedDeltaNetOp::verify() {
     convStates.push_back(getConvState());
   for (Value convState : convStates) {
     auto type = dyn_cast<RankedTensorType>(convState.getType());
-    bool ok = type && type.getRank() == 3 &&
-              type.getDimSize(1) == history &&
+    bool ok = type && type.getRank() == 3 && type.getDimSize(1) == history &&
               type.getDimSize(2) == 3 * dOut;
     if (ok && !type.isDynamicDim(0) &&
         !ShapedType::isDynamic(contract.lookup("B")))
       ok = type.getDimSize(0) == contract.lookup("B");
     if (!ok)
-      return emitOpError()
-             << (convState == getConvState() ? "operand 'conv_state'"
-                                             : "result 'final_conv_state'")
-             << " must be [B, kernel - 1, 3 d_out] = [B, " << history << ", "
-             << 3 * dOut << "], but got " << convState.getType();
+      return emitOpError() << (convState == getConvState()
+                                   ? "operand 'conv_state'"
+                                   : "result 'final_conv_state'")
+                           << " must be [B, kernel - 1, 3 d_out] = [B, "
+                           << history << ", " << 3 * dOut << "], but got "
+                           << convState.getType();
   }
   Type f32 = Float32Type::get(getContext());
   auto operandName = [&](size_t index) -> StringRef {
@@ -336,8 +338,8 @@ LogicalResult GatedDeltaNetOp::verify() {
     bool matrix = index >= 1 && index <= NumWeights &&
                   cast<RankedTensorType>(value.getType()).getRank() == 2;
     if (getTensorElementType(value.getType()) != f32 &&
-        !(matrix && isWeightMatrixElementType(
-                        getTensorElementType(value.getType()))))
+        !(matrix &&
+          isWeightMatrixElementType(getTensorElementType(value.getType()))))
       return emitOpError() << operandName(index) << " must have element type "
                            << (matrix ? "f32 or bf16" : "f32") << ", but got "
                            << getTensorElementType(value.getType());
@@ -359,8 +361,9 @@ bool mlir::gdn::isWeightMatrixElementType(Type type) {
   return type.isF32() || type.isBF16();
 }
 
-LogicalResult mlir::gdn::verifyWeightMatrices(
-    Operation *op, ArrayRef<std::pair<StringRef, Value>> values) {
+LogicalResult
+mlir::gdn::verifyWeightMatrices(Operation *op,
+                                ArrayRef<std::pair<StringRef, Value>> values) {
   for (auto [name, value] : values)
     if (!isWeightMatrixElementType(getTensorElementType(value.getType())))
       return op->emitOpError() << "'" << name
@@ -370,14 +373,15 @@ LogicalResult mlir::gdn::verifyWeightMatrices(
   return success();
 }
 
-LogicalResult mlir::gdn::verifyF32(Operation *op,
-                                    ArrayRef<std::pair<StringRef, Value>> values) {
+LogicalResult
+mlir::gdn::verifyF32(Operation *op,
+                     ArrayRef<std::pair<StringRef, Value>> values) {
   Type f32 = Float32Type::get(op->getContext());
   for (auto [name, value] : values)
     if (getTensorElementType(value.getType()) != f32)
-      return op->emitOpError() << "'" << name
-                               << "' must have element type f32, but got "
-                               << getTensorElementType(value.getType());
+      return op->emitOpError()
+             << "'" << name << "' must have element type f32, but got "
+             << getTensorElementType(value.getType());
   return success();
 }
 
@@ -390,8 +394,7 @@ LogicalResult RmsNormOp::verify() {
                             "but got "
                          << type;
   ShapeContract contract(*this, {"D"});
-  if (failed(contract.check("operand", "weight", getWeight().getType(),
-                            {"D"})))
+  if (failed(contract.check("operand", "weight", getWeight().getType(), {"D"})))
     return failure();
   if (contract.lookup("D") != type.getShape().back())
     return emitOpError() << "operand 'weight' must have shape [D] = ["
@@ -402,21 +405,23 @@ LogicalResult RmsNormOp::verify() {
 
 LogicalResult SwiGluMlpOp::verify() {
   ShapeContract contract(*this, {"D", "F"});
-  if (failed(contract.check("operand", "x", getX().getType(), {"B", "T", "D"})) ||
-      failed(contract.check("weight", "gate", getGate().getType(), {"F", "D"})) ||
+  if (failed(
+          contract.check("operand", "x", getX().getType(), {"B", "T", "D"})) ||
+      failed(
+          contract.check("weight", "gate", getGate().getType(), {"F", "D"})) ||
       failed(contract.check("weight", "up", getUp().getType(), {"F", "D"})) ||
       failed(contract.check("weight", "down", getDown().getType(), {"D", "F"})))
     return failure();
-  if (failed(verifyWeightMatrices(*this, {{"gate", getGate()},
-                                          {"up", getUp()},
-                                          {"down", getDown()}})))
+  if (failed(verifyWeightMatrices(
+          *this, {{"gate", getGate()}, {"up", getUp()}, {"down", getDown()}})))
     return failure();
   return verifyF32(*this, {{"x", getX()}, {"y", getY()}});
 }
 
 LogicalResult EmbedOp::verify() {
   ShapeContract contract(*this, {"vocab", "D"});
-  if (failed(contract.check("operand", "ids", getIds().getType(), {"B", "T"})) ||
+  if (failed(
+          contract.check("operand", "ids", getIds().getType(), {"B", "T"})) ||
       failed(contract.check("operand", "table", getTable().getType(),
                             {"vocab", "D"})) ||
       failed(contract.check("result", "y", getY().getType(), {"B", "T", "D"})))
@@ -431,7 +436,8 @@ LogicalResult EmbedOp::verify() {
 
 LogicalResult LmHeadOp::verify() {
   ShapeContract contract(*this, {"vocab", "D"});
-  if (failed(contract.check("operand", "x", getX().getType(), {"B", "T", "D"})) ||
+  if (failed(
+          contract.check("operand", "x", getX().getType(), {"B", "T", "D"})) ||
       failed(contract.check("weight", "weight", getWeight().getType(),
                             {"vocab", "D"})) ||
       failed(contract.check("result", "logits", getLogits().getType(),
@@ -506,24 +512,33 @@ LogicalResult MlaOp::verify() {
                            << ", but got " << weightType;
   }
   ShapeContract contract(*this, {});
-  if (failed(contract.check("operand", "x", getX().getType(),
-                            {"B", "T", "d"})) ||
-      failed(contract.check("result", "y", getY().getType(), {"B", "T", "d"})) ||
-      failed(contract.check("result", "latent", getLatent().getType(),
-                            {"B", "T", "kv_lora_rank"})) ||
-      failed(contract.check("result", "k_rope", getKRope().getType(),
-                            {"B", "T", "qk_rope_head_dim"})))
+  if (failed(
+          contract.check("operand", "x", getX().getType(), {"B", "T", "d"})) ||
+      failed(contract.check("result", "y", getY().getType(), {"B", "T", "d"})))
     return failure();
   if (static_cast<bool>(getPastLatent()) != static_cast<bool>(getPastKRope()))
     return emitOpError() << "expects both 'past_latent' and 'past_k_rope' "
                             "or neither";
+  if (getInPlaceCache() && !getPastLatent())
+    return emitOpError() << "in_place_cache needs the caches to write into: "
+                            "cache(%latent, %k_rope)";
+  // In place, the caches hold the P cached rows and room for the T new ones
+  // ("S" = P + T rows), and the results are the whole caches.
+  StringRef cacheRows = getInPlaceCache() ? "S" : "P";
+  StringRef resultRows = getInPlaceCache() ? "S" : "T";
   if (getPastLatent() &&
       (failed(contract.check("operand", "past_latent",
                              getPastLatent().getType(),
-                             {"B", "P", "kv_lora_rank"})) ||
-       failed(contract.check("operand", "past_k_rope",
-                             getPastKRope().getType(),
-                             {"B", "P", "qk_rope_head_dim"}))))
+                             {"B", cacheRows, "kv_lora_rank"})) ||
+       failed(contract.check("operand", "past_k_rope", getPastKRope().getType(),
+                             {"B", cacheRows, "qk_rope_head_dim"}))))
+    return failure();
+  if (failed(contract.check("result", "latent", getLatent().getType(),
+                            {"B", resultRows, "kv_lora_rank"})) ||
+      failed(contract.check("result", "k_rope", getKRope().getType(),
+                            {"B", resultRows, "qk_rope_head_dim"})))
+    return failure();
+  if (failed(verifyRoomForNewRows(*this, contract)))
     return failure();
   auto lastDim = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getShape().back();
@@ -535,7 +550,7 @@ LogicalResult MlaOp::verify() {
   SmallVector<std::pair<StringRef, Value>> values = {{"x", getX()},
                                                      {"y", getY()}};
   if (getPastLatent())
-    values.append({{"past_latent", getPastLatent()},
-                   {"past_k_rope", getPastKRope()}});
+    values.append(
+        {{"past_latent", getPastLatent()}, {"past_k_rope", getPastKRope()}});
   return verifyF32(*this, values);
 }

@@ -1,7 +1,7 @@
 //===- QwenLayerOps.cpp - the layers of Qwen3.5 and Qwen3-Next ------------===//
 
-#include "gdn/Dialect/Gdn/IR/GdnOps.h"
 #include "ShapeContract.h"
+#include "gdn/Dialect/Gdn/IR/GdnOps.h"
 
 using namespace mlir;
 using namespace mlir::gdn;
@@ -24,10 +24,9 @@ verifyWeights(Operation *op, ValueRange weights,
                      (entry.second.size() == 2 &&
                       isWeightMatrixElementType(type.getElementType()));
     if (type.getShape() != ArrayRef<int64_t>(entry.second) || !elementOk)
-      return op->emitOpError()
-             << "weight '" << entry.first << "' must be "
-             << RankedTensorType::get(entry.second, f32) << ", but got "
-             << type;
+      return op->emitOpError() << "weight '" << entry.first << "' must be "
+                               << RankedTensorType::get(entry.second, f32)
+                               << ", but got " << type;
   }
   return success();
 }
@@ -46,15 +45,23 @@ static FailureOr<int64_t> modelWidth(Operation *op, Value x) {
 // QwenGatedDeltaNetOp
 //===----------------------------------------------------------------------===//
 
-ArrayRef<StringRef>
-QwenGatedDeltaNetOp::weightNames(ProjectionLayout layout) {
-  static const StringRef split[] = {
-      "in_proj_qkv.weight", "in_proj_z.weight", "in_proj_b.weight",
-      "in_proj_a.weight",   "conv1d.weight",    "dt_bias",
-      "A_log",              "norm.weight",      "out_proj.weight"};
-  static const StringRef grouped[] = {
-      "in_proj_qkvz.weight", "in_proj_ba.weight", "conv1d.weight", "dt_bias",
-      "A_log",               "norm.weight",       "out_proj.weight"};
+ArrayRef<StringRef> QwenGatedDeltaNetOp::weightNames(ProjectionLayout layout) {
+  static const StringRef split[] = {"in_proj_qkv.weight",
+                                    "in_proj_z.weight",
+                                    "in_proj_b.weight",
+                                    "in_proj_a.weight",
+                                    "conv1d.weight",
+                                    "dt_bias",
+                                    "A_log",
+                                    "norm.weight",
+                                    "out_proj.weight"};
+  static const StringRef grouped[] = {"in_proj_qkvz.weight",
+                                      "in_proj_ba.weight",
+                                      "conv1d.weight",
+                                      "dt_bias",
+                                      "A_log",
+                                      "norm.weight",
+                                      "out_proj.weight"};
   if (layout == ProjectionLayout::split)
     return split;
   return grouped;
@@ -85,10 +92,10 @@ LogicalResult QwenGatedDeltaNetOp::verify() {
   int64_t d = *width, channels = getConvChannels();
   ArrayRef<StringRef> names = weightNames(getLayout());
   size_t convIndex = llvm::find(names, "conv1d.weight") - names.begin();
-  auto convType = convIndex < getWeights().size()
-                      ? dyn_cast<RankedTensorType>(
-                            getWeights()[convIndex].getType())
-                      : RankedTensorType();
+  auto convType =
+      convIndex < getWeights().size()
+          ? dyn_cast<RankedTensorType>(getWeights()[convIndex].getType())
+          : RankedTensorType();
   if (!convType || convType.getRank() != 3 || convType.isDynamicDim(2) ||
       convType.getDimSize(2) < 1)
     return emitOpError() << "expects the weights "
@@ -119,8 +126,7 @@ LogicalResult QwenGatedDeltaNetOp::verify() {
       failed(contract.check("result", "y", getY().getType(),
                             {"B", "T", "d_model"})))
     return failure();
-  if (static_cast<bool>(getConvState()) !=
-      static_cast<bool>(getInitialState()))
+  if (static_cast<bool>(getConvState()) != static_cast<bool>(getInitialState()))
     return emitOpError() << "expects both 'conv_state' and 'initial_state' "
                             "or neither";
   // The states' sizes derive from the attributes.
@@ -165,11 +171,9 @@ LogicalResult QwenGatedDeltaNetOp::verify() {
 LogicalResult GatedAttentionOp::verify() {
   int64_t h = getNumHeads(), hkv = getNumKvHeads(), dim = getHeadDim();
   int64_t rotary = getRotaryDim();
-  if (failed(verifySizeAttrs(*this,
-                             {{"num_heads", h},
-                              {"num_kv_heads", hkv},
-                              {"head_dim", dim}},
-                             kMaxQwenSize)) ||
+  if (failed(verifySizeAttrs(
+          *this, {{"num_heads", h}, {"num_kv_heads", hkv}, {"head_dim", dim}},
+          kMaxQwenSize)) ||
       failed(verifyPositiveFinite(*this, "rope_theta",
                                   getRopeTheta().convertToFloat())) ||
       failed(verifyPositiveFinite(*this, "eps", getEps().convertToFloat())))
@@ -196,28 +200,39 @@ LogicalResult GatedAttentionOp::verify() {
   if (failed(contract.check("operand", "x", getX().getType(),
                             {"B", "T", "d_model"})) ||
       failed(contract.check("result", "y", getY().getType(),
-                            {"B", "T", "d_model"})) ||
-      failed(contract.check("result", "keys", getKeys().getType(),
-                            {"B", "T", "Hkv", "D"})) ||
-      failed(contract.check("result", "values", getValues().getType(),
-                            {"B", "T", "Hkv", "D"})))
+                            {"B", "T", "d_model"})))
     return failure();
-  if (contract.lookup("Hkv") != hkv || contract.lookup("D") != dim)
-    return emitOpError() << "results 'keys' and 'values' must be [B, T, "
-                         << hkv << ", " << dim << "] (num_kv_heads, "
-                         << "head_dim), but got " << getKeys().getType();
   if (static_cast<bool>(getPastKeys()) != static_cast<bool>(getPastValues()))
     return emitOpError() << "expects both 'past_keys' and 'past_values' or "
                             "neither";
-  SmallVector<std::pair<StringRef, Value>> values = {
-      {"x", getX()}, {"y", getY()}, {"keys", getKeys()},
-      {"values", getValues()}};
+  if (getInPlaceCache() && !getPastKeys())
+    return emitOpError() << "in_place_cache needs the caches to write into: "
+                            "cache(%keys, %values)";
+  // In place, the caches hold the P cached rows and room for the T new ones
+  // ("S" = P + T rows), and the results are the whole caches.
+  StringRef cacheRows = getInPlaceCache() ? "S" : "P";
+  StringRef resultRows = getInPlaceCache() ? "S" : "T";
+  if (failed(contract.check("result", "keys", getKeys().getType(),
+                            {"B", resultRows, "Hkv", "D"})) ||
+      failed(contract.check("result", "values", getValues().getType(),
+                            {"B", resultRows, "Hkv", "D"})))
+    return failure();
+  if (contract.lookup("Hkv") != hkv || contract.lookup("D") != dim)
+    return emitOpError() << "results 'keys' and 'values' must be [B, "
+                         << resultRows << ", " << hkv << ", " << dim
+                         << "] (num_kv_heads, head_dim), but got "
+                         << getKeys().getType();
+  SmallVector<std::pair<StringRef, Value>> values = {{"x", getX()},
+                                                     {"y", getY()},
+                                                     {"keys", getKeys()},
+                                                     {"values", getValues()}};
   if (getPastKeys()) {
     if (failed(contract.check("operand", "past_keys", getPastKeys().getType(),
-                              {"B", "P", "Hkv", "D"})) ||
+                              {"B", cacheRows, "Hkv", "D"})) ||
         failed(contract.check("operand", "past_values",
                               getPastValues().getType(),
-                              {"B", "P", "Hkv", "D"})))
+                              {"B", cacheRows, "Hkv", "D"})) ||
+        failed(verifyRoomForNewRows(*this, contract)))
       return failure();
     values.append(
         {{"past_keys", getPastKeys()}, {"past_values", getPastValues()}});

@@ -25,9 +25,8 @@ std::string ShapeContract::formatExpected(ArrayRef<StringRef> dims) const {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "[" << llvm::join(dims, ", ") << "]";
-  bool anyKnown = llvm::any_of(dims, [&](StringRef d) {
-    return !ShapedType::isDynamic(lookup(d));
-  });
+  bool anyKnown = llvm::any_of(
+      dims, [&](StringRef d) { return !ShapedType::isDynamic(lookup(d)); });
   if (!anyKnown)
     return text;
   os << " = [";
@@ -46,9 +45,9 @@ LogicalResult ShapeContract::check(StringRef role, StringRef name, Type type,
                                    ArrayRef<StringRef> dims) {
   auto tensorType = dyn_cast<RankedTensorType>(type);
   if (!tensorType)
-    return op->emitOpError() << role << " '" << name
-                             << "' must be a ranked tensor of shape "
-                             << formatExpected(dims) << ", but got " << type;
+    return op->emitOpError()
+           << role << " '" << name << "' must be a ranked tensor of shape "
+           << formatExpected(dims) << ", but got " << type;
   if (tensorType.getRank() != static_cast<int64_t>(dims.size()))
     return op->emitOpError()
            << role << " '" << name << "' must have rank " << dims.size()
@@ -71,11 +70,10 @@ LogicalResult ShapeContract::check(StringRef role, StringRef name, Type type,
     auto it = bindings.find(symbol);
     if (it != bindings.end() && !ShapedType::isDynamic(it->second.size) &&
         it->second.size != actual)
-      return op->emitOpError()
-             << role << " '" << name << "' must have shape "
-             << formatExpected(dims) << " (" << symbol << " = "
-             << it->second.size << " from " << it->second.source
-             << "), but got " << type;
+      return op->emitOpError() << role << " '" << name << "' must have shape "
+                               << formatExpected(dims) << " (" << symbol
+                               << " = " << it->second.size << " from "
+                               << it->second.source << "), but got " << type;
     if (it == bindings.end() || ShapedType::isDynamic(it->second.size))
       bindings[symbol] = {actual, (role + " '" + name + "'").str()};
   }
@@ -86,4 +84,15 @@ Type mlir::gdn::getTensorElementType(Type type) {
   if (auto tensorType = dyn_cast<RankedTensorType>(type))
     return tensorType.getElementType();
   return {};
+}
+
+LogicalResult mlir::gdn::verifyRoomForNewRows(Operation *op,
+                                              const ShapeContract &contract) {
+  int64_t rows = contract.lookup("S"), tokens = contract.lookup("T");
+  if (ShapedType::isDynamic(rows) || ShapedType::isDynamic(tokens) ||
+      rows >= tokens)
+    return success();
+  return op->emitOpError() << "in_place_cache: the caches have " << rows
+                           << " rows, fewer than the " << tokens
+                           << " new tokens they must make room for";
 }

@@ -64,6 +64,11 @@ LogicalResult
 verifyWeightMatrices(Operation *op,
                      ArrayRef<std::pair<StringRef, Value>> values);
 
+/// A cache written in place ("S" rows: the cached ones, then room for the
+/// "T" new ones) must have at least T rows where both are static.
+LogicalResult verifyRoomForNewRows(Operation *op,
+                                   const ShapeContract &contract);
+
 /// All of `values` must be f32 tensors; the error names the first that is
 /// not.
 LogicalResult verifyF32(Operation *op,

@@ -97,8 +97,8 @@ public:
   }
 
   /// SiLU of the causal depthwise convolution of z [B, T, C] with weight
-  /// [C, 1, W] and bias [C] (none when null): out[t] = bias + sum_j w[j] z[t + j - (W - 1)],
-  /// where the W - 1 inputs before the first token are `history`
+  /// [C, 1, W] and bias [C] (none when null): out[t] = bias + sum_j w[j] z[t +
+  /// j - (W - 1)], where the W - 1 inputs before the first token are `history`
   /// [B, W - 1, C], or zeros without one. Also returns the history for the
   /// next call: the last W - 1 inputs.
   std::pair<Value, Value> causalConvSilu(Value z, Value weight, Value bias,
@@ -137,11 +137,11 @@ public:
         ArrayRef<OpFoldResult>{b.getIndexAttr(0), tokens, b.getIndexAttr(0)},
         historySizes, unit);
     Value init =
-        bias ? buildElementwise(
-                   b, loc, bias, createEmpty(b, loc, sizes, f32), map(3, {2}),
-                   [](OpBuilder &, Location, ValueRange args) {
-                     return args[0];
-                   })
+        bias ? buildElementwise(b, loc, bias, createEmpty(b, loc, sizes, f32),
+                                map(3, {2}),
+                                [](OpBuilder &, Location, ValueRange args) {
+                                  return args[0];
+                                })
              : createZeros(b, loc, sizes, f32);
     AffineExpr bDim = b.getAffineDimExpr(0), t = b.getAffineDimExpr(1),
                c = b.getAffineDimExpr(2), j = b.getAffineDimExpr(3);
@@ -157,11 +157,11 @@ public:
           Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
           return arith::AddFOp::create(nb, nl, args[2], product).getResult();
         });
-    Value activated = buildElementwise(
-        b, loc, ValueRange{}, conv, {},
-        [&](OpBuilder &nb, Location nl, ValueRange args) {
-          return silu(nb, nl, args[0]);
-        });
+    Value activated =
+        buildElementwise(b, loc, ValueRange{}, conv, {},
+                         [&](OpBuilder &nb, Location nl, ValueRange args) {
+                           return silu(nb, nl, args[0]);
+                         });
     return {activated, nextHistory};
   }
 
@@ -311,8 +311,8 @@ public:
 
   /// o * silu(gate), element-wise on tensors of one shape.
   Value gated(Value o, Value gate) {
-    AffineMap id = b.getMultiDimIdentityMap(
-        cast<RankedTensorType>(o.getType()).getRank());
+    AffineMap id =
+        b.getMultiDimIdentityMap(cast<RankedTensorType>(o.getType()).getRank());
     return buildElementwise(b, loc, ValueRange{gate}, o, {id},
                             [&](OpBuilder &nb, Location nl, ValueRange args) {
                               return arith::MulFOp::create(
@@ -406,8 +406,8 @@ public:
     OpFoldResult batch = tensor::getMixedSize(b, loc, qNope, 0);
     OpFoldResult tokens = tensor::getMixedSize(b, loc, qNope, 1);
     OpFoldResult keys = tensor::getMixedSize(b, loc, kNope, 1);
-    Value init = createZeros(
-        b, loc, {batch, b.getIndexAttr(heads), tokens, keys}, f32);
+    Value init =
+        createZeros(b, loc, {batch, b.getIndexAttr(heads), tokens, keys}, f32);
     auto iterators = SmallVector<IteratorType>(4, IteratorType::parallel);
     iterators.push_back(IteratorType::reduction);
     auto body = [](OpBuilder &nb, Location nl, ValueRange args) {
@@ -461,12 +461,10 @@ public:
     Value expanded = tensor::ExpandShapeOp::create(
         b, loc, RankedTensorType::get({heads, perHead, columns}, element),
         weight, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0),
-                                         b.getIndexAttr(offset),
-                                         b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(heads),
-                                       b.getIndexAttr(size),
-                                       b.getIndexAttr(columns)};
+    SmallVector<OpFoldResult> offsets = {
+        b.getIndexAttr(0), b.getIndexAttr(offset), b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {
+        b.getIndexAttr(heads), b.getIndexAttr(size), b.getIndexAttr(columns)};
     SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
     return tensor::ExtractSliceOp::create(
         b, loc, RankedTensorType::get({heads, size, columns}, element),
@@ -484,12 +482,12 @@ public:
         [](OpBuilder &nb, Location nl, ValueRange args) {
           auto widened = [&](Value v) -> Value {
             Type f32 = nb.getF32Type();
-            return v.getType() == f32 ? v
-                                      : arith::ExtFOp::create(nb, nl, f32, v)
-                                            .getResult();
+            return v.getType() == f32
+                       ? v
+                       : arith::ExtFOp::create(nb, nl, f32, v).getResult();
           };
-          Value product = arith::MulFOp::create(nb, nl, widened(args[0]),
-                                                widened(args[1]));
+          Value product =
+              arith::MulFOp::create(nb, nl, widened(args[0]), widened(args[1]));
           return arith::AddFOp::create(nb, nl, args[2], product).getResult();
         });
   }
@@ -499,9 +497,8 @@ public:
   /// [B, S, rope] themselves, with kv_b_proj's key part w_uk [n, nope, r]
   /// applied to the queries and its value part w_uv [n, v, r] to the
   /// attended latents. Returns [B, T, n, v].
-  Value absorbedAttention(Value qNope, Value qRope, Value latents,
-                          Value kRopes, Value wUk, Value wUv, float scale,
-                          Value offset) {
+  Value absorbedAttention(Value qNope, Value qRope, Value latents, Value kRopes,
+                          Value wUk, Value wUv, float scale, Value offset) {
     auto dims = [&](Value x) { return tensor::getMixedSizes(b, loc, x); };
     OpFoldResult batch = dims(qNope)[0], tokens = dims(qNope)[1];
     OpFoldResult keys = dims(latents)[1];
@@ -554,8 +551,22 @@ public:
   }
 };
 
-/// linalg::AggregatedOpInterface's entry point for op `OpTy`, whose `Derived::decompose`
-/// returns the values that replace the op's results.
+/// The number of cached tokens P before the T new ones of `x` [B, T, ...]:
+/// 0 without a cache, the cache's rows, or, for a cache written in place
+/// (rows for the new tokens included), its rows less T.
+inline Value cachedRows(OpBuilder &b, Location loc, Value cache, Value x,
+                        bool inPlace) {
+  if (!cache)
+    return arith::ConstantIndexOp::create(b, loc, 0);
+  Value rows = tensor::DimOp::create(b, loc, cache, 1);
+  if (!inPlace)
+    return rows;
+  return arith::SubIOp::create(b, loc, rows,
+                               tensor::DimOp::create(b, loc, x, 1));
+}
+
+/// linalg::AggregatedOpInterface's entry point for op `OpTy`, whose
+/// `Derived::decompose` returns the values that replace the op's results.
 template <typename Derived, typename OpTy>
 struct LayerDecomposition
     : linalg::AggregatedOpInterface::ExternalModel<Derived, OpTy> {

@@ -67,10 +67,10 @@ struct GatedDeltaNetDecomposition
 
     auto oType = cast<RankedTensorType>(v.getType());
     auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
-    auto core = DeltaRuleOp::create(b, loc, TypeRange{oType, stateType},
-                                    q, k, v, g, beta, op.getInitialState(),
-                                    b.getF32FloatAttr(1.0f),
-                                    /*strategy=*/ScanStrategyAttr());
+    auto core =
+        DeltaRuleOp::create(b, loc, TypeRange{oType, stateType}, q, k, v, g,
+                            beta, op.getInitialState(), b.getF32FloatAttr(1.0f),
+                            /*strategy=*/ScanStrategyAttr());
     Value o = lb.mergeHeads(lb.rmsNorm(core.getO(), norm, eps));
     Value gate =
         lb.linear(x, op.getWeight(W::GateWeight), op.getWeight(W::GateBias));
@@ -109,10 +109,7 @@ struct MlaDecomposition : LayerDecomposition<MlaDecomposition, MlaOp> {
     }
     // The new tokens sit at positions past..past+T-1.
     Value past =
-        op.getPastLatent()
-            ? tensor::DimOp::create(b, loc, op.getPastLatent(), 1)
-                  .getResult()
-            : arith::ConstantIndexOp::create(b, loc, 0).getResult();
+        cachedRows(b, loc, op.getPastLatent(), x, op.getInPlaceCache());
     Value qHeads = ab.splitHeads(q, heads);
     Value qNope = ab.sliceLast(qHeads, 0, nope);
     Value qRope = ab.rope(ab.sliceLast(qHeads, nope, rope), theta, past);
@@ -121,7 +118,10 @@ struct MlaDecomposition : LayerDecomposition<MlaDecomposition, MlaOp> {
     Value latent = ab.rmsNorm(ab.sliceLast(kvA, 0, kvLora), w[next++], eps);
     Value kRope = ab.rope(ab.sliceLast(kvA, kvLora, rope), theta, past);
     Value allLatent = latent, allKRope = kRope;
-    if (op.getPastLatent()) {
+    if (op.getInPlaceCache()) {
+      allLatent = insertAlong(b, loc, latent, op.getPastLatent(), 1, past);
+      allKRope = insertAlong(b, loc, kRope, op.getPastKRope(), 1, past);
+    } else if (op.getPastLatent()) {
       allLatent = concatAlong(b, loc, {op.getPastLatent(), latent}, 1);
       allKRope = concatAlong(b, loc, {op.getPastKRope(), kRope}, 1);
     }
@@ -141,6 +141,9 @@ struct MlaDecomposition : LayerDecomposition<MlaDecomposition, MlaOp> {
       attended = ab.weightedValues(probabilities, values);
     }
     Value y = ab.linear(ab.mergeHeads(attended), w[next++], Value());
+    if (op.getInPlaceCache())
+      return castToTypes(b, loc, {y, allLatent, allKRope},
+                         op->getResultTypes());
     return castToTypes(b, loc, {y, latent, kRope}, op->getResultTypes());
   }
 };
@@ -168,8 +171,7 @@ struct SwiGluMlpDecomposition
   }
 };
 
-struct LmHeadDecomposition
-    : LayerDecomposition<LmHeadDecomposition, LmHeadOp> {
+struct LmHeadDecomposition : LayerDecomposition<LmHeadDecomposition, LmHeadOp> {
   static SmallVector<Value> decompose(LmHeadOp op, OpBuilder &b) {
     LayerBuilder lb(b, op.getLoc());
     Value logits = lb.linear(op.getX(), op.getWeight(), Value());
@@ -187,8 +189,7 @@ struct EmbedDecomposition : LayerDecomposition<EmbedDecomposition, EmbedOp> {
     sizes.push_back(b.getIndexAttr(tableType.getDimSize(1)));
     Value init = createEmpty(b, loc, sizes, b.getF32Type());
     AffineMap ids = AffineMap::get(
-        3, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1)},
-        b.getContext());
+        3, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1)}, b.getContext());
     Value table = op.getTable();
     Value y = buildElementwise(
         b, loc, op.getIds(), init, ids,
@@ -196,8 +197,8 @@ struct EmbedDecomposition : LayerDecomposition<EmbedDecomposition, EmbedOp> {
           Value row =
               arith::IndexCastOp::create(nb, nl, nb.getIndexType(), args[0]);
           Value column = linalg::IndexOp::create(nb, nl, 2);
-          Value entry = tensor::ExtractOp::create(nb, nl, table,
-                                                  ValueRange{row, column});
+          Value entry =
+              tensor::ExtractOp::create(nb, nl, table, ValueRange{row, column});
           // A bf16 table is widened entry by entry.
           return convertFloat(nb, nl, entry, nb.getF32Type());
         });

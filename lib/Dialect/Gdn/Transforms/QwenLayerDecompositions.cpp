@@ -97,17 +97,18 @@ public:
     OpFoldResult batch = tensor::getMixedSize(b, loc, q, 0);
     OpFoldResult tokens = tensor::getMixedSize(b, loc, q, 1);
     OpFoldResult keyCount = tensor::getMixedSize(b, loc, keys, 1);
-    Value init = createZeros(b, loc,
-                             {batch, b.getIndexAttr(qType.getDimSize(2)),
-                              b.getIndexAttr(qType.getDimSize(3)), tokens,
-                              keyCount},
-                             f32);
+    Value init =
+        createZeros(b, loc,
+                    {batch, b.getIndexAttr(qType.getDimSize(2)),
+                     b.getIndexAttr(qType.getDimSize(3)), tokens, keyCount},
+                    f32);
     SmallVector<IteratorType> iterators(5, IteratorType::parallel);
     iterators.push_back(IteratorType::reduction);
     // Dimensions (b, kv, g, t, s, d).
     return buildGeneric(
         b, loc, ValueRange{q, keys}, init,
-        {map(6, {0, 3, 1, 2, 5}), map(6, {0, 4, 1, 5}), map(6, {0, 1, 2, 3, 4})},
+        {map(6, {0, 3, 1, 2, 5}), map(6, {0, 4, 1, 5}),
+         map(6, {0, 1, 2, 3, 4})},
         iterators, [](OpBuilder &nb, Location nl, ValueRange args) {
           Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
           return arith::AddFOp::create(nb, nl, args[2], product).getResult();
@@ -118,19 +119,20 @@ public:
   Value groupedValues(Value probabilities, Value values) {
     auto pType = cast<RankedTensorType>(probabilities.getType());
     auto vType = cast<RankedTensorType>(values.getType());
-    Value init = createZeros(
-        b, loc,
-        {tensor::getMixedSize(b, loc, probabilities, 0),
-         tensor::getMixedSize(b, loc, probabilities, 3),
-         b.getIndexAttr(pType.getDimSize(1)), b.getIndexAttr(pType.getDimSize(2)),
-         b.getIndexAttr(vType.getDimSize(3))},
-        f32);
+    Value init = createZeros(b, loc,
+                             {tensor::getMixedSize(b, loc, probabilities, 0),
+                              tensor::getMixedSize(b, loc, probabilities, 3),
+                              b.getIndexAttr(pType.getDimSize(1)),
+                              b.getIndexAttr(pType.getDimSize(2)),
+                              b.getIndexAttr(vType.getDimSize(3))},
+                             f32);
     SmallVector<IteratorType> iterators(5, IteratorType::parallel);
     iterators.push_back(IteratorType::reduction);
     // Dimensions (b, t, kv, g, e, s).
     return buildGeneric(
         b, loc, ValueRange{probabilities, values}, init,
-        {map(6, {0, 2, 3, 1, 5}), map(6, {0, 5, 2, 4}), map(6, {0, 1, 2, 3, 4})},
+        {map(6, {0, 2, 3, 1, 5}), map(6, {0, 5, 2, 4}),
+         map(6, {0, 1, 2, 3, 4})},
         iterators, [](OpBuilder &nb, Location nl, ValueRange args) {
           Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
           return arith::AddFOp::create(nb, nl, args[2], product).getResult();
@@ -166,9 +168,8 @@ struct QwenGatedDeltaNetDecomposition
       auto part = [&](int64_t offset, int64_t size) {
         return qb.mergeLast(qb.sliceLast(grouped, offset, size));
       };
-      qkv = concatAlong(b, loc,
-                        {part(0, dk), part(dk, dk), part(2 * dk, group * dv)},
-                        2);
+      qkv = concatAlong(
+          b, loc, {part(0, dk), part(dk, dk), part(2 * dk, group * dv)}, 2);
       z = part(2 * dk + group * dv, group * dv);
       // Per key head: b, then a, of its value heads.
       Value ba = qb.splitLast(qb.linear(x, w[1], Value()), hk);
@@ -221,42 +222,43 @@ struct GatedAttentionDecomposition
         qb.splitLast(qb.linear(x, op.getWeight(W::QProj), Value()), heads);
     Value q = qb.sliceLast(qAndGate, 0, dim);
     Value gate = qb.mergeHeads(qb.sliceLast(qAndGate, dim, dim));
-    Value k = qb.splitHeads(qb.linear(x, op.getWeight(W::KProj), Value()),
-                            kvHeads);
-    Value v = qb.splitHeads(qb.linear(x, op.getWeight(W::VProj), Value()),
-                            kvHeads);
-    Value past =
-        op.getPastKeys()
-            ? tensor::DimOp::create(b, loc, op.getPastKeys(), 1).getResult()
-            : arith::ConstantIndexOp::create(b, loc, 0).getResult();
-    q = qb.partialRope(qb.rmsNorm(q, op.getWeight(W::QNorm), eps, true),
-                       rotary, theta, past);
-    k = qb.partialRope(qb.rmsNorm(k, op.getWeight(W::KNorm), eps, true),
-                       rotary, theta, past);
+    Value k =
+        qb.splitHeads(qb.linear(x, op.getWeight(W::KProj), Value()), kvHeads);
+    Value v =
+        qb.splitHeads(qb.linear(x, op.getWeight(W::VProj), Value()), kvHeads);
+    Value past = cachedRows(b, loc, op.getPastKeys(), x, op.getInPlaceCache());
+    q = qb.partialRope(qb.rmsNorm(q, op.getWeight(W::QNorm), eps, true), rotary,
+                       theta, past);
+    k = qb.partialRope(qb.rmsNorm(k, op.getWeight(W::KNorm), eps, true), rotary,
+                       theta, past);
     Value allKeys = k, allValues = v;
-    if (op.getPastKeys()) {
+    if (op.getInPlaceCache()) {
+      allKeys = insertAlong(b, loc, k, op.getPastKeys(), 1, past);
+      allValues = insertAlong(b, loc, v, op.getPastValues(), 1, past);
+    } else if (op.getPastKeys()) {
       allKeys = concatAlong(b, loc, {op.getPastKeys(), k}, 1);
       allValues = concatAlong(b, loc, {op.getPastValues(), v}, 1);
     }
     // Query head n = kv (H / Hkv) + g reads key/value head kv.
-    Value scores = qb.groupedScores(qb.expandDim(q, 2, heads / kvHeads),
-                                    allKeys);
+    Value scores =
+        qb.groupedScores(qb.expandDim(q, 2, heads / kvHeads), allKeys);
     Value probabilities = qb.expandDim(
         qb.causalSoftmax(qb.collapseDim(scores, 1),
                          1.0f / std::sqrt(static_cast<float>(dim)), past),
         1, heads / kvHeads);
     Value attended = qb.mergeHeads(
         qb.collapseDim(qb.groupedValues(probabilities, allValues), 2));
-    Value y = qb.linear(qb.sigmoidGated(attended, gate),
-                        op.getWeight(W::OProj), Value());
+    Value y = qb.linear(qb.sigmoidGated(attended, gate), op.getWeight(W::OProj),
+                        Value());
+    if (op.getInPlaceCache())
+      return castToTypes(b, loc, {y, allKeys, allValues}, op->getResultTypes());
     return castToTypes(b, loc, {y, k, v}, op->getResultTypes());
   }
 };
 
 } // namespace
 
-void mlir::gdn::registerQwenDecompositionInterfaces(
-    DialectRegistry &registry) {
+void mlir::gdn::registerQwenDecompositionInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, GdnDialect *) {
     QwenGatedDeltaNetOp::attachInterface<QwenGatedDeltaNetDecomposition>(
         *context);

@@ -289,6 +289,15 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
     whole call: the better form when `T` is small against
     `qk_nope + v_head_dim` (decode); `gdn-absorb-mla-decode` sets it on the
     ops that continue a cache.
+
+    With `in_place_cache`, the cache operands are the caches with room for
+    the new tokens, `[B, P + T, kv_lora_rank]` and `[B, P + T,
+    qk_rope_head_dim]`: the P cached rows, then T rows whose contents are
+    ignored; the op writes the new tokens' latents and RoPE keys into those
+    rows, and the `latent` and `k_rope` results are the whole caches
+    (`[B, P + T, ...]`). Bufferized in place (destination style), a decode
+    step then appends to the cache instead of copying it, which is how a
+    model's step function keeps its caches.
   }];
   let arguments = (ins
     AnyRankedTensor:$x,
@@ -303,7 +312,8 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
     ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim,
     F32Attr:$rope_theta,
     DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
-    UnitAttr:$absorbed
+    UnitAttr:$absorbed,
+    UnitAttr:$in_place_cache
   );
   let results = (outs AnyRankedTensor:$y, AnyRankedTensor:$latent,
                       AnyRankedTensor:$k_rope);

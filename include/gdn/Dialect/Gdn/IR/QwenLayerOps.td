@@ -106,6 +106,12 @@ def Gdn_GatedAttentionOp : Gdn_Op<"gated_attention",
     the op returns what the decode cache keeps per token: the normalised,
     rotated keys and the values of the new tokens, `[B, T, Hkv, D]` each.
     With `cache(%k, %v)` (`[B, P, Hkv, D]`) it continues a sequence. f32.
+
+    With `in_place_cache`, the cache operands are `[B, P + T, Hkv, D]`: the
+    P cached rows, then T rows whose contents are ignored, which the op
+    fills with the new keys and values; the `keys` and `values` results are
+    then the whole caches, `[B, P + T, Hkv, D]` (destination style: in
+    place after bufferization, the cache grows without a copy).
   }];
   let arguments = (ins
     AnyRankedTensor:$x,
@@ -117,7 +123,8 @@ def Gdn_GatedAttentionOp : Gdn_Op<"gated_attention",
     ConfinedAttr<I64Attr, [IntPositive]>:$head_dim,
     ConfinedAttr<I64Attr, [IntNonNegative]>:$rotary_dim,
     F32Attr:$rope_theta,
-    DefaultValuedAttr<F32Attr, "1.0e-6">:$eps
+    DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
+    UnitAttr:$in_place_cache
   );
   let results = (outs AnyRankedTensor:$y, AnyRankedTensor:$keys,
                       AnyRankedTensor:$values);
