@@ -130,7 +130,8 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
         c.cache1, b.getI64IntegerAttr(a.numHeads),
         b.getI64IntegerAttr(a.numKvHeads), b.getI64IntegerAttr(a.headDim),
         b.getI64IntegerAttr(a.rotaryDim),
-        b.getF32FloatAttr(static_cast<float>(a.ropeTheta)), eps);
+        b.getF32FloatAttr(static_cast<float>(a.ropeTheta)), eps,
+        /*in_place_cache=*/UnitAttr(), /*attention_block=*/IntegerAttr());
     x = add(x, mixer.getY());
     if (withCaches) {
       mixer.setInPlaceCache(true);
@@ -158,7 +159,9 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
         b.getI64IntegerAttr(m.qLoraRank), b.getI64IntegerAttr(m.kvLoraRank),
         b.getI64IntegerAttr(m.qkNopeHeadDim),
         b.getI64IntegerAttr(m.qkRopeHeadDim), b.getI64IntegerAttr(m.vHeadDim),
-        b.getF32FloatAttr(static_cast<float>(m.ropeTheta)), eps);
+        b.getF32FloatAttr(static_cast<float>(m.ropeTheta)), eps,
+        /*absorbed=*/UnitAttr(), /*in_place_cache=*/UnitAttr(),
+        /*attention_block=*/IntegerAttr());
     x = add(x, mixer.getY());
     if (withCaches) {
       mixer.setInPlaceCache(true);

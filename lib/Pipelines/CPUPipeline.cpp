@@ -1,8 +1,8 @@
 //===- CPUPipeline.cpp - gdn-lower-to-cpu ---------------------------------===//
 
-#include "gdn/Conversion/Passes.h"
 #include "gdn/ABI/Passes.h"
 #include "gdn/Codegen/CPU/Passes.h"
+#include "gdn/Conversion/Passes.h"
 #include "gdn/Dialect/Gdn/Transforms/Passes.h"
 #include "gdn/Pipelines/Pipelines.h"
 
@@ -57,6 +57,10 @@ mlir::gdn::verifyCPUPipelineOptions(const CPUPipelineOptions &options) {
                                    llvm::toString(std::move(error)));
   if (llvm::Error error = checkCPUVectorizeOptions(vectorizeOptionsOf(options)))
     return error;
+  if (options.attentionBlock < 0 || options.attentionBlock > 1024)
+    return llvm::createStringError(
+        "attention-block must be 0 (off) or 1..1024, but got " +
+        llvm::Twine(options.attentionBlock));
   if (options.numThreads < 0)
     return llvm::createStringError(
         "num-threads must be 0 (the OpenMP runtime's default) or positive, "
@@ -71,6 +75,10 @@ void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
   // cache in the absorbed form.
   if (options.mlaAbsorbedDecode)
     pm.addNestedPass<func::FuncOp>(createGdnAbsorbMlaDecodePass());
+  // Prefill attention in blocks, without the T x T scores.
+  GdnBlockAttentionPassOptions blockOptions;
+  blockOptions.blockSize = options.attentionBlock;
+  pm.addNestedPass<func::FuncOp>(createGdnBlockAttentionPass(blockOptions));
   pm.addNestedPass<func::FuncOp>(createGdnDecomposeLayersPass());
   // Projections in static row tiles, for gdn-cpu-vectorize's FMA schedule.
   pm.addNestedPass<func::FuncOp>(
@@ -115,9 +123,9 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
   // return them; those results are dropped, so that only public functions
   // return buffers.
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
-  // On request, results become caller-allocated out-parameters: the C ABI then has no
-  // ownership transfer, and the kernels write o and the final state directly
-  // into the caller's buffers (no copy, also for dynamic shapes).
+  // On request, results become caller-allocated out-parameters: the C ABI then
+  // has no ownership transfer, and the kernels write o and the final state
+  // directly into the caller's buffers (no copy, also for dynamic shapes).
   if (options.resultsAsOutParams) {
     addResultsToOutParams(pm);
   }
@@ -183,5 +191,3 @@ void mlir::gdn::buildGdnToCPUPipeline(OpPassManager &pm,
   buildGdnToLinalgPipeline(pm, options);
   buildGdnLinalgToLLVMCPUPipeline(pm, options);
 }
-
-

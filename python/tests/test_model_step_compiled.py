@@ -90,6 +90,22 @@ def test_extend_past_the_room_of_the_caches(tmp_path):
         compiled.decode([1, 2])
 
 
+@pytest.mark.parametrize("block", [1, 7, 64, 0])
+def test_blocked_attention_matches_reference(tmp_path, block):
+    """Prefill attention in blocks of `block` queries and keys with an
+    online softmax (0: the whole score matrix): 2 sequences of 45 tokens
+    (partial blocks at the end), then 30 more in one call, against the
+    float64 reference of the whole 75."""
+    config_path, weights = _write(tmp_path, hybrid_config(12, 4), seed=17)
+    compiled = compiled_model.CompiledModel(
+        config_path, compile_options={"attention_block": block})
+    expected = model.ModelReference(model.load_config(config_path), weights)
+    ids = np.random.default_rng(17).integers(0, 64, size=(2, 75))
+    whole = expected.prefill(ids)
+    _close(compiled.prefill(ids[:, :45]), whole[:, :45], "prefill")
+    _close(compiled.extend(ids[:, 45:]), whole[:, 45:], "extend")
+
+
 def test_bad_token_ids(tmp_path):
     config_path, _ = _write(tmp_path, hybrid_config(0, 4), seed=1)
     compiled = compiled_model.CompiledModel(config_path)

@@ -29,8 +29,7 @@ namespace mlir::gdn {
 inline constexpr const char *kResultsAsOutParamsOption =
     "results-as-out-params";
 inline constexpr const char *kCInterfacesOption = "c-interfaces";
-inline constexpr const char *kManagedHostBuffersOption =
-    "managed-host-buffers";
+inline constexpr const char *kManagedHostBuffersOption = "managed-host-buffers";
 
 /// How gdn.delta_rule is computed.
 enum class DeltaRuleForm {
@@ -51,9 +50,10 @@ public:
     std::vector<const llvm::cl::Option *> result;
     for (const auto &entry : this->OptionsMap)
       result.push_back(entry.second);
-    llvm::sort(result, [](const llvm::cl::Option *a, const llvm::cl::Option *b) {
-      return a->ArgStr < b->ArgStr;
-    });
+    llvm::sort(result,
+               [](const llvm::cl::Option *a, const llvm::cl::Option *b) {
+                 return a->ArgStr < b->ArgStr;
+               });
     return result;
   }
 };
@@ -113,6 +113,13 @@ struct CPUPipelineOptions : public ListablePipelineOptions<CPUPipelineOptions> {
                      "absorbed form (gdn-absorb-mla-decode): scores against "
                      "the cached latents, not keys expanded from them"),
       llvm::cl::init(true)};
+  Option<int64_t> attentionBlock{
+      *this, "attention-block",
+      llvm::cl::desc("Causal attention of gdn.mla (expanded form) and "
+                     "gdn.gated_attention in blocks of this many queries "
+                     "and keys with an online softmax (gdn-block-attention), "
+                     "1..1024; 0 materializes the whole score matrix"),
+      llvm::cl::init(64)};
   Option<bool> flushDenormals{
       *this, "flush-denormals",
       llvm::cl::desc("Run public functions with x86 FTZ/DAZ set (subnormal "

@@ -461,6 +461,8 @@ LogicalResult MlaOp::verify() {
   int64_t vDim = static_cast<int64_t>(getVHeadDim());
   if (qLora < 0)
     return emitOpError() << "q_lora_rank must be >= 0, but got " << qLora;
+  if (failed(verifyAttentionBlock(*this, getAttentionBlockAttr())))
+    return failure();
   if (failed(verifySizeAttrs(*this,
                              {{"num_heads", n},
                               {"q_lora_rank", qLora},

@@ -176,7 +176,8 @@ LogicalResult GatedAttentionOp::verify() {
           kMaxQwenSize)) ||
       failed(verifyPositiveFinite(*this, "rope_theta",
                                   getRopeTheta().convertToFloat())) ||
-      failed(verifyPositiveFinite(*this, "eps", getEps().convertToFloat())))
+      failed(verifyPositiveFinite(*this, "eps", getEps().convertToFloat())) ||
+      failed(verifyAttentionBlock(*this, getAttentionBlockAttr())))
     return failure();
   if (h % hkv != 0)
     return emitOpError() << "num_heads = " << h

@@ -96,3 +96,17 @@ LogicalResult mlir::gdn::verifyRoomForNewRows(Operation *op,
                            << " rows, fewer than the " << tokens
                            << " new tokens they must make room for";
 }
+
+LogicalResult mlir::gdn::verifyAttentionBlock(Operation *op,
+                                              IntegerAttr block) {
+  // A block's scores are [N, N] tiles of a task: larger ones only cost
+  // memory and code.
+  constexpr int64_t kMaxAttentionBlock = 1024;
+  if (!block)
+    return success();
+  int64_t size = block.getInt();
+  if (size >= 1 && size <= kMaxAttentionBlock)
+    return success();
+  return op->emitOpError() << "attention_block must be 1.."
+                           << kMaxAttentionBlock << ", but got " << size;
+}

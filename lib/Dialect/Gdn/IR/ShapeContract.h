@@ -64,6 +64,9 @@ LogicalResult
 verifyWeightMatrices(Operation *op,
                      ArrayRef<std::pair<StringRef, Value>> values);
 
+/// An `attention_block` attribute, where there is one: 1 to 1024 queries.
+LogicalResult verifyAttentionBlock(Operation *op, IntegerAttr block);
+
 /// A cache written in place ("S" rows: the cached ones, then room for the
 /// "T" new ones) must have at least T rows where both are static.
 LogicalResult verifyRoomForNewRows(Operation *op,

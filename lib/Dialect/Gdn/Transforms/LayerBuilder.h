@@ -451,6 +451,15 @@ public:
         .getResult()[0];
   }
 
+  /// x [B, S, r], one head shared by all, as `heads` heads [B, S, heads, r].
+  Value broadcastHeads(Value x, int64_t heads) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.insert(sizes.begin() + 2, b.getIndexAttr(heads));
+    return buildElementwise(
+        b, loc, x, createEmpty(b, loc, sizes, f32), map(4, {0, 1, 3}),
+        [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+  }
+
   /// Rows [offset, offset + size) of every head of a weight [heads * R, C]
   /// (kv_b_proj's key or value part): [heads, size, C], element type kept.
   Value headRows(Value weight, int64_t heads, int64_t offset, int64_t size) {

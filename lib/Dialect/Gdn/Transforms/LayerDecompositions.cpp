@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BlockedAttention.h"
 #include "LayerBuilder.h"
 
 #include "gdn/Dialect/Gdn/IR/GdnDialect.h"
@@ -136,9 +137,20 @@ struct MlaDecomposition : LayerDecomposition<MlaDecomposition, MlaOp> {
       Value kv = ab.splitHeads(ab.linear(allLatent, kvB, Value()), heads);
       Value kNope = ab.sliceLast(kv, 0, nope);
       Value values = ab.sliceLast(kv, nope, vDim);
-      Value probabilities = ab.causalSoftmax(
-          ab.scores(qNope, kNope, qRope, allKRope), scale, past);
-      attended = ab.weightedValues(probabilities, values);
+      if (std::optional<uint64_t> block = op.getAttentionBlock()) {
+        // Per head: queries [nope | rope], keys [k_nope | the shared
+        // k_rope].
+        Value queries = concatAlong(b, loc, {qNope, qRope}, 3);
+        Value keys =
+            concatAlong(b, loc, {kNope, ab.broadcastHeads(allKRope, heads)}, 3);
+        attended =
+            buildBlockedCausalAttention(b, loc, queries, keys, values, scale,
+                                        past, static_cast<int64_t>(*block));
+      } else {
+        Value probabilities = ab.causalSoftmax(
+            ab.scores(qNope, kNope, qRope, allKRope), scale, past);
+        attended = ab.weightedValues(probabilities, values);
+      }
     }
     Value y = ab.linear(ab.mergeHeads(attended), w[next++], Value());
     if (op.getInPlaceCache())

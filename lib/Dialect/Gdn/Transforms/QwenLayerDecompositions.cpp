@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BlockedAttention.h"
 #include "LayerBuilder.h"
 
 #include "gdn/Dialect/Gdn/IR/GdnDialect.h"
@@ -238,6 +239,18 @@ struct GatedAttentionDecomposition
     } else if (op.getPastKeys()) {
       allKeys = concatAlong(b, loc, {op.getPastKeys(), k}, 1);
       allValues = concatAlong(b, loc, {op.getPastValues(), v}, 1);
+    }
+    float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+    if (std::optional<uint64_t> block = op.getAttentionBlock()) {
+      Value attended = qb.mergeHeads(
+          buildBlockedCausalAttention(b, loc, q, allKeys, allValues, scale,
+                                      past, static_cast<int64_t>(*block)));
+      Value y = qb.linear(qb.sigmoidGated(attended, gate),
+                          op.getWeight(W::OProj), Value());
+      return castToTypes(b, loc,
+                         {y, op.getInPlaceCache() ? allKeys : k,
+                          op.getInPlaceCache() ? allValues : v},
+                         op->getResultTypes());
     }
     // Query head n = kv (H / Hkv) + g reads key/value head kv.
     Value scores =

@@ -298,6 +298,13 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
     (`[B, P + T, ...]`). Bufferized in place (destination style), a decode
     step then appends to the cache instead of copying it, which is how a
     model's step function keeps its caches.
+
+    With `attention_block = N` (1 to 1024) and not `absorbed`, the
+    decomposition computes the attention in blocks of N queries against
+    blocks of N keys with an online softmax (a running maximum and sum per
+    query): the `T x (P + T)` scores are never materialized, key blocks past
+    a query block's last position are skipped, and each (sequence, head,
+    query block) is a task of its own (`gdn-block-attention` sets it).
   }];
   let arguments = (ins
     AnyRankedTensor:$x,
@@ -313,7 +320,8 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
     F32Attr:$rope_theta,
     DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
     UnitAttr:$absorbed,
-    UnitAttr:$in_place_cache
+    UnitAttr:$in_place_cache,
+    OptionalAttr<I64Attr>:$attention_block
   );
   let results = (outs AnyRankedTensor:$y, AnyRankedTensor:$latent,
                       AnyRankedTensor:$k_rope);

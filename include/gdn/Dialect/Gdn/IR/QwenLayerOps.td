@@ -112,6 +112,11 @@ def Gdn_GatedAttentionOp : Gdn_Op<"gated_attention",
     fills with the new keys and values; the `keys` and `values` results are
     then the whole caches, `[B, P + T, Hkv, D]` (destination style: in
     place after bufferization, the cache grows without a copy).
+
+    With `attention_block = N` (1 to 1024), the attention is computed in
+    blocks of N queries and N keys with an online softmax, never
+    materializing the scores (see `gdn.mla`; `gdn-block-attention` sets
+    it).
   }];
   let arguments = (ins
     AnyRankedTensor:$x,
@@ -124,7 +129,8 @@ def Gdn_GatedAttentionOp : Gdn_Op<"gated_attention",
     ConfinedAttr<I64Attr, [IntNonNegative]>:$rotary_dim,
     F32Attr:$rope_theta,
     DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
-    UnitAttr:$in_place_cache
+    UnitAttr:$in_place_cache,
+    OptionalAttr<I64Attr>:$attention_block
   );
   let results = (outs AnyRankedTensor:$y, AnyRankedTensor:$keys,
                       AnyRankedTensor:$values);

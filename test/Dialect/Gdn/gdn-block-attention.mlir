@@ -1,0 +1,47 @@
+// RUN: gdn-opt %s -split-input-file -gdn-absorb-mla-decode -gdn-block-attention | FileCheck %s --check-prefix=MARK
+// RUN: gdn-opt %s -split-input-file -gdn-block-attention=block-size=0 | FileCheck %s --check-prefix=OFF
+// RUN: gdn-opt %s -split-input-file -gdn-block-attention=block-size=32 -gdn-decompose-layers | FileCheck %s
+// RUN: not gdn-opt %s -split-input-file -gdn-block-attention=block-size=2048 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: gdn-block-attention: block-size must be 0 (off) or 1..1024, but got 2048
+
+// The prefill op is marked; the op that continues a cache is absorbed and
+// keeps its own attention.
+// MARK-LABEL: func.func @prefill
+// MARK: gdn.mla {{.+}}attention_block = 64 : i64
+// MARK-LABEL: func.func @cached
+// MARK-NOT: attention_block
+// MARK: return
+// OFF-NOT: attention_block
+
+// Blocked: one task per (sequence, head, block of 32 queries), a loop over
+// the key blocks up to the block's last position, the scores of one block
+// pair [rows, columns] only, the running maximum, exp, the rescaled sum
+// and output, and the division at the end; no linalg.softmax and no
+// [B, n, T, S] scores.
+// CHECK-LABEL: func.func @prefill
+// CHECK-NOT: tensor<?x2x?x?xf32>
+// CHECK: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}}, 2, %{{.+}}) shared_outs
+// CHECK: arith.minui
+// CHECK: scf.for
+// CHECK: linalg.generic
+// CHECK: } -> tensor<?x?xf32>
+// CHECK: arith.cmpi ule
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: scf.yield
+// CHECK: arith.divf
+// CHECK: tensor.parallel_insert_slice
+// CHECK-NOT: linalg.softmax
+// CHECK: return
+func.func @prefill(%x: tensor<?x?x32xf32>, %w0: tensor<32x32xf32>, %w1: tensor<24x32xf32>, %w2: tensor<16xf32>, %w3: tensor<40x16xf32>, %w4: tensor<32x24xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) {
+  %y, %l, %k = gdn.mla %x weights(%w0, %w1, %w2, %w3, %w4) {num_heads = 2 : i64, q_lora_rank = 0 : i64, kv_lora_rank = 16 : i64, qk_nope_head_dim = 8 : i64, qk_rope_head_dim = 8 : i64, v_head_dim = 12 : i64, rope_theta = 10000.0 : f32} : (tensor<?x?x32xf32>, tensor<32x32xf32>, tensor<24x32xf32>, tensor<16xf32>, tensor<40x16xf32>, tensor<32x24xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>)
+  return %y, %l, %k : tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @cached(%x: tensor<?x?x32xf32>, %latent: tensor<?x?x16xf32>, %k_rope: tensor<?x?x8xf32>, %w0: tensor<32x32xf32>, %w1: tensor<24x32xf32>, %w2: tensor<16xf32>, %w3: tensor<40x16xf32>, %w4: tensor<32x24xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) {
+  %y, %l, %k = gdn.mla %x weights(%w0, %w1, %w2, %w3, %w4) cache(%latent, %k_rope) {num_heads = 2 : i64, q_lora_rank = 0 : i64, kv_lora_rank = 16 : i64, qk_nope_head_dim = 8 : i64, qk_rope_head_dim = 8 : i64, v_head_dim = 12 : i64, rope_theta = 10000.0 : f32} : (tensor<?x?x32xf32>, tensor<32x32xf32>, tensor<24x32xf32>, tensor<16xf32>, tensor<40x16xf32>, tensor<32x24xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>)
+  return %y, %l, %k : tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>
+}
