@@ -1,17 +1,15 @@
 // RUN: gdn-opt %s -split-input-file -gdn-absorb-mla-decode -gdn-block-attention | FileCheck %s --check-prefix=MARK
 // RUN: gdn-opt %s -split-input-file -gdn-block-attention=block-size=0 | FileCheck %s --check-prefix=OFF
-// RUN: gdn-opt %s -split-input-file -gdn-block-attention=block-size=32 -gdn-decompose-layers | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -gdn-absorb-mla-decode -gdn-block-attention=block-size=32 -gdn-decompose-layers | FileCheck %s
 // RUN: not gdn-opt %s -split-input-file -gdn-block-attention=block-size=2048 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: gdn-block-attention: block-size must be 0 (off) or 1..1024, but got 2048
 
-// The prefill op is marked; the op that continues a cache is absorbed and
-// keeps its own attention.
+// Both ops are marked; the one that continues a cache is also absorbed.
 // MARK-LABEL: func.func @prefill
 // MARK: gdn.mla {{.+}}attention_block = 64 : i64
 // MARK-LABEL: func.func @cached
-// MARK-NOT: attention_block
-// MARK: return
+// MARK: gdn.mla {{.+}} {absorbed, attention_block = 64 : i64
 // OFF-NOT: attention_block
 
 // Blocked: one task per (sequence, head, block of 32 queries), a loop over
@@ -41,6 +39,16 @@ func.func @prefill(%x: tensor<?x?x32xf32>, %w0: tensor<32x32xf32>, %w1: tensor<2
 
 // -----
 
+// Absorbed and blocked: the form is chosen per call, the absorbed one for
+// fewer than 32 new tokens (its queries through kv_b_proj's key part), the
+// blocked one otherwise.
+// CHECK-LABEL: func.func @cached
+// CHECK: %[[FEW:.+]] = arith.cmpi ult, %{{.+}}, %c32
+// CHECK: scf.if %[[FEW]] -> (tensor<?x?x2x12xf32>)
+// CHECK: tensor.expand_shape
+// CHECK: } else {
+// CHECK: scf.forall
+// CHECK: return
 func.func @cached(%x: tensor<?x?x32xf32>, %latent: tensor<?x?x16xf32>, %k_rope: tensor<?x?x8xf32>, %w0: tensor<32x32xf32>, %w1: tensor<24x32xf32>, %w2: tensor<16xf32>, %w3: tensor<40x16xf32>, %w4: tensor<32x24xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) {
   %y, %l, %k = gdn.mla %x weights(%w0, %w1, %w2, %w3, %w4) cache(%latent, %k_rope) {num_heads = 2 : i64, q_lora_rank = 0 : i64, kv_lora_rank = 16 : i64, qk_nope_head_dim = 8 : i64, qk_rope_head_dim = 8 : i64, v_head_dim = 12 : i64, rope_theta = 10000.0 : f32} : (tensor<?x?x32xf32>, tensor<32x32xf32>, tensor<24x32xf32>, tensor<16xf32>, tensor<40x16xf32>, tensor<32x24xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>)
   return %y, %l, %k : tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>

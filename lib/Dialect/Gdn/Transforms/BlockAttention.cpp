@@ -1,7 +1,7 @@
 //===- BlockAttention.cpp - blocked causal attention for layer ops --------===//
 //
-// Marks the attention of gdn.mla (expanded form) and gdn.gated_attention
-// for the blocked decomposition (BlockedAttention.cpp).
+// Marks the attention of gdn.mla and gdn.gated_attention for the blocked
+// decomposition (BlockedAttention.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +36,7 @@ struct GdnBlockAttentionPass
     Builder builder(&getContext());
     IntegerAttr block = builder.getI64IntegerAttr(blockSize);
     getOperation().walk([&](Operation *op) {
-      if (auto mla = dyn_cast<MlaOp>(op); mla && !mla.getAbsorbed())
+      if (auto mla = dyn_cast<MlaOp>(op))
         mla.setAttentionBlockAttr(block);
       else if (auto attention = dyn_cast<GatedAttentionOp>(op))
         attention.setAttentionBlockAttr(block);

@@ -46,10 +46,45 @@ public:
           Value columns = arith::MinUIOp::create(
               b, loc, step, arith::SubIOp::create(b, loc, keyEnd, firstKey));
           auto [kTile, vTile] = keyTile(firstKey, columns);
-          SmallVector<Value> next =
-              keyBlock(qTile, kTile, vTile, rows, columns, firstPosition,
-                       firstKey, carried[0], carried[1], carried[2], lowest);
-          scf::YieldOp::create(b, loc, next);
+          // Whole blocks (all but the last of each row and column) take
+          // static shapes, whose products gdn-cpu-vectorize turns into
+          // register-tiled FMA kernels; the partial ones stay dynamic.
+          Value whole = arith::AndIOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rows,
+                                    step),
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, columns,
+                                    step));
+          auto choice = scf::IfOp::create(b, loc, carried.getTypes(), whole,
+                                          /*withElseRegion=*/true);
+          {
+            OpBuilder::InsertionGuard branch(b);
+            b.setInsertionPointToStart(choice.thenBlock());
+            auto fixed = [&](Value x) {
+              auto type = cast<RankedTensorType>(x.getType());
+              SmallVector<int64_t> shape(type.getShape());
+              for (int64_t &size : shape)
+                if (ShapedType::isDynamic(size))
+                  size = block;
+              return tensor::CastOp::create(
+                         b, loc, RankedTensorType::get(shape, f32), x)
+                  .getResult();
+            };
+            SmallVector<Value> next =
+                keyBlock(fixed(qTile), fixed(kTile), fixed(vTile), rows,
+                         columns, firstPosition, firstKey, fixed(carried[0]),
+                         fixed(carried[1]), fixed(carried[2]), lowest,
+                         /*wholeBlock=*/true);
+            scf::YieldOp::create(b, loc,
+                                 castToTypes(b, loc, next, carried.getTypes()));
+            b.setInsertionPointToStart(choice.elseBlock());
+            scf::YieldOp::create(b, loc,
+                                 keyBlock(qTile, kTile, vTile, rows, columns,
+                                          firstPosition, firstKey, carried[0],
+                                          carried[1], carried[2], lowest,
+                                          /*wholeBlock=*/false));
+          }
+          scf::YieldOp::create(b, loc, choice.getResults());
         });
     Value total = loop.getResult(1);
     return buildElementwise(
@@ -75,23 +110,44 @@ private:
     return AffineMap::get(dims, 0, exprs, b.getContext());
   }
 
-  /// One key block: the running maximum, sum and output after it.
+  /// One key block: the running maximum, sum and output after it. A whole
+  /// block has static [block, ...] tiles and its two products are
+  /// linalg.matmul ops (the keys transposed once); a partial one keeps
+  /// dynamic sizes and contractions on loops.
   SmallVector<Value> keyBlock(Value qTile, Value kTile, Value vTile, Value rows,
                               Value columns, Value firstPosition,
                               Value firstKey, Value maximum, Value sum,
-                              Value acc, Value lowest) {
+                              Value acc, Value lowest, bool wholeBlock) {
     OpFoldResult rowSize = rows, columnSize = columns;
-    // scores[i, j] = scale q[i] . k[j], loops (i, j, c).
-    Value scores = buildGeneric(
-        b, loc, ValueRange{qTile, kTile},
-        createZeros(b, loc, {rowSize, columnSize}, f32),
-        {map(3, {0, 2}), map(3, {1, 2}), map(3, {0, 1})},
-        {IteratorType::parallel, IteratorType::parallel,
-         IteratorType::reduction},
-        [](OpBuilder &nb, Location nl, ValueRange args) {
-          Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
-          return arith::AddFOp::create(nb, nl, args[2], product).getResult();
-        });
+    if (wholeBlock)
+      rowSize = columnSize = b.getIndexAttr(block);
+    Value scoresInit = createZeros(b, loc, {rowSize, columnSize}, f32);
+    Value scores;
+    if (wholeBlock) {
+      int64_t keyDim = cast<RankedTensorType>(kTile.getType()).getDimSize(1);
+      Value keysT =
+          linalg::TransposeOp::create(
+              b, loc, kTile,
+              createEmpty(b, loc,
+                          {b.getIndexAttr(keyDim), b.getIndexAttr(block)}, f32),
+              ArrayRef<int64_t>{1, 0})
+              .getResult()[0];
+      scores = linalg::MatmulOp::create(b, loc, TypeRange{scoresInit.getType()},
+                                        ValueRange{qTile, keysT},
+                                        ValueRange{scoresInit})
+                   .getResult(0);
+    } else {
+      // scores[i, j] = q[i] . k[j], loops (i, j, c).
+      scores = buildGeneric(
+          b, loc, ValueRange{qTile, kTile}, scoresInit,
+          {map(3, {0, 2}), map(3, {1, 2}), map(3, {0, 1})},
+          {IteratorType::parallel, IteratorType::parallel,
+           IteratorType::reduction},
+          [](OpBuilder &nb, Location nl, ValueRange args) {
+            Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
+            return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+          });
+    }
     Value factor = constant(scale);
     // Whether key j of the block is visible to query i.
     auto visible = [&](OpBuilder &nb, Location nl) {
@@ -103,8 +159,8 @@ private:
                                    position)
           .getResult();
     };
-    auto rowsAndColumns =
-        ArrayRef<IteratorType>{IteratorType::parallel, IteratorType::reduction};
+    SmallVector<IteratorType> rowsAndColumns = {IteratorType::parallel,
+                                                IteratorType::reduction};
     // Each update is written into the carried tensor it replaces, so that
     // the loop's values stay in their buffers: the block's row maxima
     // (fresh), the correction from the old maximum, then the new maximum.
@@ -167,6 +223,12 @@ private:
         });
     Value scaledAcc = buildElementwise(b, loc, ValueRange{acc, correction}, acc,
                                        {map(2, {0, 1}), map(2, {0})}, times);
+    if (wholeBlock)
+      return {newMaximum, newSum,
+              linalg::MatmulOp::create(b, loc, TypeRange{scaledAcc.getType()},
+                                       ValueRange{probabilities, vTile},
+                                       ValueRange{scaledAcc})
+                  .getResult(0)};
     // acc[i, c] += sum_j p[i, j] v[j, c], loops (i, c, j).
     Value newAcc = buildGeneric(
         b, loc, ValueRange{probabilities, vTile}, scaledAcc,

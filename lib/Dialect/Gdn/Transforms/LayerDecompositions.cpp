@@ -18,6 +18,7 @@
 #include "gdn/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 
@@ -128,29 +129,54 @@ struct MlaDecomposition : LayerDecomposition<MlaDecomposition, MlaOp> {
     }
     Value kvB = w[next++];
     float scale = 1.0f / std::sqrt(static_cast<float>(nope + rope));
-    Value attended;
-    if (op.getAbsorbed()) {
-      attended = ab.absorbedAttention(
+    auto absorbed = [&] {
+      return ab.absorbedAttention(
           qNope, qRope, allLatent, allKRope, ab.headRows(kvB, heads, 0, nope),
           ab.headRows(kvB, heads, nope, vDim), scale, past);
-    } else {
+    };
+    auto expanded = [&](std::optional<uint64_t> block) {
       Value kv = ab.splitHeads(ab.linear(allLatent, kvB, Value()), heads);
       Value kNope = ab.sliceLast(kv, 0, nope);
       Value values = ab.sliceLast(kv, nope, vDim);
-      if (std::optional<uint64_t> block = op.getAttentionBlock()) {
-        // Per head: queries [nope | rope], keys [k_nope | the shared
-        // k_rope].
-        Value queries = concatAlong(b, loc, {qNope, qRope}, 3);
-        Value keys =
-            concatAlong(b, loc, {kNope, ab.broadcastHeads(allKRope, heads)}, 3);
-        attended =
-            buildBlockedCausalAttention(b, loc, queries, keys, values, scale,
-                                        past, static_cast<int64_t>(*block));
-      } else {
+      if (!block) {
         Value probabilities = ab.causalSoftmax(
             ab.scores(qNope, kNope, qRope, allKRope), scale, past);
-        attended = ab.weightedValues(probabilities, values);
+        return ab.weightedValues(probabilities, values);
       }
+      // Per head: queries [nope | rope], keys [k_nope | the shared k_rope].
+      Value queries = concatAlong(b, loc, {qNope, qRope}, 3);
+      Value keys =
+          concatAlong(b, loc, {kNope, ab.broadcastHeads(allKRope, heads)}, 3);
+      return buildBlockedCausalAttention(b, loc, queries, keys, values, scale,
+                                         past, static_cast<int64_t>(*block));
+    };
+    std::optional<uint64_t> block = op.getAttentionBlock();
+    Value attended;
+    if (op.getAbsorbed() && block) {
+      // Chosen per call: a few new tokens (decode) in the absorbed form, a
+      // prompt in blocks.
+      Value tokens = tensor::DimOp::create(b, loc, x, 1);
+      Value few = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ult, tokens,
+          arith::ConstantIndexOp::create(b, loc, static_cast<int64_t>(*block)));
+      auto type = RankedTensorType::get(
+          {ShapedType::kDynamic, ShapedType::kDynamic, heads, vDim},
+          b.getF32Type());
+      auto choice = scf::IfOp::create(b, loc, TypeRange{type}, few,
+                                      /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(choice.thenBlock());
+        scf::YieldOp::create(b, loc, castToTypes(b, loc, absorbed(), type));
+        b.setInsertionPointToStart(choice.elseBlock());
+        scf::YieldOp::create(b, loc,
+                             castToTypes(b, loc, expanded(block), type));
+      }
+      attended = choice.getResult(0);
+    } else if (op.getAbsorbed()) {
+      attended = absorbed();
+    } else {
+      attended = expanded(block);
     }
     Value y = ab.linear(ab.mergeHeads(attended), w[next++], Value());
     if (op.getInPlaceCache())

@@ -299,12 +299,14 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
     step then appends to the cache instead of copying it, which is how a
     model's step function keeps its caches.
 
-    With `attention_block = N` (1 to 1024) and not `absorbed`, the
-    decomposition computes the attention in blocks of N queries against
-    blocks of N keys with an online softmax (a running maximum and sum per
-    query): the `T x (P + T)` scores are never materialized, key blocks past
-    a query block's last position are skipped, and each (sequence, head,
-    query block) is a task of its own (`gdn-block-attention` sets it).
+    With `attention_block = N` (1 to 1024), the decomposition computes the
+    expanded attention in blocks of N queries against blocks of N keys with
+    an online softmax (a running maximum and sum per query): the `T x (P +
+    T)` scores are never materialized, key blocks past a query block's last
+    position are skipped, and each (sequence, head, query block) is a task
+    of its own (`gdn-block-attention` sets it). With `absorbed` too, the
+    form is chosen when the op runs: absorbed for fewer than N new tokens,
+    blocked for more.
   }];
   let arguments = (ins
     AnyRankedTensor:$x,

@@ -98,12 +98,14 @@ def GdnAbsorbMlaDecodePass : Pass<"gdn-absorb-mla-decode", "func::FuncOp"> {
 def GdnBlockAttentionPass : Pass<"gdn-block-attention", "func::FuncOp"> {
   let summary = "Choose blocked causal attention with an online softmax";
   let description = [{
-    Sets `attention_block` on every `gdn.mla` that is not `absorbed` and on
-    every `gdn.gated_attention`: their decompositions then compute the
-    attention in blocks of `block-size` queries and keys with an online
-    softmax, so that a prefill of T tokens never materializes T x T scores
-    (memory and time that grow with T^2), and skips the key blocks that
-    causality hides. 0 leaves the ops alone (the whole score matrix).
+    Sets `attention_block` on every `gdn.mla` and `gdn.gated_attention`:
+    their decompositions then compute the attention in blocks of
+    `block-size` queries and keys with an online softmax, so that a prefill
+    of T tokens never materializes T x T scores (memory and time that grow
+    with T^2), and skips the key blocks that causality hides. An `absorbed`
+    `gdn.mla` (a model's step, which serves both decode and prompts) then
+    chooses per call: fewer than `block-size` new tokens in the absorbed
+    form, more in blocks. 0 leaves the ops alone (the whole score matrix).
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"64",
