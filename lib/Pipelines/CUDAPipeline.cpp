@@ -129,7 +129,10 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
 
 void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
                                       const CUDAPipelineOptions &options) {
-  // Layer ops become the delta rule and linalg, as for the CPU.
+  // Layer ops become the delta rule and linalg, as for the CPU; attention
+  // that continues a cache in the absorbed form.
+  if (options.mlaAbsorbedDecode)
+    pm.addNestedPass<func::FuncOp>(createGdnAbsorbMlaDecodePass());
   pm.addNestedPass<func::FuncOp>(createGdnDecomposeLayersPass());
   // Every decision of the chunked scan, as an attribute the lowering reads.
   pm.addNestedPass<func::FuncOp>(

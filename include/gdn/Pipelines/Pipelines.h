@@ -199,6 +199,12 @@ struct CUDAPipelineOptions
       llvm::cl::desc("Largest blocks-per-multiprocessor count the occupancy "
                      "hints ask for"),
       llvm::cl::init(GdnSharedMemoryOccupancyPassOptions().maxBlocks)};
+  Option<bool> mlaAbsorbedDecode{
+      *this, "mla-absorbed-decode",
+      llvm::cl::desc("Attention of gdn.mla ops that continue a cache in the "
+                     "absorbed form (gdn-absorb-mla-decode): scores against "
+                     "the cached latents, not keys expanded from them"),
+      llvm::cl::init(true)};
   Option<int64_t> elementwiseThreads{
       *this, "elementwise-threads",
       llvm::cl::desc("Threads per block of the kernels made from linalg ops "

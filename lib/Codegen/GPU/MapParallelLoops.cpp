@@ -43,10 +43,39 @@ bool isInKernel(Operation *op) {
          op->getParentOfType<gpu::GPUModuleOp>();
 }
 
+/// A generic whose reduction dimensions come before parallel ones (the
+/// absorbed attention's sum over the keys, outside the loop over a
+/// latent's channels) gets its loops interchanged, parallel ones first:
+/// its parallel loops are then one nest around the reductions, which the
+/// grid mapping needs.
+linalg::LinalgOp parallelDimensionsFirst(RewriterBase &rewriter,
+                                         linalg::LinalgOp op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic)
+    return op;
+  SmallVector<unsigned> order;
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
+  for (auto [i, iterator] : llvm::enumerate(iterators))
+    if (linalg::isParallelIterator(iterator))
+      order.push_back(i);
+  for (auto [i, iterator] : llvm::enumerate(iterators))
+    if (!linalg::isParallelIterator(iterator))
+      order.push_back(i);
+  bool identity = llvm::all_of(llvm::enumerate(order), [](auto entry) {
+    return entry.index() == entry.value();
+  });
+  if (identity)
+    return op;
+  FailureOr<linalg::GenericOp> interchanged =
+      linalg::interchangeGenericOp(rewriter, generic, order);
+  return succeeded(interchanged) ? linalg::LinalgOp(*interchanged) : op;
+}
+
 /// The op as loops in place; an op without parallel dimensions (a
 /// zero-rank or all-reduction op) gets a one-iteration parallel loop around
 /// it, so that it still runs on the device.
 LogicalResult lowerToLoops(RewriterBase &rewriter, linalg::LinalgOp op) {
+  op = parallelDimensionsFirst(rewriter, op);
   Location loc = op.getLoc();
   if (op.getNumParallelLoops() == 0 ||
       !linalg::isParallelIterator(op.getIteratorTypesArray().front())) {
@@ -99,17 +128,17 @@ LogicalResult mapToGrid(RewriterBase &rewriter, scf::ParallelOp loop,
   auto grid = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
                                       ValueRange{blocks}, ValueRange{one});
   rewriter.setInsertionPointToStart(grid.getBody());
-  auto block = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
-                                       ValueRange{threadsPerBlock},
-                                       ValueRange{one});
+  auto block =
+      scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                              ValueRange{threadsPerBlock}, ValueRange{one});
   rewriter.setInsertionPointToStart(block.getBody());
   Value linear = arith::AddIOp::create(
       rewriter, loc,
       arith::MulIOp::create(rewriter, loc, grid.getInductionVars()[0],
                             threadsPerBlock),
       block.getInductionVars()[0]);
-  Value inRange = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                        linear, total);
+  Value inRange = arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::ult, linear, total);
   auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElse=*/false);
   rewriter.setInsertionPointToStart(guard.thenBlock());
   int64_t rank = tripCounts.size();
@@ -130,8 +159,8 @@ LogicalResult mapToGrid(RewriterBase &rewriter, scf::ParallelOp loop,
   rewriter.inlineBlockBefore(body, guard.thenBlock()->getTerminator(), ivs);
   rewriter.eraseOp(loop);
 
-  if (failed(gpu::setMappingAttr(grid,
-                                 mappingTo(rewriter, gpu::Processor::BlockX))) ||
+  if (failed(gpu::setMappingAttr(
+          grid, mappingTo(rewriter, gpu::Processor::BlockX))) ||
       failed(gpu::setMappingAttr(block,
                                  mappingTo(rewriter, gpu::Processor::ThreadX))))
     return grid.emitOpError("cannot be mapped to the GPU");
@@ -146,7 +175,6 @@ LogicalResult mapToGrid(RewriterBase &rewriter, scf::ParallelOp loop,
   });
   return nested;
 }
-
 
 constexpr int64_t kWarpSize = 32;
 
@@ -231,8 +259,7 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   int64_t warpsPerBlock = blockThreads / kWarpSize;
   Value blocks = arith::MaxUIOp::create(
       rewriter, loc,
-      arith::CeilDivUIOp::create(rewriter, loc, total,
-                                 constant(warpsPerBlock)),
+      arith::CeilDivUIOp::create(rewriter, loc, total, constant(warpsPerBlock)),
       one);
   auto grid = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
                                       ValueRange{blocks}, ValueRange{one});
@@ -250,8 +277,8 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
       arith::DivUIOp::create(rewriter, loc, thread, warp));
   // The condition is the same for the whole warp, so every lane of a warp
   // that sums meets the shuffles.
-  Value inRange = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                        linear, total);
+  Value inRange = arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::ult, linear, total);
   auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElse=*/false);
   rewriter.setInsertionPointToStart(guard.thenBlock());
   SmallVector<Value> ivs(sizes.size());
