@@ -131,3 +131,30 @@ func.func @row_max(%s: memref<?x128xf32>, %m: memref<?xf32>) {
   }
   return
 }
+
+// -----
+
+// A reduction before a parallel dimension (the absorbed attention's sum
+// over the keys s outside the latent channels r): the loops are
+// interchanged, both parallel dimensions in the grid, the sum over s in
+// the thread.
+// CHECK-LABEL: func.func @reduction_before_parallel
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}})
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c128)
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c40
+// CHECK-NOT: scf.parallel
+// CHECK: memref.store
+func.func @reduction_before_parallel(%p: memref<8x40xf32>, %latents: memref<40x32xf32>, %out: memref<8x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, s, r) -> (t, s)>,
+                                   affine_map<(t, s, r) -> (s, r)>,
+                                   affine_map<(t, s, r) -> (t, r)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%p, %latents : memref<8x40xf32>, memref<40x32xf32>)
+      outs(%out : memref<8x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
