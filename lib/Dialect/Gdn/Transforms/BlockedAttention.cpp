@@ -110,6 +110,20 @@ private:
     return AffineMap::get(dims, 0, exprs, b.getContext());
   }
 
+  /// init[i, j] + sum_c lhs[i, c] rhs(...) over loops (i, j, c), `rhsMap`
+  /// placing rhs in them: the partial blocks' products, on loops.
+  Value multiplyAccumulate(Value lhs, Value rhs, Value init, AffineMap rhsMap) {
+    return buildGeneric(
+        b, loc, ValueRange{lhs, rhs}, init,
+        {map(3, {0, 2}), rhsMap, map(3, {0, 1})},
+        {IteratorType::parallel, IteratorType::parallel,
+         IteratorType::reduction},
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
+          return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+        });
+  }
+
   /// One key block: the running maximum, sum and output after it. A whole
   /// block has static [block, ...] tiles and its two products are
   /// linalg.matmul ops (the keys transposed once); a partial one keeps
@@ -138,15 +152,7 @@ private:
                    .getResult(0);
     } else {
       // scores[i, j] = q[i] . k[j], loops (i, j, c).
-      scores = buildGeneric(
-          b, loc, ValueRange{qTile, kTile}, scoresInit,
-          {map(3, {0, 2}), map(3, {1, 2}), map(3, {0, 1})},
-          {IteratorType::parallel, IteratorType::parallel,
-           IteratorType::reduction},
-          [](OpBuilder &nb, Location nl, ValueRange args) {
-            Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
-            return arith::AddFOp::create(nb, nl, args[2], product).getResult();
-          });
+      scores = multiplyAccumulate(qTile, kTile, scoresInit, map(3, {1, 2}));
     }
     Value factor = constant(scale);
     // Whether key j of the block is visible to query i.
@@ -230,16 +236,9 @@ private:
                                        ValueRange{scaledAcc})
                   .getResult(0)};
     // acc[i, c] += sum_j p[i, j] v[j, c], loops (i, c, j).
-    Value newAcc = buildGeneric(
-        b, loc, ValueRange{probabilities, vTile}, scaledAcc,
-        {map(3, {0, 2}), map(3, {2, 1}), map(3, {0, 1})},
-        {IteratorType::parallel, IteratorType::parallel,
-         IteratorType::reduction},
-        [](OpBuilder &nb, Location nl, ValueRange args) {
-          Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
-          return arith::AddFOp::create(nb, nl, args[2], product).getResult();
-        });
-    return {newMaximum, newSum, newAcc};
+    return {
+        newMaximum, newSum,
+        multiplyAccumulate(probabilities, vTile, scaledAcc, map(3, {2, 1}))};
   }
 
   OpBuilder &b;
