@@ -49,6 +49,35 @@ def test_prefill_then_16_decode_steps(tmp_path, q_lora_rank, conv_size,
     assert compiled.position == prompt + 16
 
 
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_decode_projections_in_row_blocks(tmp_path, dtype):
+    """Decode projections as dot products along weight rows, with the
+    shapes that take each path: a vocabulary of 100 (a block of 64 rows,
+    36 rows after it), an MLP of 56 (blocks of 8; its down projection has
+    56 inputs, not a multiple of 16), bf16 weights widened in registers."""
+    config = hybrid_config(0, 4, num_layers=2)
+    config["vocab_size"] = 100
+    config["mlp_hidden_size"] = 56
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(config))
+    weights_path = str(tmp_path / "model.safetensors")
+    safetensors.save(weights_path,
+                     model.init_weights(model.load_config(config), seed=4),
+                     dtype)
+    # The reference sees the weights as stored (rounded to bf16, say).
+    weights = safetensors.load(weights_path)
+    compiled = compiled_model.CompiledModel(path)
+    expected = model.ModelReference(model.load_config(config), weights)
+    ids = np.random.default_rng(4).integers(0, 100, size=(2, 3))
+    next_ids = np.argmax(expected.prefill(ids)[:, -1], axis=-1)
+    compiled.prefill(ids)
+    for step in range(4):
+        expected_logits = expected.decode(next_ids)
+        _close(compiled.decode(next_ids), expected_logits,
+               f"decode step {step}")
+        next_ids = np.argmax(expected_logits, axis=-1)
+
+
 def test_prefill_in_chunks_equals_one_prefill(tmp_path):
     """The step continues a prompt from its caches: 13 tokens as 5 + 8."""
     config_path, weights = _write(tmp_path, hybrid_config(0, 4), seed=9)

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::gdn {
@@ -19,6 +20,10 @@ using namespace mlir::gdn;
 
 namespace {
 constexpr StringLiteral kTilingAttr = "gdn.projection_tiling";
+/// Weight rows whose dots with one token are in flight together: as many
+/// independent FMA chains as hide the FMA latency, and as many weight
+/// streams as keep the loads ahead.
+constexpr int64_t kDotRows = 8;
 
 /// A projection: f32 x [B, T, I] times a static weight [O, I] (f32, or
 /// bf16 widened where it is read) into [B, T, O] on tensors
@@ -47,9 +52,9 @@ class ProjectionTiler {
 public:
   ProjectionTiler(RewriterBase &b, linalg::ContractOp op, int64_t rowBlock,
                   int64_t rowTile)
-      : b(b), loc(op.getLoc()), x(op.getInputs()[0]),
-        weight(op.getInputs()[1]), init(op.getOutputs()[0]),
-        rowBlock(rowBlock), rowTile(rowTile), f32(b.getF32Type()) {
+      : b(b), loc(op.getLoc()), x(op.getInputs()[0]), weight(op.getInputs()[1]),
+        init(op.getOutputs()[0]), rowBlock(rowBlock), rowTile(rowTile),
+        f32(b.getF32Type()) {
     auto weightType = cast<RankedTensorType>(weight.getType());
     outputs = weightType.getDimSize(0);
     inputs = weightType.getDimSize(1);
@@ -67,8 +72,7 @@ public:
     auto tiledPart = scf::IfOp::create(
         b, loc, any,
         [&](OpBuilder &tb, Location) {
-          scf::YieldOp::create(tb, loc,
-                               staticTiles(tb, batch, tokens, tiled));
+          scf::YieldOp::create(tb, loc, staticTiles(tb, batch, tokens, tiled));
         },
         [&](OpBuilder &eb, Location) { scf::YieldOp::create(eb, loc, init); });
     // The last tokens of every sequence, as a contraction on loops.
@@ -82,14 +86,8 @@ public:
     SmallVector<OpFoldResult> restSizes = {batch, rest,
                                            b.getIndexAttr(outputs)};
     Value restAcc = tensor::ExtractSliceOp::create(
-        b, loc, tiledPart.getResult(0), restOffsets, restSizes,
-        unitStrides(b));
-    Value restOut =
-        linalg::ContractOp::create(b, loc, TypeRange{restAcc.getType()},
-                                   ValueRange{restX, weight},
-                                   ValueRange{restAcc},
-                                   getProjectionIndexingMaps(b.getContext()))
-            .getResult(0);
+        b, loc, tiledPart.getResult(0), restOffsets, restSizes, unitStrides(b));
+    Value restOut = rowDots(restX, restAcc, batch, rest);
     return tensor::InsertSliceOp::create(b, loc, restOut,
                                          tiledPart.getResult(0), restOffsets,
                                          restSizes, unitStrides(b));
@@ -141,14 +139,199 @@ private:
       return linalg::TransposeOp::create(tb, loc, weight, empty,
                                          ArrayRef<int64_t>{1, 0})
           .getResult()[0];
-    AffineMap swapped = AffineMap::getPermutationMap(
-        ArrayRef<unsigned>{1, 0}, tb.getContext());
+    AffineMap swapped =
+        AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, tb.getContext());
     return buildGeneric(
         tb, loc, weight, empty, {swapped, tb.getMultiDimIdentityMap(2)},
         {utils::IteratorType::parallel, utils::IteratorType::parallel},
         [&](OpBuilder &nb, Location nl, ValueRange args) {
           return convertFloat(nb, nl, args[0], nb.getF32Type());
         });
+  }
+
+  /// The projection contraction of `rows` of x ([batch, tokens, inputs])
+  /// with the weight rows [first, first + count), into `acc`.
+  Value contraction(OpBuilder &nb, Value rows, Value acc, int64_t first,
+                    int64_t count) {
+    Value part = weight;
+    if (first != 0 || count != outputs)
+      part = tensor::ExtractSliceOp::create(
+          nb, loc, weight,
+          ArrayRef<OpFoldResult>{nb.getIndexAttr(first), nb.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{nb.getIndexAttr(count),
+                                 nb.getIndexAttr(inputs)},
+          SmallVector<OpFoldResult>(2, nb.getIndexAttr(1)));
+    return linalg::ContractOp::create(
+               nb, loc, TypeRange{acc.getType()}, ValueRange{rows, part},
+               ValueRange{acc}, getProjectionIndexingMaps(nb.getContext()))
+        .getResult(0);
+  }
+
+  /// [batch, tokens, columns] of `acc` from column `first`.
+  Value columnsOf(OpBuilder &nb, Value acc, Value batch, Value tokens,
+                  OpFoldResult first, int64_t columns) {
+    return tensor::ExtractSliceOp::create(
+        nb, loc, acc,
+        ArrayRef<OpFoldResult>{nb.getIndexAttr(0), nb.getIndexAttr(0), first},
+        ArrayRef<OpFoldResult>{batch, tokens, nb.getIndexAttr(columns)},
+        unitStrides(nb));
+  }
+
+  /// The remainder rows (fewer than a row tile: a decode step's tokens) as
+  /// dot products along the weight's rows, which are contiguous in memory:
+  /// the weight's rows go in blocks, one scf.forall task per block (so that
+  /// a single token still spreads over the threads), and each token's dots
+  /// with a block are vector code (tokenDots). The weight is read once per
+  /// token as it is stored, bf16 widened in registers, never transposed:
+  /// the loop-nest contraction it replaces kept one scalar accumulator in
+  /// memory, which LLVM does not vectorize. Rows past the last whole block,
+  /// and inputs that are not a multiple of 16, stay a contraction.
+  Value rowDots(Value rows, Value acc, Value batch, Value tokens) {
+    int64_t lanes = inputs % 32 == 0 ? 32 : inputs % 16 == 0 ? 16 : 0;
+    int64_t block = 0;
+    static_assert(kDotRows == 8, "blocks are multiples of kDotRows");
+    for (int64_t size : {64, 32, 16, 8})
+      if (outputs % size == 0) {
+        block = size;
+        break;
+      }
+    if (!block)
+      block = outputs >= 64 ? 64 : 0;
+    if (!lanes || !block)
+      return contraction(b, rows, acc, 0, outputs);
+    int64_t blocks = outputs / block;
+    int64_t covered = blocks * block;
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(blocks)}, ValueRange{acc},
+        std::nullopt, [&](OpBuilder &fb, Location, ValueRange args) {
+          Value firstRow =
+              arith::MulIOp::create(fb, loc, args[0], index(fb, block));
+          Value weightBlock = tensor::ExtractSliceOp::create(
+              fb, loc, weight,
+              ArrayRef<OpFoldResult>{firstRow, fb.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{fb.getIndexAttr(block),
+                                     fb.getIndexAttr(inputs)},
+              SmallVector<OpFoldResult>(2, fb.getIndexAttr(1)));
+          Value columns =
+              columnsOf(fb, args[1], batch, tokens, firstRow, block);
+          auto overSequences = scf::ForOp::create(
+              fb, loc, index(fb, 0), batch, index(fb, 1), ValueRange{columns},
+              [&](OpBuilder &sb, Location, Value sequence, ValueRange outer) {
+                auto overTokens = scf::ForOp::create(
+                    sb, loc, index(sb, 0), tokens, index(sb, 1), outer,
+                    [&](OpBuilder &lb, Location, Value token,
+                        ValueRange inner) {
+                      scf::YieldOp::create(lb, loc,
+                                           tokenDots(lb, inner[0], sequence,
+                                                     token, weightBlock, block,
+                                                     lanes, rows));
+                    });
+                scf::YieldOp::create(sb, loc, overTokens.getResults());
+              });
+          auto terminator = scf::InParallelOp::create(fb, loc);
+          OpBuilder ib = OpBuilder::atBlockBegin(terminator.getBody());
+          tensor::ParallelInsertSliceOp::create(
+              ib, loc, overSequences.getResult(0), args[1],
+              ArrayRef<OpFoldResult>{ib.getIndexAttr(0), ib.getIndexAttr(0),
+                                     OpFoldResult(firstRow)},
+              ArrayRef<OpFoldResult>{batch, tokens, ib.getIndexAttr(block)},
+              unitStrides(ib));
+        });
+    forall->setAttr(
+        kTilingAttr,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("row_dot_block", b.getI64IntegerAttr(block)),
+             b.getNamedAttr("row_dot_lanes", b.getI64IntegerAttr(lanes))}));
+    Value result = forall.getResult(0);
+    if (covered == outputs)
+      return result;
+    // The weight rows past the last whole block.
+    int64_t left = outputs - covered;
+    Value leftAcc =
+        columnsOf(b, result, batch, tokens, b.getIndexAttr(covered), left);
+    Value leftOut = contraction(b, rows, leftAcc, covered, left);
+    return tensor::InsertSliceOp::create(
+        b, loc, leftOut, result,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0),
+                               b.getIndexAttr(covered)},
+        ArrayRef<OpFoldResult>{batch, tokens, b.getIndexAttr(left)},
+        unitStrides(b));
+  }
+
+  /// One token's dots with a block of weight rows ([block, inputs]), added
+  /// into its [1, 1, block] of `columns`: kDotRows rows at a time, each
+  /// with a vector of `lanes` partial sums carried along the inputs (one
+  /// FMA per weight vector, the row of x broadcast), then each row's lanes
+  /// added up once.
+  Value tokenDots(OpBuilder &nb, Value columns, Value sequence, Value token,
+                  Value weightBlock, int64_t block, int64_t lanes, Value rows) {
+    Value row = tensor::ExtractSliceOp::create(
+        nb, loc, RankedTensorType::get({inputs}, f32), rows,
+        ArrayRef<OpFoldResult>{sequence, token, nb.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
+                               nb.getIndexAttr(inputs)},
+        unitStrides(nb));
+    Value out = tensor::ExtractSliceOp::create(
+        nb, loc, RankedTensorType::get({block}, f32), columns,
+        ArrayRef<OpFoldResult>{sequence, token, nb.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
+                               nb.getIndexAttr(block)},
+        unitStrides(nb));
+    Type weightElement =
+        cast<RankedTensorType>(weight.getType()).getElementType();
+    auto laneType = VectorType::get({lanes}, f32);
+    auto weightLaneType = VectorType::get({lanes}, weightElement);
+    auto overRows = scf::ForOp::create(
+        nb, loc, index(nb, 0), index(nb, block), index(nb, kDotRows),
+        ValueRange{out},
+        [&](OpBuilder &rb, Location, Value firstRow, ValueRange rowsAcc) {
+          Value zeros = arith::ConstantOp::create(
+              rb, loc, laneType, DenseElementsAttr::get(laneType, 0.0f));
+          SmallVector<Value> initial(kDotRows, zeros);
+          auto alongInputs = scf::ForOp::create(
+              rb, loc, index(rb, 0), index(rb, inputs), index(rb, lanes),
+              initial,
+              [&](OpBuilder &ib, Location, Value column, ValueRange acc) {
+                Value xLanes = vector::TransferReadOp::create(
+                    ib, loc, laneType, row, ValueRange{column},
+                    /*padding=*/std::nullopt, ArrayRef<bool>{true});
+                SmallVector<Value> next;
+                for (int64_t r = 0; r < kDotRows; ++r) {
+                  Value weightRow =
+                      arith::AddIOp::create(ib, loc, firstRow, index(ib, r));
+                  Value w = vector::TransferReadOp::create(
+                      ib, loc, weightLaneType, weightBlock,
+                      ValueRange{weightRow, column}, /*padding=*/std::nullopt,
+                      ArrayRef<bool>{true});
+                  if (weightElement != f32)
+                    w = arith::ExtFOp::create(ib, loc, laneType, w);
+                  next.push_back(
+                      vector::FMAOp::create(ib, loc, w, xLanes, acc[r]));
+                }
+                scf::YieldOp::create(ib, loc, next);
+              });
+          SmallVector<Value> sums;
+          for (Value partial : alongInputs.getResults())
+            sums.push_back(vector::ReductionOp::create(
+                rb, loc, vector::CombiningKind::ADD, partial));
+          auto sumType = VectorType::get({kDotRows}, f32);
+          Value dots = vector::FromElementsOp::create(rb, loc, sumType, sums);
+          Value before = vector::TransferReadOp::create(
+              rb, loc, sumType, rowsAcc[0], ValueRange{firstRow},
+              /*padding=*/std::nullopt, ArrayRef<bool>{true});
+          Value after = arith::AddFOp::create(rb, loc, before, dots);
+          Value written = vector::TransferWriteOp::create(
+                              rb, loc, after, rowsAcc[0], ValueRange{firstRow},
+                              ArrayRef<bool>{true})
+                              .getResult();
+          scf::YieldOp::create(rb, loc, written);
+        });
+    return tensor::InsertSliceOp::create(
+        nb, loc, overRows.getResult(0), columns,
+        ArrayRef<OpFoldResult>{sequence, token, nb.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
+                               nb.getIndexAttr(block)},
+        unitStrides(nb));
   }
 
   Value staticTiles(OpBuilder &tb, Value batch, Value tokens, Value tiled) {
@@ -214,9 +397,10 @@ struct GdnCPUTileProjectionsPass
 
   void runOnOperation() override {
     // The pass options, in Passes.td order.
-    if (llvm::Error error = checkCPUTileProjectionsOptions({rowBlock, rowTile})) {
-      getOperation().emitError() << "gdn-cpu-tile-projections: "
-                                 << llvm::toString(std::move(error));
+    if (llvm::Error error =
+            checkCPUTileProjectionsOptions({rowBlock, rowTile})) {
+      getOperation().emitError()
+          << "gdn-cpu-tile-projections: " << llvm::toString(std::move(error));
       return signalPassFailure();
     }
     // Collected first: the remainder contractions the rewrite creates are

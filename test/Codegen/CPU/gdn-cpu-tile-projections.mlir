@@ -8,7 +8,9 @@
 
 // A projection: blocks of 64 tokens per sequence in an scf.forall, then
 // 8-token tiles, both static matmuls on the weight transposed once; the
-// last tokens stay a projection contraction. The choice is on the loops.
+// last tokens are dot products along the weight's rows: blocks of 16 rows
+// (the widest that divides 48) in an scf.forall, 8 rows of 32-lane FMAs at
+// a time. The choices are on the loops.
 // CHECK-LABEL: func.func @projection
 // CHECK: scf.if
 // CHECK: linalg.transpose ins(%{{.*}} : tensor<48x32xf32>)
@@ -19,8 +21,17 @@
 // CHECK: scf.for
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x32xf32>, tensor<32x48xf32>) outs(%{{.*}} : tensor<8x48xf32>)
 // CHECK: } {gdn.projection_tiling = {row_block = 64 : i64, row_tile = 8 : i64}}
-// CHECK: linalg.contract
-// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<?x?x32xf32>, tensor<48x32xf32>)
+// CHECK: scf.forall (%{{.*}}) in (3)
+// CHECK: tensor.extract_slice %{{.*}} [16, 32] [1, 1] : tensor<48x32xf32> to tensor<16x32xf32>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (tensor<16xf32>)
+// CHECK: scf.for {{.*}} -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
+// CHECK-COUNT-8: vector.fma
+// CHECK-COUNT-8: vector.reduction <add>
+// CHECK: vector.from_elements {{.*}} : vector<8xf32>
+// CHECK: } {gdn.projection_tiling = {row_dot_block = 16 : i64, row_dot_lanes = 32 : i64}}
+// CHECK-NOT: linalg.contract
 // SMALL-LABEL: func.func @projection
 // SMALL: tensor<32x32xf32>, tensor<32x48xf32>
 // SMALL: {gdn.projection_tiling = {row_block = 32 : i64, row_tile = 4 : i64}}
@@ -56,15 +67,54 @@ func.func @not_projections(%x: tensor<?x?x32xf32>, %w: tensor<?x32xf32>, %wt: te
 #y = affine_map<(b, t, o, i) -> (b, t, o)>
 
 // A bf16 weight: widened to f32 as it is transposed for the tiles, read as
-// bf16 by the remainder contraction.
+// bf16 by the remainder's dots and widened in registers.
 // CHECK-LABEL: func.func @bf16_projection
 // CHECK: linalg.generic
 // CHECK-SAME: ins(%{{.*}} : tensor<48x32xbf16>) outs(%{{.*}} : tensor<32x48xf32>)
 // CHECK: arith.extf %{{.*}} : bf16 to f32
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<64x32xf32>, tensor<32x48xf32>)
-// CHECK: linalg.contract
-// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<?x?x32xf32>, tensor<48x32xbf16>)
+// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true]} : tensor<16x32xbf16>, vector<32xbf16>
+// CHECK-NEXT: arith.extf %{{.*}} : vector<32xbf16> to vector<32xf32>
+// CHECK-NEXT: vector.fma
 func.func @bf16_projection(%x: tensor<?x?x32xf32>, %w: tensor<48x32xbf16>, %init: tensor<?x?x48xf32>) -> tensor<?x?x48xf32> {
   %0 = linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : tensor<?x?x32xf32>, tensor<48x32xbf16>) outs(%init : tensor<?x?x48xf32>) -> tensor<?x?x48xf32>
   return %0 : tensor<?x?x48xf32>
+}
+
+// -----
+
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+
+// 100 weight rows: one block of 64, the 36 rows after it a contraction on
+// their slice of the weight. 48 inputs: 16 lanes.
+// CHECK-LABEL: func.func @rows_past_the_blocks
+// CHECK: scf.forall (%{{.*}}) in (1)
+// CHECK: vector<16xf32>
+// CHECK: {gdn.projection_tiling = {row_dot_block = 64 : i64, row_dot_lanes = 16 : i64}}
+// CHECK: %[[LEFT:.*]] = tensor.extract_slice %{{.*}}[64, 0] [36, 48] [1, 1] : tensor<100x48xf32> to tensor<36x48xf32>
+// CHECK: linalg.contract {{.*}} ins(%{{.*}}, %[[LEFT]] : tensor<?x?x48xf32>, tensor<36x48xf32>)
+func.func @rows_past_the_blocks(%x: tensor<?x?x48xf32>, %w: tensor<100x48xf32>, %init: tensor<?x?x100xf32>) -> tensor<?x?x100xf32> {
+  %0 = linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : tensor<?x?x48xf32>, tensor<100x48xf32>) outs(%init : tensor<?x?x100xf32>) -> tensor<?x?x100xf32>
+  return %0 : tensor<?x?x100xf32>
+}
+
+// -----
+
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+
+// Inputs that are not a multiple of 16, and fewer than 8 weight rows: the
+// remainder stays a contraction.
+// CHECK-LABEL: func.func @no_row_dots
+// CHECK-NOT: row_dot_block
+// CHECK: linalg.contract {{.*}} ins(%{{.*}}, %{{.*}} : tensor<?x?x24xf32>, tensor<64x24xf32>)
+// CHECK-NOT: row_dot_block
+// CHECK: linalg.contract {{.*}} ins(%{{.*}}, %{{.*}} : tensor<?x?x32xf32>, tensor<4x32xf32>)
+func.func @no_row_dots(%x: tensor<?x?x24xf32>, %w: tensor<64x24xf32>, %init: tensor<?x?x64xf32>, %x2: tensor<?x?x32xf32>, %w2: tensor<4x32xf32>, %init2: tensor<?x?x4xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x4xf32>) {
+  %0 = linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : tensor<?x?x24xf32>, tensor<64x24xf32>) outs(%init : tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %1 = linalg.contract indexing_maps = [#x, #w, #y] ins(%x2, %w2 : tensor<?x?x32xf32>, tensor<4x32xf32>) outs(%init2 : tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+  return %0, %1 : tensor<?x?x64xf32>, tensor<?x?x4xf32>
 }

@@ -16,11 +16,18 @@ def GdnCPUTileProjectionsPass
     builds them) is tiled: the tokens of each sequence in blocks of
     `row-block` (one `scf.forall` task per sequence x block, so OpenMP
     spreads them), then tiles of `row-tile`, each a static [rows, I] x
-    [I, O] `linalg.matmul` on the weight transposed once per call; the last
-    tokens (fewer than `row-tile`, as in decode) stay a contraction on
-    loops, and so does the weight: the transposition is skipped when there
-    is no full tile. The choice is recorded on the loops as
-    `gdn.projection_tiling = {row_block, row_tile}`.
+    [I, O] `linalg.matmul` on the weight transposed once per call; the
+    transposition is skipped when there is no full tile. The last tokens
+    (fewer than `row-tile`, as in decode) are dot products along the
+    weight's rows, which are contiguous: an `scf.forall` over blocks of 8
+    to 64 weight rows (so that one token spreads over the threads), and per
+    token vector code that carries 8 rows' vectors of 16 or 32 partial sums
+    along the inputs (the weight read as stored, bf16 widened in
+    registers), then adds up each row's lanes. Weight rows past the last
+    whole block, and inputs that are not a multiple of 16, stay a
+    contraction on loops. The choices are recorded on the loops as
+    `gdn.projection_tiling = {row_block, row_tile}` and
+    `{row_dot_block, row_dot_lanes}`.
   }];
   let options = [
     Option<"rowBlock", "row-block", "int64_t", /*default=*/"64",
@@ -33,6 +40,7 @@ def GdnCPUTileProjectionsPass
     "::mlir::linalg::LinalgDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect",
   ];
 }
 
