@@ -149,31 +149,59 @@ private:
         });
   }
 
+  /// Rows [first, first + count) of the weight.
+  Value weightRows(OpBuilder &nb, OpFoldResult first, int64_t count) {
+    return tensor::ExtractSliceOp::create(
+        nb, loc, weight, ArrayRef<OpFoldResult>{first, nb.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{nb.getIndexAttr(count), nb.getIndexAttr(inputs)},
+        SmallVector<OpFoldResult>(2, nb.getIndexAttr(1)));
+  }
+
   /// The projection contraction of `rows` of x ([batch, tokens, inputs])
   /// with the weight rows [first, first + count), into `acc`.
   Value contraction(OpBuilder &nb, Value rows, Value acc, int64_t first,
                     int64_t count) {
-    Value part = weight;
-    if (first != 0 || count != outputs)
-      part = tensor::ExtractSliceOp::create(
-          nb, loc, weight,
-          ArrayRef<OpFoldResult>{nb.getIndexAttr(first), nb.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{nb.getIndexAttr(count),
-                                 nb.getIndexAttr(inputs)},
-          SmallVector<OpFoldResult>(2, nb.getIndexAttr(1)));
+    Value part = first == 0 && count == outputs
+                     ? weight
+                     : weightRows(nb, nb.getIndexAttr(first), count);
     return linalg::ContractOp::create(
                nb, loc, TypeRange{acc.getType()}, ValueRange{rows, part},
                ValueRange{acc}, getProjectionIndexingMaps(nb.getContext()))
         .getResult(0);
   }
 
+  /// Where the columns [first, first + columns) of every token lie in a
+  /// [batch, tokens, outputs] tensor.
+  SmallVector<OpFoldResult> columnOffsets(OpBuilder &nb, OpFoldResult first) {
+    return {nb.getIndexAttr(0), nb.getIndexAttr(0), first};
+  }
+  SmallVector<OpFoldResult> columnSizes(OpBuilder &nb, Value batch,
+                                        Value tokens, int64_t columns) {
+    return {batch, tokens, nb.getIndexAttr(columns)};
+  }
+
   /// [batch, tokens, columns] of `acc` from column `first`.
   Value columnsOf(OpBuilder &nb, Value acc, Value batch, Value tokens,
                   OpFoldResult first, int64_t columns) {
     return tensor::ExtractSliceOp::create(
-        nb, loc, acc,
-        ArrayRef<OpFoldResult>{nb.getIndexAttr(0), nb.getIndexAttr(0), first},
-        ArrayRef<OpFoldResult>{batch, tokens, nb.getIndexAttr(columns)},
+        nb, loc, acc, columnOffsets(nb, first),
+        columnSizes(nb, batch, tokens, columns), unitStrides(nb));
+  }
+
+  /// Where one token's row of `width` elements lies in a [batch, tokens,
+  /// width] tensor, rank-reduced to 1-D.
+  SmallVector<OpFoldResult> tokenOffsets(OpBuilder &nb, Value sequence,
+                                         Value token) {
+    return {sequence, token, nb.getIndexAttr(0)};
+  }
+  SmallVector<OpFoldResult> tokenSizes(OpBuilder &nb, int64_t width) {
+    return {nb.getIndexAttr(1), nb.getIndexAttr(1), nb.getIndexAttr(width)};
+  }
+  Value tokenRow(OpBuilder &nb, Value source, Value sequence, Value token,
+                 int64_t width) {
+    return tensor::ExtractSliceOp::create(
+        nb, loc, RankedTensorType::get({width}, f32), source,
+        tokenOffsets(nb, sequence, token), tokenSizes(nb, width),
         unitStrides(nb));
   }
 
@@ -206,12 +234,7 @@ private:
         std::nullopt, [&](OpBuilder &fb, Location, ValueRange args) {
           Value firstRow =
               arith::MulIOp::create(fb, loc, args[0], index(fb, block));
-          Value weightBlock = tensor::ExtractSliceOp::create(
-              fb, loc, weight,
-              ArrayRef<OpFoldResult>{firstRow, fb.getIndexAttr(0)},
-              ArrayRef<OpFoldResult>{fb.getIndexAttr(block),
-                                     fb.getIndexAttr(inputs)},
-              SmallVector<OpFoldResult>(2, fb.getIndexAttr(1)));
+          Value weightBlock = weightRows(fb, firstRow, block);
           Value columns =
               columnsOf(fb, args[1], batch, tokens, firstRow, block);
           auto overSequences = scf::ForOp::create(
@@ -232,10 +255,8 @@ private:
           OpBuilder ib = OpBuilder::atBlockBegin(terminator.getBody());
           tensor::ParallelInsertSliceOp::create(
               ib, loc, overSequences.getResult(0), args[1],
-              ArrayRef<OpFoldResult>{ib.getIndexAttr(0), ib.getIndexAttr(0),
-                                     OpFoldResult(firstRow)},
-              ArrayRef<OpFoldResult>{batch, tokens, ib.getIndexAttr(block)},
-              unitStrides(ib));
+              columnOffsets(ib, firstRow),
+              columnSizes(ib, batch, tokens, block), unitStrides(ib));
         });
     forall->setAttr(
         kTilingAttr,
@@ -251,11 +272,8 @@ private:
         columnsOf(b, result, batch, tokens, b.getIndexAttr(covered), left);
     Value leftOut = contraction(b, rows, leftAcc, covered, left);
     return tensor::InsertSliceOp::create(
-        b, loc, leftOut, result,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0),
-                               b.getIndexAttr(covered)},
-        ArrayRef<OpFoldResult>{batch, tokens, b.getIndexAttr(left)},
-        unitStrides(b));
+        b, loc, leftOut, result, columnOffsets(b, b.getIndexAttr(covered)),
+        columnSizes(b, batch, tokens, left), unitStrides(b));
   }
 
   /// One token's dots with a block of weight rows ([block, inputs]), added
@@ -265,18 +283,8 @@ private:
   /// added up once.
   Value tokenDots(OpBuilder &nb, Value columns, Value sequence, Value token,
                   Value weightBlock, int64_t block, int64_t lanes, Value rows) {
-    Value row = tensor::ExtractSliceOp::create(
-        nb, loc, RankedTensorType::get({inputs}, f32), rows,
-        ArrayRef<OpFoldResult>{sequence, token, nb.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
-                               nb.getIndexAttr(inputs)},
-        unitStrides(nb));
-    Value out = tensor::ExtractSliceOp::create(
-        nb, loc, RankedTensorType::get({block}, f32), columns,
-        ArrayRef<OpFoldResult>{sequence, token, nb.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
-                               nb.getIndexAttr(block)},
-        unitStrides(nb));
+    Value row = tokenRow(nb, rows, sequence, token, inputs);
+    Value out = tokenRow(nb, columns, sequence, token, block);
     Type weightElement =
         cast<RankedTensorType>(weight.getType()).getElementType();
     auto laneType = VectorType::get({lanes}, f32);
@@ -328,9 +336,7 @@ private:
         });
     return tensor::InsertSliceOp::create(
         nb, loc, overRows.getResult(0), columns,
-        ArrayRef<OpFoldResult>{sequence, token, nb.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
-                               nb.getIndexAttr(block)},
+        tokenOffsets(nb, sequence, token), tokenSizes(nb, block),
         unitStrides(nb));
   }
 
