@@ -31,6 +31,9 @@ struct GdnReadOnlyArgumentsPass
       unsigned index = arg.getArgNumber();
       bool inPlace = static_cast<bool>(func.getArgAttr(index, kInPlaceCache));
       func.setArgAttr(index, writable, BoolAttr::get(&getContext(), inPlace));
+      // The marker has done its job; left in place it reaches the LLVM
+      // translation, which warns about every argument that carries it.
+      func.removeArgAttr(index, kInPlaceCache);
     }
   }
 };
