@@ -169,6 +169,14 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   if (!options.managedHostBuffers)
     addResultsToOutParams(pm);
+  // Prefill's projections on tensor cores; what they leave over, and
+  // decode's, stays linalg for the next pass.
+  if (options.tensorCoreProjections) {
+    GdnGPUTensorCoreProjectionsPassOptions projectionOptions;
+    projectionOptions.splitActivations = options.splitActivations;
+    pm.addNestedPass<func::FuncOp>(
+        createGdnGPUTensorCoreProjectionsPass(projectionOptions));
+  }
   // What host code computes besides the delta-rule kernels (linalg ops,
   // copies) becomes kernels too.
   GdnGPUMapParallelLoopsPassOptions loopOptions;

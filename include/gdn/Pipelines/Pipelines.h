@@ -205,6 +205,19 @@ struct CUDAPipelineOptions
                      "absorbed form (gdn-absorb-mla-decode): scores against "
                      "the cached latents, not keys expanded from them"),
       llvm::cl::init(true)};
+  Option<bool> tensorCoreProjections{
+      *this, "tensor-core-projections",
+      llvm::cl::desc("Projections with bf16 weights as mma.sync kernels "
+                     "(gdn-gpu-tensor-core-projections) for the rows that "
+                     "fill blocks of 128"),
+      llvm::cl::init(true)};
+  Option<bool> splitActivations{
+      *this, "split-activations",
+      llvm::cl::desc("Tensor-core projections split each f32 activation "
+                     "into two bf16 terms (about 1e-5 from f32) instead of "
+                     "rounding it to bf16 (about 4e-3)"),
+      llvm::cl::init(
+          GdnGPUTensorCoreProjectionsPassOptions().splitActivations)};
   Option<int64_t> elementwiseThreads{
       *this, "elementwise-threads",
       llvm::cl::desc("Threads per block of the kernels made from linalg ops "

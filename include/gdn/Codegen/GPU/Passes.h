@@ -1,8 +1,9 @@
 //===- Passes.h - Codegen/GPU passes ----------------------------*- C++ -*-===//
 //
 // GPU code generation: occupancy hints for ptxas, managed memory for the
-// host buffers of CUDA executables, host linalg ops as grid-mapped loops,
-// device memory for the temporaries of host code.
+// host buffers of CUDA executables, projections on tensor cores, host
+// linalg ops as grid-mapped loops, device memory for the temporaries of
+// host code.
 //
 //===----------------------------------------------------------------------===//
 

@@ -122,4 +122,40 @@ def GdnGPUDeviceBuffersPass : Pass<"gdn-gpu-device-buffers", "func::FuncOp"> {
   ];
 }
 
+def GdnGPUTensorCoreProjectionsPass
+    : Pass<"gdn-gpu-tensor-core-projections", "func::FuncOp"> {
+  let summary = "Projections with bf16 weights as mma.sync tensor-core "
+                "kernels";
+  let description = [{
+    After bufferization, in host code: a projection `linalg.contract`
+    (`out[b, t, o] += sum_i x[b, t, i] w[o, i]`) with f32 x and out, a
+    static bf16 weight [O, I] with I a multiple of 16, and dense buffers
+    becomes a `gpu.launch` of bf16 `mma.sync` m16n8k16 products with f32
+    accumulators over the rows of x that fill whole blocks of 128 (blocks
+    of 128 x 64 outputs, four warps of 64 x 32; the launch carries
+    `gdn.tensor_core_projection` with these tiles). The rows left over
+    stay a contract on views of the same buffers, for
+    `gdn-gpu-map-parallel-loops`: a decode step of fewer than 128
+    sequences reads each weight row once, a warp per output.
+
+    With `split-activations` (the default) every x is split into two bf16
+    terms and both products accumulated, so that the result stays within
+    about 1e-5 of the f32 one; without it x is rounded to bf16 (about 4e-3).
+  }];
+  let options = [
+    Option<"splitActivations", "split-activations", "bool", /*default=*/"true",
+           "Split each f32 activation into two bf16 terms (16 significant "
+           "bits) instead of rounding it to bf16">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 #endif // GDN_CODEGEN_GPU_PASSES_TD

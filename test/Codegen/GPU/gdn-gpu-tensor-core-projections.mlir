@@ -1,0 +1,97 @@
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections))' | FileCheck %s
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{split-activations=false}))' | FileCheck %s --check-prefix=ROUNDED
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections))' | FileCheck %s --check-prefix=COUNT
+
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+
+// A projection with a bf16 weight: the rows of whole 128-row blocks on
+// tensor cores (100 outputs: two column blocks, the second ragged), the
+// rest a contract on views of the same buffers.
+// CHECK-LABEL: func.func @projection
+// CHECK-SAME: (%[[X:.*]]: memref<?x?x64xf32>, %[[W:.*]]: memref<100x64xbf16>, %[[Y:.*]]: memref<?x?x100xf32>)
+// CHECK-DAG: %[[XR:.*]] = memref.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : memref<?x?x64xf32> into memref<?x64xf32>
+// CHECK-DAG: %[[YR:.*]] = memref.collapse_shape %[[Y]] {{\[\[}}0, 1], [2]] : memref<?x?x100xf32> into memref<?x100xf32>
+// CHECK: %[[M:.*]] = memref.dim %[[XR]], %{{.*}} : memref<?x64xf32>
+// CHECK: %[[C128:.*]] = arith.constant 128 : index
+// CHECK: %[[BLOCKS:.*]] = arith.divui %[[M]], %[[C128]]
+// CHECK: %[[WHOLE:.*]] = arith.muli %[[BLOCKS]], %[[C128]]
+// CHECK: %[[C2:.*]] = arith.constant 2 : index
+// CHECK: %[[GRIDY:.*]] = arith.maxui %[[BLOCKS]]
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[C2]], {{.*}} = %[[GRIDY]]
+// Two steps of 16 per iteration, 64 accumulators.
+// CHECK: scf.for {{.*}} step %{{.*}} iter_args
+// CHECK-COUNT-8: vector.load %[[XR]]{{.*}} : memref<?x64xf32>, vector<4xf32>
+// CHECK: vector.load %[[W]]{{.*}} : memref<100x64xbf16>, vector<4xbf16>
+// CHECK-COUNT-8: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// The ragged column block: stores guarded past column 100.
+// CHECK: scf.if
+// CHECK: memref.store {{.*}}, %[[YR]]
+// CHECK: gdn.tensor_core_projection = {block = array<i64: 128, 64>, mma = "m16n8k16.bf16", split_activations = true, warp = array<i64: 64, 32>}
+// CHECK: %[[XV:.*]] = memref.subview %[[XR]][%[[WHOLE]], 0]
+// CHECK: %[[XE:.*]] = memref.expand_shape %[[XV]] {{\[\[}}0, 1], [2]]
+// CHECK: %[[YV:.*]] = memref.subview %[[YR]][%[[WHOLE]], 0]
+// CHECK: %[[YE:.*]] = memref.expand_shape %[[YV]]
+// CHECK: linalg.contract {{.*}} ins(%[[XE]], %[[W]] : {{.*}}) outs(%[[YE]] :
+// CHECK-NOT: linalg.contract
+// Split activations: two products per tile and step (the hi and lo
+// terms), 16 tiles, two steps.
+// COUNT-LABEL: func.func @projection
+// COUNT-COUNT-64: nvvm.mma.sync
+// COUNT-NOT: nvvm.mma.sync
+// COUNT-LABEL: func.func @even
+// ROUNDED-LABEL: func.func @projection
+// ROUNDED-COUNT-32: nvvm.mma.sync
+// ROUNDED-NOT: nvvm.mma.sync
+// ROUNDED: split_activations = false
+// ROUNDED-LABEL: func.func @even
+func.func @projection(%x: memref<?x?x64xf32>, %w: memref<100x64xbf16>, %y: memref<?x?x100xf32>) {
+  linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : memref<?x?x64xf32>, memref<100x64xbf16>) outs(%y : memref<?x?x100xf32>)
+  return
+}
+
+// -----
+
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+
+// A whole number of column blocks and an odd number of reduction steps:
+// no guards, one step per iteration.
+// CHECK-LABEL: func.func @even
+// CHECK: gpu.launch
+// The block guard (a block row past the whole rows does nothing).
+// CHECK: scf.if
+// CHECK-NOT: scf.if
+// CHECK: scf.for {{.*}} to %{{.*}} step %[[STEP:.*]] iter_args
+// CHECK-NOT: scf.if
+// CHECK: gpu.terminator
+func.func @even(%x: memref<2x?x48xf32>, %w: memref<128x48xbf16>, %y: memref<2x?x128xf32>) {
+  linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : memref<2x?x48xf32>, memref<128x48xbf16>) outs(%y : memref<2x?x128xf32>)
+  return
+}
+
+// -----
+
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+
+// Left alone: an f32 weight (its products stay f32), a reduction of 24
+// (not whole steps of 16), a strided x (a view whose rows need not be
+// aligned), and a contract that is not a projection.
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT: gpu.launch
+// CHECK-COUNT-4: linalg.contract
+// CHECK-NOT: gpu.launch
+func.func @left_alone(%x: memref<?x?x64xf32>, %wf: memref<100x64xf32>, %y: memref<?x?x100xf32>,
+                      %x24: memref<?x?x24xf32>, %w24: memref<100x24xbf16>,
+                      %xs: memref<?x?x64xf32, strided<[?, ?, 1], offset: ?>>, %w: memref<100x64xbf16>,
+                      %a: memref<64x100xf32>, %b: memref<100x64xf32>, %c: memref<64x64xf32>) {
+  linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %wf : memref<?x?x64xf32>, memref<100x64xf32>) outs(%y : memref<?x?x100xf32>)
+  linalg.contract indexing_maps = [#x, #w, #y] ins(%x24, %w24 : memref<?x?x24xf32>, memref<100x24xbf16>) outs(%y : memref<?x?x100xf32>)
+  linalg.contract indexing_maps = [#x, #w, #y] ins(%xs, %w : memref<?x?x64xf32, strided<[?, ?, 1], offset: ?>>, memref<100x64xbf16>) outs(%y : memref<?x?x100xf32>)
+  linalg.contract indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>] ins(%a, %b : memref<64x100xf32>, memref<100x64xf32>) outs(%c : memref<64x64xf32>)
+  return
+}
