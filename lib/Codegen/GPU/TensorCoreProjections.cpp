@@ -86,7 +86,11 @@ std::optional<Projection> matchProjection(linalg::ContractOp op) {
       !outType.getElementType().isF32() || !weightType.hasStaticShape())
     return std::nullopt;
   int64_t outputs = weightType.getDimSize(0), inputs = weightType.getDimSize(1);
-  if (inputs % kStep != 0 || xType.getDimSize(2) != inputs ||
+  // Fewer outputs than a block's columns (a gate's one per head) would
+  // leave one column of blocks, each a chain of dependent steps over the
+  // whole reduction: a warp per output is faster there.
+  if (outputs < kBlockCols || inputs % kStep != 0 ||
+      xType.getDimSize(2) != inputs ||
       outType.getDimSize(2) != outputs)
     return std::nullopt;
   return Projection{x, weight, out, inputs, outputs};

@@ -80,18 +80,21 @@ func.func @even(%x: memref<2x?x48xf32>, %w: memref<128x48xbf16>, %y: memref<2x?x
 
 // Left alone: an f32 weight (its products stay f32), a reduction of 24
 // (not whole steps of 16), a strided x (a view whose rows need not be
-// aligned), and a contract that is not a projection.
+// aligned), fewer outputs than a block's 64 columns, and a contract that
+// is not a projection.
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: gpu.launch
-// CHECK-COUNT-4: linalg.contract
+// CHECK-COUNT-5: linalg.contract
 // CHECK-NOT: gpu.launch
 func.func @left_alone(%x: memref<?x?x64xf32>, %wf: memref<100x64xf32>, %y: memref<?x?x100xf32>,
                       %x24: memref<?x?x24xf32>, %w24: memref<100x24xbf16>,
                       %xs: memref<?x?x64xf32, strided<[?, ?, 1], offset: ?>>, %w: memref<100x64xbf16>,
+                      %w6: memref<6x64xbf16>, %y6: memref<?x?x6xf32>,
                       %a: memref<64x100xf32>, %b: memref<100x64xf32>, %c: memref<64x64xf32>) {
   linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %wf : memref<?x?x64xf32>, memref<100x64xf32>) outs(%y : memref<?x?x100xf32>)
   linalg.contract indexing_maps = [#x, #w, #y] ins(%x24, %w24 : memref<?x?x24xf32>, memref<100x24xbf16>) outs(%y : memref<?x?x100xf32>)
   linalg.contract indexing_maps = [#x, #w, #y] ins(%xs, %w : memref<?x?x64xf32, strided<[?, ?, 1], offset: ?>>, memref<100x64xbf16>) outs(%y : memref<?x?x100xf32>)
+  linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w6 : memref<?x?x64xf32>, memref<6x64xbf16>) outs(%y6 : memref<?x?x6xf32>)
   linalg.contract indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>] ins(%a, %b : memref<64x100xf32>, memref<100x64xf32>) outs(%c : memref<64x64xf32>)
   return
 }

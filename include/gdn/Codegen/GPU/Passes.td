@@ -129,7 +129,8 @@ def GdnGPUTensorCoreProjectionsPass
   let description = [{
     After bufferization, in host code: a projection `linalg.contract`
     (`out[b, t, o] += sum_i x[b, t, i] w[o, i]`) with f32 x and out, a
-    static bf16 weight [O, I] with I a multiple of 16, and dense buffers
+    static bf16 weight [O, I] with I a multiple of 16 and O at least 64,
+    and dense buffers
     becomes a `gpu.launch` of bf16 `mma.sync` m16n8k16 products with f32
     accumulators over the rows of x that fill whole blocks of 128 (blocks
     of 128 x 64 outputs, four warps of 64 x 32; the launch carries
