@@ -38,7 +38,10 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <functional>
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNGPUTENSORCOREPROJECTIONSPASS
@@ -90,19 +93,36 @@ std::optional<Projection> matchProjection(linalg::ContractOp op) {
   // leave one column of blocks, each a chain of dependent steps over the
   // whole reduction: a warp per output is faster there.
   if (outputs < kBlockCols || inputs % kStep != 0 ||
-      xType.getDimSize(2) != inputs ||
-      outType.getDimSize(2) != outputs)
+      xType.getDimSize(2) != inputs || outType.getDimSize(2) != outputs)
     return std::nullopt;
   return Projection{x, weight, out, inputs, outputs};
 }
 
-/// Builds the kernel body for `p` over the rows [0, wholeRows) of the
-/// collapsed x [M, I] and out [M, O].
-class ProjectionKernel {
+/// How a kernel reaches its operands, built inside the launch: A [M, K]
+/// and B [N, K] in rows of four consecutive elements along K (f32 for A,
+/// bf16 or f32 for B), and the f32 output C [M, N] element by element.
+struct TileOperands {
+  std::function<Value(OpBuilder &, Location, Value row, Value col)> loadA,
+      loadB;
+  std::function<Value(OpBuilder &, Location, Value row, Value col)> loadC;
+  std::function<void(OpBuilder &, Location, Value value, Value row, Value col)>
+      storeC;
+  /// N (columns past it are neither read nor written), and whether it may
+  /// end inside a block's columns.
+  Value columns;
+  bool raggedColumns;
+  int64_t depth;
+  /// Whether B is f32 (split like A) rather than bf16.
+  bool floatB;
+};
+
+/// Builds the body of a launch that computes C += A B^T for the rows
+/// [0, wholeRows) of A and C (see the file comment for the tiles).
+class TileProduct {
 public:
-  ProjectionKernel(OpBuilder &b, Location loc, const Projection &p, Value x,
-                   Value out, bool splitActivations)
-      : b(b), loc(loc), p(p), x(x), out(out), split(splitActivations) {}
+  TileProduct(OpBuilder &b, Location loc, const TileOperands &ops,
+              bool splitActivations)
+      : b(b), loc(loc), ops(ops), split(splitActivations) {}
 
   void build(gpu::LaunchOp launch, Value wholeRows);
 
@@ -115,12 +135,28 @@ private:
   }
 
   /// Two 32-bit registers of two bf16 each from four consecutive elements.
-  std::pair<Value, Value> registerPair(OpBuilder &nb, Location nl,
-                                       Value halves) {
+  static std::pair<Value, Value> registerPair(OpBuilder &nb, Location nl,
+                                              Value halves) {
     auto words = vector::BitCastOp::create(
         nb, nl, VectorType::get({2}, nb.getI32Type()), halves);
     return {vector::ExtractOp::create(nb, nl, words, 0),
             vector::ExtractOp::create(nb, nl, words, 1)};
+  }
+
+  /// Four f32 as bf16 register pairs: hi = bf16(x) and, split, lo = bf16(x -
+  /// hi) (null otherwise).
+  static std::pair<std::pair<Value, Value>, std::pair<Value, Value>>
+  splitPairs(OpBuilder &nb, Location nl, Value values, bool split) {
+    auto floats = VectorType::get({4}, nb.getF32Type());
+    auto halves = VectorType::get({4}, nb.getBF16Type());
+    Value hi = arith::TruncFOp::create(nb, nl, halves, values);
+    std::pair<Value, Value> low;
+    if (split) {
+      Value rest = arith::SubFOp::create(
+          nb, nl, values, arith::ExtFOp::create(nb, nl, floats, hi));
+      low = registerPair(nb, nl, arith::TruncFOp::create(nb, nl, halves, rest));
+    }
+    return {registerPair(nb, nl, hi), low};
   }
 
   /// acc (four f32) += A B on one mma.sync m16n8k16 (bf16 operands).
@@ -152,21 +188,17 @@ private:
 
   OpBuilder &b;
   Location loc;
-  const Projection &p;
-  Value x, out;
+  const TileOperands &ops;
   bool split;
-  /// Per lane: the x rows of its tiles' fragment rows g and g + 8, the
-  /// weight rows (clamped into the matrix) of its B fragments, and its
-  /// first reduction column 4 t.
-  SmallVector<Value> rows, weightRows;
+  /// Per lane: the A rows of its tiles' fragment rows g and g + 8, the B
+  /// rows (clamped below N) of its B fragments, and its first reduction
+  /// column 4 t.
+  SmallVector<Value> rows, bRows;
   Value laneColumn;
 };
 
-void ProjectionKernel::step(OpBuilder &nb, Location nl, Value k,
-                            MutableArrayRef<Value> acc) {
-  Type f32 = nb.getF32Type(), bf16 = nb.getBF16Type();
-  auto floats = VectorType::get({4}, f32);
-  auto halves = VectorType::get({4}, bf16);
+void TileProduct::step(OpBuilder &nb, Location nl, Value k,
+                       MutableArrayRef<Value> acc) {
   Value column = arith::AddIOp::create(nb, nl, k, laneColumn);
   // A fragments: registers a0 (row g) and a1 (row g + 8) hold the first
   // pair, a2 and a3 the second; once for hi and, split, once for lo.
@@ -174,41 +206,41 @@ void ProjectionKernel::step(OpBuilder &nb, Location nl, Value k,
   for (int64_t i = 0; i < kRowTiles; ++i) {
     SmallVector<Value> hiWords(4), loWords(4);
     for (int64_t half = 0; half < 2; ++half) {
-      Value values = vector::LoadOp::create(
-          nb, nl, floats, x, ValueRange{rows[2 * i + half], column}, false,
-          llvm::Align(16));
-      Value hi = arith::TruncFOp::create(nb, nl, halves, values);
-      auto [first, second] = registerPair(nb, nl, hi);
-      hiWords[half] = first;
-      hiWords[2 + half] = second;
-      if (split) {
-        Value rest = arith::SubFOp::create(
-            nb, nl, values, arith::ExtFOp::create(nb, nl, floats, hi));
-        Value lo = arith::TruncFOp::create(nb, nl, halves, rest);
-        auto [loFirst, loSecond] = registerPair(nb, nl, lo);
-        loWords[half] = loFirst;
-        loWords[2 + half] = loSecond;
-      }
+      Value values = ops.loadA(nb, nl, rows[2 * i + half], column);
+      auto [hi, lo] = splitPairs(nb, nl, values, split);
+      hiWords[half] = hi.first;
+      hiWords[2 + half] = hi.second;
+      loWords[half] = lo.first;
+      loWords[2 + half] = lo.second;
     }
     high[i] = hiWords;
     low[i] = loWords;
   }
   for (int64_t j = 0; j < kColTiles; ++j) {
-    Value weights = vector::LoadOp::create(nb, nl, halves, p.weight,
-                                           ValueRange{weightRows[j], column},
-                                           false, llvm::Align(8));
-    auto [b0, b1] = registerPair(nb, nl, weights);
-    SmallVector<Value> fragment{b0, b1};
+    Value values = ops.loadB(nb, nl, bRows[j], column);
+    SmallVector<Value> fragment, fragmentLow;
+    if (ops.floatB) {
+      auto [hi, lo] = splitPairs(nb, nl, values, split);
+      fragment = {hi.first, hi.second};
+      if (split)
+        fragmentLow = {lo.first, lo.second};
+    } else {
+      auto [b0, b1] = registerPair(nb, nl, values);
+      fragment = {b0, b1};
+    }
     for (int64_t i = 0; i < kRowTiles; ++i) {
       MutableArrayRef<Value> tile = acc.slice(slot(i, j, 0), 4);
+      // The small terms first.
       if (split)
         multiplyAccumulate(nb, nl, low[i], fragment, tile);
+      if (!fragmentLow.empty())
+        multiplyAccumulate(nb, nl, high[i], fragmentLow, tile);
       multiplyAccumulate(nb, nl, high[i], fragment, tile);
     }
   }
 }
 
-void ProjectionKernel::build(gpu::LaunchOp launch, Value wholeRows) {
+void TileProduct::build(gpu::LaunchOp launch, Value wholeRows) {
   Value tid = launch.getThreadIds().x;
   Value warp = arith::DivUIOp::create(b, loc, tid, c(32));
   Value lane = arith::RemUIOp::create(b, loc, tid, c(32));
@@ -230,41 +262,39 @@ void ProjectionKernel::build(gpu::LaunchOp launch, Value wholeRows) {
   for (int64_t i = 0; i < kRowTiles; ++i)
     for (int64_t half = 0; half < 2; ++half)
       rows.push_back(add(firstRow, add(group, c(i * kTileRows + 8 * half))));
-  Value lastOutput = c(p.outputs - 1);
+  Value lastColumn = arith::SubIOp::create(b, loc, ops.columns, c(1));
   for (int64_t j = 0; j < kColTiles; ++j)
-    weightRows.push_back(arith::MinUIOp::create(
-        b, loc, add(firstCol, add(group, c(j * kTileCols))), lastOutput));
+    bRows.push_back(arith::MinUIOp::create(
+        b, loc, add(firstCol, add(group, c(j * kTileCols))), lastColumn));
 
   // Accumulator element e of tile (i, j): row g (+ 8 for e >= 2), column
   // 2 t (+ 1 for odd e), as the m16n8k16 layout deals them.
-  bool ragged = p.outputs % kBlockCols != 0;
   auto element = [&](int64_t i, int64_t j, int64_t e) {
     Value row = rows[2 * i + e / 2];
     Value col = add(firstCol, add(mul(quad, c(2)), c(j * kTileCols + e % 2)));
     return std::make_pair(row, col);
   };
-  Value outputCount = c(p.outputs);
   SmallVector<Value> init;
   for (int64_t i = 0; i < kRowTiles; ++i)
     for (int64_t j = 0; j < kColTiles; ++j)
       for (int64_t e = 0; e < 4; ++e) {
         auto [row, col] = element(i, j, e);
-        if (!ragged) {
-          init.push_back(memref::LoadOp::create(b, loc, out, {row, col}));
+        if (!ops.raggedColumns) {
+          init.push_back(ops.loadC(b, loc, row, col));
           continue;
         }
-        Value clamped = arith::MinUIOp::create(b, loc, col, lastOutput);
-        Value value = memref::LoadOp::create(b, loc, out, {row, clamped});
+        Value clamped = arith::MinUIOp::create(b, loc, col, lastColumn);
+        Value value = ops.loadC(b, loc, row, clamped);
         Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
         init.push_back(arith::SelectOp::create(
-            b, loc, lessThan(col, outputCount), value, zero));
+            b, loc, lessThan(col, ops.columns), value, zero));
       }
 
   // Two reduction steps per iteration where they divide the row: the
   // second step's loads can be in flight during the first one's products.
-  int64_t unroll = p.inputs % (2 * kStep) == 0 ? 2 : 1;
+  int64_t unroll = ops.depth % (2 * kStep) == 0 ? 2 : 1;
   auto loop = scf::ForOp::create(
-      b, loc, c(0), c(p.inputs), c(unroll * kStep), init,
+      b, loc, c(0), c(ops.depth), c(unroll * kStep), init,
       [&](OpBuilder &nb, Location nl, Value k, ValueRange carried) {
         SmallVector<Value> acc(carried);
         for (int64_t u = 0; u < unroll; ++u)
@@ -277,18 +307,50 @@ void ProjectionKernel::build(gpu::LaunchOp launch, Value wholeRows) {
       for (int64_t e = 0; e < 4; ++e) {
         auto [row, col] = element(i, j, e);
         Value value = loop.getResult(slot(i, j, e));
-        if (!ragged) {
-          memref::StoreOp::create(b, loc, value, out, {row, col});
+        if (!ops.raggedColumns) {
+          ops.storeC(b, loc, value, row, col);
           continue;
         }
-        auto guard = scf::IfOp::create(b, loc, lessThan(col, outputCount),
+        auto guard = scf::IfOp::create(b, loc, lessThan(col, ops.columns),
                                        /*withElse=*/false);
         OpBuilder::InsertionGuard restore(b);
         b.setInsertionPointToStart(guard.thenBlock());
-        memref::StoreOp::create(b, loc, value, out, {row, col});
+        ops.storeC(b, loc, value, row, col);
       }
   b.setInsertionPointAfter(inside);
   gpu::TerminatorOp::create(b, loc);
+}
+
+/// Four consecutive elements of `memory` at `indices` along its last
+/// dimension: one vector load, aligned to its size, from a dense buffer
+/// (whose rows of a multiple of four elements start at aligned addresses);
+/// four scalar loads from a strided view, whose alignment the type does
+/// not tell.
+Value loadFour(OpBuilder &b, Location loc, Value memory, ValueRange indices) {
+  auto type = cast<MemRefType>(memory.getType());
+  Type element = type.getElementType();
+  auto vectorType = VectorType::get({4}, element);
+  if (isDense(type))
+    return vector::LoadOp::create(
+        b, loc, vectorType, memory, indices, false,
+        llvm::Align(4 * element.getIntOrFloatBitWidth() / 8));
+  SmallVector<Value> elements, at(indices);
+  for (int64_t e = 0; e < 4; ++e) {
+    at.back() = arith::AddIOp::create(
+        b, loc, indices.back(), arith::ConstantIndexOp::create(b, loc, e));
+    elements.push_back(memref::LoadOp::create(b, loc, memory, at));
+  }
+  return vector::FromElementsOp::create(b, loc, vectorType, elements);
+}
+
+/// The launch attribute that records the kernel's tiles.
+DictionaryAttr tilesAttr(Builder &b, bool splitActivations) {
+  return b.getDictionaryAttr({
+      b.getNamedAttr("block", b.getDenseI64ArrayAttr({kBlockRows, kBlockCols})),
+      b.getNamedAttr("warp", b.getDenseI64ArrayAttr({kWarpRows, kWarpCols})),
+      b.getNamedAttr("mma", b.getStringAttr("m16n8k16.bf16")),
+      b.getNamedAttr("split_activations", b.getBoolAttr(splitActivations)),
+  });
 }
 
 /// [B, T, C] as [B T, C] (dense, so the rows collapse).
@@ -314,6 +376,20 @@ Value rowsFrom(OpBuilder &b, Location loc, Value rows, Value first) {
                                 b.getIndexAttr(columns)});
 }
 
+/// The grid of a product over `rows` rows of A (whole blocks; at least one
+/// block row) and `columnBlocks` column blocks, `batches` deep, with the
+/// launch's attribute; its body is left to the caller.
+gpu::LaunchOp launchTiles(OpBuilder &b, Location loc, Value columnBlocks,
+                          Value rowBlocks, Value batches,
+                          bool splitActivations) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, columnBlocks, arith::MaxUIOp::create(b, loc, rowBlocks, one),
+      batches, arith::ConstantIndexOp::create(b, loc, 32 * kWarps), one, one);
+  launch->setAttr("gdn.tensor_core_projection", tilesAttr(b, splitActivations));
+  return launch;
+}
+
 void rewriteProjection(linalg::ContractOp op, const Projection &p,
                        bool splitActivations) {
   OpBuilder b(op);
@@ -322,29 +398,35 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
   Value out = collapseRows(b, loc, p.out);
   Value rowCount = memref::DimOp::create(b, loc, x, 0);
   Value blockRows = arith::ConstantIndexOp::create(b, loc, kBlockRows);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value rowBlocks = arith::DivUIOp::create(b, loc, rowCount, blockRows);
   Value wholeRows = arith::MulIOp::create(b, loc, rowBlocks, blockRows);
   Value colBlocks = arith::ConstantIndexOp::create(
       b, loc, llvm::divideCeil(p.outputs, kBlockCols));
-  auto launch = gpu::LaunchOp::create(
-      b, loc, colBlocks, arith::MaxUIOp::create(b, loc, rowBlocks, one), one,
-      arith::ConstantIndexOp::create(b, loc, 32 * kWarps), one, one);
-  launch->setAttr(
-      "gdn.tensor_core_projection",
-      b.getDictionaryAttr({
-          b.getNamedAttr("block",
-                         b.getDenseI64ArrayAttr({kBlockRows, kBlockCols})),
-          b.getNamedAttr("warp",
-                         b.getDenseI64ArrayAttr({kWarpRows, kWarpCols})),
-          b.getNamedAttr("mma", b.getStringAttr("m16n8k16.bf16")),
-          b.getNamedAttr("split_activations", b.getBoolAttr(splitActivations)),
-      }));
+  gpu::LaunchOp launch =
+      launchTiles(b, loc, colBlocks, rowBlocks,
+                  arith::ConstantIndexOp::create(b, loc, 1), splitActivations);
   {
     OpBuilder kb(op->getContext());
     kb.setInsertionPointToStart(&launch.getBody().front());
-    ProjectionKernel(kb, loc, p, x, out, splitActivations)
-        .build(launch, wholeRows);
+    TileOperands ops;
+    ops.loadA = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return loadFour(nb, nl, x, {row, col});
+    };
+    ops.loadB = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return loadFour(nb, nl, p.weight, {row, col});
+    };
+    ops.loadC = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return memref::LoadOp::create(nb, nl, out, ValueRange{row, col});
+    };
+    ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
+                     Value col) {
+      memref::StoreOp::create(nb, nl, value, out, ValueRange{row, col});
+    };
+    ops.columns = arith::ConstantIndexOp::create(kb, loc, p.outputs);
+    ops.raggedColumns = p.outputs % kBlockCols != 0;
+    ops.depth = p.inputs;
+    ops.floatB = false;
+    TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
   }
 
   // The rows after the whole blocks, on the same buffers.
@@ -356,6 +438,143 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
   op.erase();
 }
 
+/// Attention scores against shared keys, as MLA's absorbed form makes them:
+/// scores[b, n, t, s] += sum_r q[b, t, n, r] keys[b, s, r] (a generic over
+/// (b, n, t, s, r) with a plain multiply-add of f32), the queries and the
+/// scores dense, R
+/// a multiple of the reduction step. A batched product: per (b, n), A =
+/// q[b, :, n, :] and B = keys[b].
+struct Scores {
+  Value queries, keys, scores;
+  int64_t depth;
+};
+
+bool isMultiplyAdd(linalg::GenericOp op) {
+  Block *body = op.getBody();
+  if (body->getOperations().size() != 3)
+    return false;
+  auto mul = dyn_cast<arith::MulFOp>(&body->front());
+  if (!mul)
+    return false;
+  auto addOp = dyn_cast<arith::AddFOp>(mul->getNextNode());
+  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
+  if (!addOp || !yield || yield.getOperand(0) != addOp.getResult())
+    return false;
+  BlockArgument lhs = body->getArgument(0), rhs = body->getArgument(1),
+                acc = body->getArgument(2);
+  bool products = (mul.getLhs() == lhs && mul.getRhs() == rhs) ||
+                  (mul.getLhs() == rhs && mul.getRhs() == lhs);
+  bool accumulates = (addOp.getLhs() == acc && addOp.getRhs() == mul) ||
+                     (addOp.getRhs() == acc && addOp.getLhs() == mul);
+  return products && accumulates;
+}
+
+std::optional<Scores> matchScores(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 5 ||
+      op.getNumReductionLoops() != 1 ||
+      op.getIteratorTypesArray()[4] != utils::IteratorType::reduction ||
+      !isMultiplyAdd(op))
+    return std::nullopt;
+  MLIRContext *context = op.getContext();
+  auto map = [&](ArrayRef<unsigned> dims) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d : dims)
+      exprs.push_back(getAffineDimExpr(d, context));
+    return AffineMap::get(5, 0, exprs, context);
+  };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps[0] != map({0, 2, 1, 4}) || maps[1] != map({0, 3, 4}) ||
+      maps[2] != map({0, 1, 2, 3}))
+    return std::nullopt;
+  Value queries = op.getDpsInputs()[0], keys = op.getDpsInputs()[1];
+  Value scores = op.getDpsInits()[0];
+  // The keys may be a view (a cache whose rows per sequence exceed the
+  // keys): loadFour reads them element by element.
+  for (Value v : {queries, keys, scores}) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type || !type.getElementType().isF32() ||
+        (v != keys && !isDense(type)))
+      return std::nullopt;
+  }
+  int64_t depth = cast<MemRefType>(queries.getType()).getDimSize(3);
+  if (ShapedType::isDynamic(depth) || depth % kStep != 0 ||
+      cast<MemRefType>(keys.getType()).getDimSize(2) != depth)
+    return std::nullopt;
+  return Scores{queries, keys, scores, depth};
+}
+
+/// Dimension `d` of `memory` on the host.
+Value dim(OpBuilder &b, Location loc, Value memory, int64_t d) {
+  return memref::DimOp::create(b, loc, memory, d);
+}
+
+void rewriteScores(linalg::GenericOp op, const Scores &m,
+                   bool splitActivations) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value batch = dim(b, loc, m.queries, 0), tokens = dim(b, loc, m.queries, 1);
+  Value heads = dim(b, loc, m.queries, 2), keyCount = dim(b, loc, m.keys, 1);
+  Value rowBlocks = arith::DivUIOp::create(b, loc, tokens, c(kBlockRows));
+  Value wholeRows = arith::MulIOp::create(b, loc, rowBlocks, c(kBlockRows));
+  Value colBlocks = arith::MaxUIOp::create(
+      b, loc, arith::CeilDivUIOp::create(b, loc, keyCount, c(kBlockCols)),
+      c(1));
+  gpu::LaunchOp launch = launchTiles(
+      b, loc, colBlocks, rowBlocks, arith::MulIOp::create(b, loc, batch, heads),
+      splitActivations);
+  {
+    OpBuilder kb(op->getContext());
+    kb.setInsertionPointToStart(&launch.getBody().front());
+    Value z = launch.getBlockIds().z;
+    // z = b * heads + n: the grid's depth is batch x heads.
+    Value headCount = dim(kb, loc, m.queries, 2);
+    Value head = arith::RemUIOp::create(kb, loc, z, headCount);
+    Value sequence = arith::DivUIOp::create(kb, loc, z, headCount);
+    TileOperands ops;
+    ops.loadA = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return loadFour(nb, nl, m.queries, {sequence, row, head, col});
+    };
+    ops.loadB = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return loadFour(nb, nl, m.keys, {sequence, row, col});
+    };
+    ops.loadC = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return memref::LoadOp::create(nb, nl, m.scores,
+                                    ValueRange{sequence, head, row, col});
+    };
+    ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
+                     Value col) {
+      memref::StoreOp::create(nb, nl, value, m.scores,
+                              ValueRange{sequence, head, row, col});
+    };
+    ops.columns = dim(kb, loc, m.keys, 1);
+    ops.raggedColumns = true;
+    ops.depth = m.depth;
+    ops.floatB = true;
+    TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
+  }
+
+  // The query rows after the whole blocks, as the same generic on views.
+  b.setInsertionPointAfter(launch);
+  auto queryRowsFrom = [&](Value memory, int64_t rowDim) {
+    auto type = cast<MemRefType>(memory.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = memref::getMixedSizes(b, loc, memory);
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    offsets[rowDim] = wholeRows;
+    sizes[rowDim] =
+        arith::SubIOp::create(b, loc, tokens, wholeRows).getResult();
+    return memref::SubViewOp::create(b, loc, memory, offsets, sizes, strides)
+        .getResult();
+  };
+  IRMapping mapping;
+  mapping.map(m.queries, queryRowsFrom(m.queries, 1));
+  mapping.map(m.scores, queryRowsFrom(m.scores, 2));
+  b.clone(*op, mapping);
+  op.erase();
+}
+
 struct GdnGPUTensorCoreProjectionsPass
     : gdn::impl::GdnGPUTensorCoreProjectionsPassBase<
           GdnGPUTensorCoreProjectionsPass> {
@@ -363,14 +582,22 @@ struct GdnGPUTensorCoreProjectionsPass
 
   void runOnOperation() override {
     SmallVector<std::pair<linalg::ContractOp, Projection>> projections;
-    getOperation().walk([&](linalg::ContractOp op) {
+    SmallVector<std::pair<linalg::GenericOp, Scores>> scores;
+    getOperation().walk([&](Operation *op) {
       if (op->getParentOfType<gpu::LaunchOp>())
         return;
-      if (std::optional<Projection> p = matchProjection(op))
-        projections.emplace_back(op, *p);
+      if (auto contract = dyn_cast<linalg::ContractOp>(op))
+        if (std::optional<Projection> p = matchProjection(contract))
+          projections.emplace_back(contract, *p);
+      if (auto generic = dyn_cast<linalg::GenericOp>(op))
+        if (attentionScores)
+          if (std::optional<Scores> s = matchScores(generic))
+            scores.emplace_back(generic, *s);
     });
     for (auto &[op, p] : projections)
       rewriteProjection(op, p, splitActivations);
+    for (auto &[op, s] : scores)
+      rewriteScores(op, s, splitActivations);
   }
 };
 } // namespace

@@ -98,3 +98,38 @@ func.func @left_alone(%x: memref<?x?x64xf32>, %wf: memref<100x64xf32>, %y: memre
   linalg.contract indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>] ins(%a, %b : memref<64x100xf32>, memref<100x64xf32>) outs(%c : memref<64x64xf32>)
   return
 }
+
+// -----
+
+// MLA's absorbed scores: per (sequence, head) a product of the queries'
+// rows against the shared keys, both f32 and split (three products per
+// tile and step: lo x hi, hi x lo, hi x hi), the grid's depth B x heads;
+// the query rows after the whole blocks stay the generic on views. The
+// keys are a strided view (a cache with room for more rows): read element
+// by element.
+// CHECK-LABEL: func.func @scores
+// CHECK-SAME: (%[[Q:.*]]: memref<?x?x12x32xf32>, %[[K:.*]]: memref<?x?x32xf32, strided<[?, 32, 1]>>, %[[S:.*]]: memref<?x12x?x?xf32>)
+// CHECK: %[[BATCH:.*]] = memref.dim %[[Q]], %c0
+// CHECK: %[[HEADS:.*]] = memref.dim %[[Q]], %c2
+// CHECK: %[[DEPTH:.*]] = arith.muli %[[BATCH]], %[[HEADS]]
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}}, {{.*}}, %{{.*}} = %[[DEPTH]])
+// CHECK: vector.load %[[Q]]{{.*}} : memref<?x?x12x32xf32>, vector<4xf32>
+// CHECK-COUNT-4: memref.load %[[K]]
+// CHECK: vector.from_elements
+// CHECK: memref.store {{.*}}, %[[S]]
+// CHECK: gdn.tensor_core_projection
+// CHECK: %[[QV:.*]] = memref.subview %[[Q]]
+// CHECK: %[[SV:.*]] = memref.subview %[[S]]
+// CHECK: linalg.generic {{.*}} ins(%[[QV]], %[[K]] : {{.*}}) outs(%[[SV]] :
+// COUNT-LABEL: func.func @scores
+// COUNT-COUNT-96: nvvm.mma.sync
+// COUNT-NOT: nvvm.mma.sync
+func.func @scores(%q: memref<?x?x12x32xf32>, %k: memref<?x?x32xf32, strided<[?, 32, 1]>>, %s: memref<?x12x?x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, n, t, s, r) -> (b, t, n, r)>, affine_map<(b, n, t, s, r) -> (b, s, r)>, affine_map<(b, n, t, s, r) -> (b, n, t, s)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : memref<?x?x12x32xf32>, memref<?x?x32xf32, strided<[?, 32, 1]>>) outs(%s : memref<?x12x?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %p : f32
+    linalg.yield %sum : f32
+  }
+  return
+}

@@ -139,6 +139,14 @@ def GdnGPUTensorCoreProjectionsPass
     `gdn-gpu-map-parallel-loops`: a decode step of fewer than 128
     sequences reads each weight row once, a warp per output.
 
+    With `attention-scores`, the same kernel computes MLA's absorbed
+    attention scores, `scores[b, n, t, s] += sum_r q[b, t, n, r] keys[b,
+    s, r]` (a generic over (b, n, t, s, r), f32, R a multiple of 16, dense
+    queries and scores; keys that are a strided view, such as a cache, are
+    read element by element): one product per sequence and head (the grid's depth), the
+    keys split like the queries, the query rows after the last whole
+    block left to the generic on views.
+
     With `split-activations` (the default) every x is split into two bf16
     terms and both products accumulated, so that the result stays within
     about 1e-5 of the f32 one; without it x is rounded to bf16 (about 4e-3).
@@ -147,6 +155,9 @@ def GdnGPUTensorCoreProjectionsPass
     Option<"splitActivations", "split-activations", "bool", /*default=*/"true",
            "Split each f32 activation into two bf16 terms (16 significant "
            "bits) instead of rounding it to bf16">,
+    Option<"attentionScores", "attention-scores", "bool", /*default=*/"true",
+           "Also MLA's absorbed attention scores (f32 queries against "
+           "shared f32 keys) on the same kernel">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
