@@ -215,8 +215,8 @@ def sanitize_case(case):
     the library after compute-sanitizer has attached: gdn-model loads its
     kernels before main, too early for it): a prefill of 2 sequences of 140
     tokens (past the 128 rows that the tensor-core kernels take as whole
-    blocks, with keys that end inside a block), an extension and three
-    decode steps. `case` is a model's name, or
+    blocks, with keys that end inside a block; fewer where the model's
+    context is shorter), an extension and three decode steps. `case` is a model's name, or
     "name:bf16" for its library compiled from bf16 weights (the bf16
     matrices' kernels) with those weights."""
     name, _, dtype = case.partition(":")
@@ -225,17 +225,20 @@ def sanitize_case(case):
     bf16 = dtype == "bf16"
     library = os.path.join(MODELS, entry["library_bf16" if bf16
                                          else "library"])
+    tokens = 20
     if entry.get("checkpoint"):
         compiled = CompiledModel(os.path.join(MODELS, entry["checkpoint"]),
                                  library_path=library)
     else:
+        config = gmodel.load_config(os.path.join(MODELS, entry["config"]))
+        tokens = min(140, config["max_context"] - 8)
         weights = entry["weights_bf16" if bf16 else "weights"]
         compiled = CompiledModel(os.path.join(MODELS, entry["config"]),
                                  os.path.join(MODELS, weights),
                                  library_path=library)
     rng = np.random.default_rng(5)
     vocab = compiled.vocab_size
-    compiled.prefill(rng.integers(0, vocab, size=(2, 140)))
+    compiled.prefill(rng.integers(0, vocab, size=(2, tokens)))
     compiled.extend(rng.integers(0, vocab, size=(2, 5)))
     for _ in range(3):
         compiled.decode(rng.integers(0, vocab, size=2))
