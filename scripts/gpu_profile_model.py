@@ -1,0 +1,53 @@
+"""The calls of one compiled CUDA model to profile with Nsight Compute: a
+warm-up prefill (the first use of the weights moves them to the device),
+then the profiled prefill and, optionally, one decode step.
+
+    ncu --launch-skip LAUNCHES --metrics gpu__time_duration.sum --csv \\
+        python3 gpu_profile_model.py models/nenya-124m --tokens 2048 --decode
+
+LAUNCHES is the step's launch count (gpu_model_check.py prints it), so that
+ncu skips the warm-up. A model folder without weights (a timed-only model
+of scripts/build_gpu_models.py) gets bf16 weights from its manifest seed.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+from gdn import model as gmodel, safetensors  # noqa: E402
+from gdn.compiled_model import CompiledModel  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", help="a model folder of models/")
+    parser.add_argument("--tokens", type=int, default=2048)
+    parser.add_argument("--decode", action="store_true",
+                        help="one decode step after the profiled prefill")
+    args = parser.parse_args()
+    config_path = os.path.join(args.folder, "model.json")
+    config = gmodel.load_config(config_path)
+    weights = os.path.join(args.folder, "model.safetensors")
+    if not os.path.exists(weights):
+        manifest = os.path.join(os.path.dirname(args.folder), "models.json")
+        with open(manifest) as f:
+            seed = json.load(f)[os.path.basename(args.folder)]["seed"]
+        safetensors.save(weights, gmodel.init_weights(config, seed), "bf16")
+    compiled = CompiledModel(config_path, weights, library_path=os.path.join(
+        args.folder, "compiled", "libgdn-model.so"))
+    ids = np.random.default_rng(3).integers(
+        0, config["vocab_size"], size=(1, args.tokens))
+    compiled.prefill(ids)
+    compiled.prefill(ids)
+    if args.decode:
+        compiled.decode(np.zeros(1, np.int64))
+
+
+if __name__ == "__main__":
+    main()
