@@ -207,15 +207,15 @@ struct CUDAPipelineOptions
       llvm::cl::init(true)};
   Option<bool> tensorCoreProjections{
       *this, "tensor-core-projections",
-      llvm::cl::desc("Projections with bf16 weights as mma.sync kernels "
-                     "(gdn-gpu-tensor-core-projections) for the rows that "
-                     "fill blocks of 128"),
+      llvm::cl::desc("Projections and MLA attention scores as mma.sync "
+                     "kernels (gdn-gpu-tensor-core-projections) for the rows "
+                     "that fill blocks of 128"),
       llvm::cl::init(true)};
   Option<bool> splitActivations{
       *this, "split-activations",
-      llvm::cl::desc("Tensor-core projections split each f32 activation "
-                     "into two bf16 terms (about 1e-5 from f32) instead of "
-                     "rounding it to bf16 (about 4e-3)"),
+      llvm::cl::desc("Tensor-core kernels split each f32 operand into two "
+                     "bf16 terms (about 1e-5 from f32) instead of rounding "
+                     "it to bf16 (about 4e-3)"),
       llvm::cl::init(
           GdnGPUTensorCoreProjectionsPassOptions().splitActivations)};
   Option<int64_t> elementwiseThreads{

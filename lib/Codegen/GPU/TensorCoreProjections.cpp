@@ -1,13 +1,15 @@
 //===- TensorCoreProjections.cpp - projections on mma.sync tensor cores ---===//
 //
 // After bufferization, a projection out[b, t, o] += sum_i x[b, t, i] w[o, i]
-// (the layers' linalg.contract, getProjectionIndexingMaps) whose weight is
-// bf16 becomes a kernel of bf16 mma.sync m16n8k16 products with f32
-// accumulators, for the rows that fill whole 128-row blocks. The rows left
-// over (all of them in a decode step of fewer than 128 sequences) stay a
-// contract on views of the same buffers, which gdn-gpu-map-parallel-loops
-// gives a warp per output: there, reading each weight row once at full
-// bandwidth matters more than the products.
+// (the layers' linalg.contract, getProjectionIndexingMaps) becomes a
+// kernel of bf16 mma.sync m16n8k16 products with f32 accumulators, for the
+// rows that fill whole 128-row blocks. The rows left over (all of them in
+// a decode step of fewer than 128 sequences) stay a contract on views of
+// the same buffers, which gdn-gpu-map-parallel-loops gives a warp per
+// output: there, reading each weight row once at full bandwidth matters
+// more than the products. MLA's absorbed attention scores, a product per
+// sequence and head against keys shared by the heads, take the same
+// kernel with the sequence and head as the grid's depth.
 //
 // The kernel (gdn.tensor_core_projection on the launch records its tiles):
 // blocks of 128 rows x 64 columns, four warps of 64 x 32 (4 x 4 tiles of
@@ -18,14 +20,15 @@
 // consecutive elements of a row for the two element pairs that the
 // m16n8k16 layout gives it (columns 2t, 2t + 1 and 2t + 8, 2t + 9 of the
 // step stand for 4t .. 4t + 3 in both operands), and loads them with one
-// 16-byte load of x and one 8-byte load of the weight.
+// 16-byte load of x and one 8-byte (bf16) or 16-byte (f32) load of B.
 //
 // The activations are f32 and the products bf16. With split-activations
-// each x is the sum of two bf16 numbers (hi = bf16(x), lo = bf16(x - hi)),
-// and both products are accumulated: 16 significant bits of x, so the
-// result matches the f32 path to about 1e-5 relative instead of bf16's
-// 4e-3 (the weights are exact in bf16 already), for twice the tensor-core
-// work of a kernel that is bound by its loads.
+// each f32 operand is the sum of two bf16 numbers (hi = bf16(x), lo =
+// bf16(x - hi)), and the products hi hi, lo hi and (for an f32 B) hi lo are
+// accumulated: 16 significant bits of each operand, so the result matches
+// the f32 path to about 1e-5 relative instead of bf16's 4e-3 (bf16 weights
+// are exact already), for two or three times the tensor-core work of a
+// kernel that is bound by its loads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,7 +64,7 @@ constexpr int64_t kColTiles = kWarpCols / kTileCols; // 4
 constexpr int64_t kWarps = (kBlockRows / kWarpRows) * (kBlockCols / kWarpCols);
 
 /// The operands of a projection that the kernel takes: x [B, T, I] f32,
-/// w [O, I] bf16 and out [B, T, O] f32, all with identity layouts (dense
+/// w [O, I] bf16 or f32 and out [B, T, O] f32, all with identity layouts (dense
 /// rows starting at aligned addresses: the vector loads rely on it), and I
 /// a multiple of the reduction step.
 struct Projection {
@@ -85,7 +88,8 @@ std::optional<Projection> matchProjection(linalg::ContractOp op) {
       weightType.getRank() != 2 || outType.getRank() != 3 || !isDense(xType) ||
       !isDense(weightType) || !isDense(outType) ||
       !xType.getElementType().isF32() ||
-      !weightType.getElementType().isBF16() ||
+      !(weightType.getElementType().isBF16() ||
+        weightType.getElementType().isF32()) ||
       !outType.getElementType().isF32() || !weightType.hasStaticShape())
     return std::nullopt;
   int64_t outputs = weightType.getDimSize(0), inputs = weightType.getDimSize(1);
@@ -425,7 +429,7 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
     ops.columns = arith::ConstantIndexOp::create(kb, loc, p.outputs);
     ops.raggedColumns = p.outputs % kBlockCols != 0;
     ops.depth = p.inputs;
-    ops.floatB = false;
+    ops.floatB = cast<MemRefType>(p.weight.getType()).getElementType().isF32();
     TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
   }
 

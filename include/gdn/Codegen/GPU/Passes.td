@@ -124,12 +124,13 @@ def GdnGPUDeviceBuffersPass : Pass<"gdn-gpu-device-buffers", "func::FuncOp"> {
 
 def GdnGPUTensorCoreProjectionsPass
     : Pass<"gdn-gpu-tensor-core-projections", "func::FuncOp"> {
-  let summary = "Projections with bf16 weights as mma.sync tensor-core "
-                "kernels";
+  let summary = "Projections and MLA attention scores as mma.sync "
+                "tensor-core kernels";
   let description = [{
     After bufferization, in host code: a projection `linalg.contract`
     (`out[b, t, o] += sum_i x[b, t, i] w[o, i]`) with f32 x and out, a
-    static bf16 weight [O, I] with I a multiple of 16 and O at least 64,
+    static bf16 or f32 weight [O, I] with I a multiple of 16 and O at
+    least 64,
     and dense buffers
     becomes a `gpu.launch` of bf16 `mma.sync` m16n8k16 products with f32
     accumulators over the rows of x that fill whole blocks of 128 (blocks
@@ -147,9 +148,11 @@ def GdnGPUTensorCoreProjectionsPass
     keys split like the queries, the query rows after the last whole
     block left to the generic on views.
 
-    With `split-activations` (the default) every x is split into two bf16
-    terms and both products accumulated, so that the result stays within
-    about 1e-5 of the f32 one; without it x is rounded to bf16 (about 4e-3).
+    With `split-activations` (the default) every f32 operand (x, and an
+    f32 weight or keys) is split into two bf16 terms and the products of
+    the terms accumulated (all but lo x lo), so that the result stays
+    within about 1e-5 of the f32 one; without it they are rounded to bf16
+    (about 4e-3).
   }];
   let options = [
     Option<"splitActivations", "split-activations", "bool", /*default=*/"true",
