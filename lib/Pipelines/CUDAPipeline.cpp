@@ -174,6 +174,7 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   if (options.tensorCoreProjections) {
     GdnGPUTensorCoreProjectionsPassOptions projectionOptions;
     projectionOptions.splitActivations = options.splitActivations;
+    projectionOptions.f32Weights = options.tensorCoreF32Weights;
     pm.addNestedPass<func::FuncOp>(
         createGdnGPUTensorCoreProjectionsPass(projectionOptions));
   }

@@ -211,6 +211,11 @@ struct CUDAPipelineOptions
                      "kernels (gdn-gpu-tensor-core-projections) for the rows "
                      "that fill blocks of 128"),
       llvm::cl::init(true)};
+  Option<bool> tensorCoreF32Weights{
+      *this, "tensor-core-f32-weights",
+      llvm::cl::desc("Tensor-core projections for f32 weights too (their "
+                     "bf16 split loses more than the activations' alone)"),
+      llvm::cl::init(GdnGPUTensorCoreProjectionsPassOptions().f32Weights)};
   Option<bool> splitActivations{
       *this, "split-activations",
       llvm::cl::desc("Tensor-core kernels split each f32 operand into two "

@@ -74,7 +74,8 @@ struct Projection {
 
 bool isDense(MemRefType type) { return type.getLayout().isIdentity(); }
 
-std::optional<Projection> matchProjection(linalg::ContractOp op) {
+std::optional<Projection> matchProjection(linalg::ContractOp op,
+                                          bool f32Weights) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 ||
       op.getIndexingMaps() != getProjectionIndexingMaps(op.getContext()))
@@ -89,7 +90,7 @@ std::optional<Projection> matchProjection(linalg::ContractOp op) {
       !isDense(weightType) || !isDense(outType) ||
       !xType.getElementType().isF32() ||
       !(weightType.getElementType().isBF16() ||
-        weightType.getElementType().isF32()) ||
+        (f32Weights && weightType.getElementType().isF32())) ||
       !outType.getElementType().isF32() || !weightType.hasStaticShape())
     return std::nullopt;
   int64_t outputs = weightType.getDimSize(0), inputs = weightType.getDimSize(1);
@@ -591,7 +592,7 @@ struct GdnGPUTensorCoreProjectionsPass
       if (op->getParentOfType<gpu::LaunchOp>())
         return;
       if (auto contract = dyn_cast<linalg::ContractOp>(op))
-        if (std::optional<Projection> p = matchProjection(contract))
+        if (std::optional<Projection> p = matchProjection(contract, f32Weights))
           projections.emplace_back(contract, *p);
       if (auto generic = dyn_cast<linalg::GenericOp>(op))
         if (attentionScores)

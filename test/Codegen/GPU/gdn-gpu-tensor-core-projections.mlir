@@ -1,6 +1,7 @@
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections))' | FileCheck %s
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{split-activations=false}))' | FileCheck %s --check-prefix=ROUNDED
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections))' | FileCheck %s --check-prefix=COUNT
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{f32-weights=true}))' | FileCheck %s --check-prefix=F32
 
 #x = affine_map<(b, t, o, i) -> (b, t, i)>
 #w = affine_map<(b, t, o, i) -> (o, i)>
@@ -78,14 +79,17 @@ func.func @even(%x: memref<2x?x48xf32>, %w: memref<128x48xbf16>, %y: memref<2x?x
 #w = affine_map<(b, t, o, i) -> (o, i)>
 #y = affine_map<(b, t, o, i) -> (b, t, o)>
 
-// An f32 weight: split like x, three products per tile and step, its rows
-// read 16 bytes at a time.
+// An f32 weight: left alone by default; with f32-weights split like x,
+// three products per tile and step, its rows read 16 bytes at a time.
 // CHECK-LABEL: func.func @f32_weight
-// CHECK: gpu.launch
-// CHECK: vector.load %{{.*}} : memref<100x64xf32>, vector<4xf32>
-// COUNT-LABEL: func.func @f32_weight
-// COUNT-COUNT-96: nvvm.mma.sync
-// COUNT-NOT: nvvm.mma.sync
+// CHECK-NOT: gpu.launch
+// CHECK: linalg.contract
+// F32-LABEL: func.func @f32_weight
+// F32: gpu.launch
+// F32: vector.load %{{.*}} : memref<100x64xf32>, vector<4xf32>
+// F32-COUNT-96: nvvm.mma.sync
+// F32-NOT: nvvm.mma.sync
+// F32-LABEL: func.func @left_alone
 func.func @f32_weight(%x: memref<?x?x64xf32>, %wf: memref<100x64xf32>, %y: memref<?x?x100xf32>) {
   linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %wf : memref<?x?x64xf32>, memref<100x64xf32>) outs(%y : memref<?x?x100xf32>)
   return
