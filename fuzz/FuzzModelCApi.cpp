@@ -63,18 +63,30 @@ private:
 /// the API accepts.
 int64_t edgeValue(Input &in, int64_t context) {
   switch (in.byte() % 16) {
-  case 0: return 0;
-  case 1: return -1;
-  case 2: return INT64_MAX;
-  case 3: return INT64_MIN;
-  case 4: return context;
-  case 5: return context + 1;
-  case 6: return GDN_MODEL_MAX_BATCH;
-  case 7: return GDN_MODEL_MAX_BATCH + 1;
-  case 8: return int64_t(1) << 32;
-  case 9: return int64_t(1) << 62;
-  case 10: return static_cast<int64_t>(in.word());
-  default: return 1 + in.byte() % 8;
+  case 0:
+    return 0;
+  case 1:
+    return -1;
+  case 2:
+    return INT64_MAX;
+  case 3:
+    return INT64_MIN;
+  case 4:
+    return context;
+  case 5:
+    return context + 1;
+  case 6:
+    return GDN_MODEL_MAX_BATCH;
+  case 7:
+    return GDN_MODEL_MAX_BATCH + 1;
+  case 8:
+    return int64_t(1) << 32;
+  case 9:
+    return int64_t(1) << 62;
+  case 10:
+    return static_cast<int64_t>(in.word());
+  default:
+    return 1 + in.byte() % 8;
   }
 }
 
@@ -82,11 +94,16 @@ int64_t edgeValue(Input &in, int64_t context) {
 int64_t tokenId(Input &in, int64_t vocab) {
   uint8_t b = in.byte();
   switch (b) {
-  case 255: return vocab;
-  case 254: return -1;
-  case 253: return INT64_MIN;
-  case 252: return INT64_MAX;
-  default: return b % vocab;
+  case 255:
+    return vocab;
+  case 254:
+    return -1;
+  case 253:
+    return INT64_MIN;
+  case 252:
+    return INT64_MAX;
+  default:
+    return b % vocab;
   }
 }
 
@@ -125,8 +142,8 @@ std::vector<float> logitsOf(const gdn_model *model) {
   const float *logits = gdn_model_logits(model, &batch, &tokens);
   if (!logits)
     return {};
-  return std::vector<float>(
-      logits, logits + batch * tokens * gdn_model_vocab_size(model));
+  return std::vector<float>(logits, logits + batch * tokens *
+                                                 gdn_model_vocab_size(model));
 }
 
 /// Checks that a failed call left `slot` as it was: the position, the
@@ -144,9 +161,8 @@ void expectUnchanged(const Slot &slot, const float *logitsBefore,
   std::vector<float> values = logitsOf(slot.model);
   // Bytes, not values: NaN logits of a corrupted model equal themselves.
   if (values.size() != valuesBefore.size() ||
-      (!values.empty() &&
-       std::memcmp(values.data(), valuesBefore.data(),
-                   values.size() * sizeof(float)) != 0))
+      (!values.empty() && std::memcmp(values.data(), valuesBefore.data(),
+                                      values.size() * sizeof(float)) != 0))
     contractBroken("a failed call changed the logits' values");
 }
 
@@ -157,8 +173,8 @@ void step(Slot &slot, Input &in, int kind) {
   int64_t batch = kind == 2 ? slot.batch : edgeValue(in, context);
   int64_t tokens = kind == 2 ? 1 : edgeValue(in, context);
   int64_t start = kind == 0 ? 0 : slot.position;
-  bool sizesValid = batch >= 1 && batch <= GDN_MODEL_MAX_BATCH &&
-                    tokens >= 1 && tokens <= context - start &&
+  bool sizesValid = batch >= 1 && batch <= GDN_MODEL_MAX_BATCH && tokens >= 1 &&
+                    tokens <= context - start &&
                     (kind == 0 || (slot.batch > 0 && batch == slot.batch));
   if (sizesValid && batch * tokens > kMaxFuzzedIds)
     return;
@@ -173,11 +189,10 @@ void step(Slot &slot, Input &in, int kind) {
   const float *logitsBefore =
       gdn_model_logits(slot.model, &logitsBatch, &logitsTokens);
   std::vector<float> valuesBefore = logitsOf(slot.model);
-  int status = kind == 0   ? gdn_model_prefill(slot.model, ids.get(), batch,
-                                               tokens)
-               : kind == 1 ? gdn_model_extend(slot.model, ids.get(), batch,
-                                              tokens)
-                           : gdn_model_decode(slot.model, ids.get());
+  int status =
+      kind == 0   ? gdn_model_prefill(slot.model, ids.get(), batch, tokens)
+      : kind == 1 ? gdn_model_extend(slot.model, ids.get(), batch, tokens)
+                  : gdn_model_decode(slot.model, ids.get());
   if (status != 0 && status != -1)
     contractBroken("a step returned neither 0 nor -1");
   if (status == -1) {
@@ -199,7 +214,16 @@ void step(Slot &slot, Input &in, int kind) {
   if (!gdn_model_logits(slot.model, &logitsB, &logitsT) || logitsB != batch ||
       logitsT != tokens)
     contractBroken("the logits' shape after a step");
-  (void)logitsOf(slot.model);
+  std::vector<float> all = logitsOf(slot.model);
+  int64_t lastBatch = 0;
+  const float *last = gdn_model_last_logits(slot.model, &lastBatch);
+  if (!last || lastBatch != batch)
+    contractBroken("the last logits' shape after a step");
+  for (int64_t b = 0; b < batch; ++b)
+    if (std::memcmp(last + b * vocab,
+                    all.data() + ((b + 1) * tokens - 1) * vocab,
+                    vocab * sizeof(float)) != 0)
+      contractBroken("the last logits differ from the logits' last rows");
 }
 
 /// Writes the build's weights with `count` bytes overwritten to a file of

@@ -43,8 +43,8 @@ def main():
         args.folder, "compiled", "libgdn-model.so"))
     ids = np.random.default_rng(3).integers(
         0, config["vocab_size"], size=(1, args.tokens))
-    compiled.prefill(ids)
-    compiled.prefill(ids)
+    compiled.prefill(ids, last_only=True)
+    compiled.prefill(ids, last_only=True)
     if args.decode:
         compiled.decode(np.zeros(1, np.int64))
 

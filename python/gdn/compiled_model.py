@@ -178,22 +178,30 @@ class CompiledModel:
         """The number of sequences (0 before the first prefill)."""
         return self._api.gdn_model_batch(self._handle)
 
-    def _logits(self):
-        batch, tokens = ctypes.c_int64(), ctypes.c_int64()
-        pointer = self._api.gdn_model_logits(self._handle,
-                                             ctypes.byref(batch),
-                                             ctypes.byref(tokens))
+    def _logits(self, last_only):
+        batch, tokens = ctypes.c_int64(), ctypes.c_int64(1)
+        if last_only:
+            pointer = self._api.gdn_model_last_logits(self._handle,
+                                                      ctypes.byref(batch))
+        else:
+            pointer = self._api.gdn_model_logits(self._handle,
+                                                 ctypes.byref(batch),
+                                                 ctypes.byref(tokens))
+        if not pointer:
+            raise RuntimeError(self._error())
         shape = (batch.value, tokens.value, self.vocab_size)
+        if last_only:
+            shape = (batch.value, self.vocab_size)
         return np.ctypeslib.as_array(pointer, shape=shape).copy()
 
-    def _call(self, function, ids, *sizes):
+    def _call(self, function, ids, *sizes, last_only=False):
         pointer = ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
         if function(self._handle, pointer, *sizes) != 0:
             message = self._error()
             if message.startswith("numerics:"):
                 raise FloatingPointError(message)
             raise ValueError(message)
-        return self._logits()
+        return self._logits(last_only)
 
     @staticmethod
     def _ids(token_ids, rank):
@@ -204,11 +212,14 @@ class CompiledModel:
                              f"got shape {ids.shape}")
         return ids
 
-    def prefill(self, token_ids):
+    def prefill(self, token_ids, last_only=False):
         """Logits [B, T, vocab] (float32) of new sequences token_ids [B, T];
-        the caches then hold them."""
+        the caches then hold them. With last_only=True, the logits [B, vocab]
+        of each sequence's last position alone (on a GPU, the only ones
+        copied to the host)."""
         ids = self._ids(token_ids, 2)
-        return self._call(self._api.gdn_model_prefill, ids, *ids.shape)
+        return self._call(self._api.gdn_model_prefill, ids, *ids.shape,
+                          last_only=last_only)
 
     def decode(self, token_ids):
         """Logits [B, vocab] (float32) of the next token of each sequence,
@@ -217,13 +228,14 @@ class CompiledModel:
         if self.batch and ids.shape[0] != self.batch:
             raise ValueError(f"token_ids: expected {self.batch} tokens (the "
                              f"batch of the sequences), got {ids.shape[0]}")
-        return self._call(self._api.gdn_model_decode, ids)[:, 0]
+        return self._call(self._api.gdn_model_decode, ids, last_only=True)
 
-    def extend(self, token_ids):
+    def extend(self, token_ids, last_only=False):
         """Logits [B, T, vocab] of T more tokens token_ids [B, T] of each
-        sequence (a prompt prefilled in chunks)."""
+        sequence (a prompt prefilled in chunks); last_only as in prefill."""
         ids = self._ids(token_ids, 2)
-        return self._call(self._api.gdn_model_extend, ids, *ids.shape)
+        return self._call(self._api.gdn_model_extend, ids, *ids.shape,
+                          last_only=last_only)
 
     def cache_nbytes(self):
         """{"gdn": bytes, "mla": bytes} of one sequence's caches: the
@@ -251,6 +263,8 @@ def _load_api(library_path):
         "gdn_model_logits": (ctypes.POINTER(ctypes.c_float),
                              [handle, ctypes.POINTER(i64),
                               ctypes.POINTER(i64)]),
+        "gdn_model_last_logits": (ctypes.POINTER(ctypes.c_float),
+                                  [handle, ctypes.POINTER(i64)]),
         "gdn_model_set_check_numerics": (ctypes.c_int, [handle,
                                                         ctypes.c_int]),
         "gdn_model_position": (i64, [handle]),

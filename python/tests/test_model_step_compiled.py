@@ -89,6 +89,25 @@ def test_prefill_in_chunks_equals_one_prefill(tmp_path):
     _close(rest, whole[:, 5:], "second chunk")
 
 
+def test_last_only_logits_are_the_last_rows(tmp_path):
+    """last_only=True returns each sequence's last position alone
+    (gdn_model_last_logits), for a batch of one and of three."""
+    config_path, _ = _write(tmp_path, hybrid_config(0, 4), seed=4)
+    compiled = compiled_model.CompiledModel(config_path)
+    for batch, tokens in [(1, 9), (3, 6), (3, 1)]:
+        ids = np.random.default_rng(batch + tokens).integers(
+            0, 64, size=(batch, tokens))
+        whole = compiled.prefill(ids)
+        last = compiled.prefill(ids, last_only=True)
+        assert last.shape == (batch, compiled.vocab_size)
+        np.testing.assert_array_equal(last, whole[:, -1])
+        more = ids[:, :2]
+        whole = compiled.extend(more)
+        compiled.prefill(ids)
+        np.testing.assert_array_equal(compiled.extend(more, last_only=True),
+                                      whole[:, -1])
+
+
 def test_decode_past_the_room_of_the_caches(tmp_path):
     """The runtime appends to the MLA caches in place and regrows them
     when they are full (room for 64 tokens at first): 3 sequences of 60

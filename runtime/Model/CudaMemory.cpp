@@ -1,10 +1,14 @@
-//===- CudaMemory.cpp - a CUDA model's buffers in managed memory ----------===//
+//===- CudaMemory.cpp - a CUDA model's buffers in device memory -----------===//
 //
-// Managed memory, on the primary context of device 0 that the generated
-// host code (runtime/CUDA) uses too: the step's kernels reach it, and the
-// host can fill caches with zeros and read the logits without explicit
-// copies. Failures are returned, not fatal: a model that does not fit
-// reports it like a CPU build that runs out of memory.
+// Device memory, on the primary context of device 0 that the generated
+// host code (runtime/CUDA) uses too. The copies run on the legacy default
+// stream, with which the step's streams (created blocking) synchronize, so
+// they are ordered after the previous step and before the next without a
+// device-wide wait. Managed memory would spare the copies but not their
+// cost: pages the host read migrate back at fault speed when the next step
+// writes them (the logits of a long prefill took longer to initialise than
+// the LM head to compute). Failures are returned, not fatal: a model that
+// does not fit reports it like a CPU build that runs out of memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,10 +73,9 @@ void *gdn::model::allocateBytes(size_t bytes) {
     return nullptr;
   }
   CUdeviceptr pointer = 0;
-  CUresult result =
-      cuMemAllocManaged(&pointer, bytes ? bytes : 1, CU_MEM_ATTACH_GLOBAL);
+  CUresult result = cuMemAlloc(&pointer, bytes ? bytes : 1);
   if (result != CUDA_SUCCESS) {
-    lastError = describe("cuMemAllocManaged", result);
+    lastError = describe("cuMemAlloc", result);
     return nullptr;
   }
   return reinterpret_cast<void *>(pointer);
@@ -83,7 +86,67 @@ void gdn::model::freeBytes(void *pointer) {
     cuMemFree(reinterpret_cast<CUdeviceptr>(pointer));
 }
 
+void *gdn::model::allocateHostBytes(size_t bytes) {
+  if (!memoryUnavailable().empty()) {
+    lastError = memoryUnavailable();
+    return nullptr;
+  }
+  void *pointer = nullptr;
+  CUresult result = cuMemAllocHost(&pointer, bytes ? bytes : 1);
+  if (result != CUDA_SUCCESS) {
+    lastError = describe("cuMemAllocHost", result);
+    return nullptr;
+  }
+  return pointer;
+}
+
+void gdn::model::freeHostBytes(void *pointer) {
+  if (pointer && device().status == CUDA_SUCCESS)
+    cuMemFreeHost(pointer);
+}
+
 std::string gdn::model::memoryError() { return lastError; }
+
+bool gdn::model::stepMemoryIsHost() { return false; }
+
+namespace {
+bool succeeded(const char *call, CUresult result) {
+  if (result == CUDA_SUCCESS)
+    return true;
+  lastError = describe(call, result);
+  return false;
+}
+
+CUdeviceptr address(const void *pointer) {
+  return reinterpret_cast<CUdeviceptr>(pointer);
+}
+} // namespace
+
+bool gdn::model::copyToStep(void *stepDestination, const void *hostSource,
+                            size_t bytes) {
+  return !bytes ||
+         succeeded("cuMemcpyHtoD",
+                   cuMemcpyHtoD(address(stepDestination), hostSource, bytes));
+}
+
+bool gdn::model::copyFromStep(void *hostDestination, const void *stepSource,
+                              size_t bytes) {
+  return !bytes ||
+         succeeded("cuMemcpyDtoH",
+                   cuMemcpyDtoH(hostDestination, address(stepSource), bytes));
+}
+
+bool gdn::model::copyWithinStep(void *stepDestination, const void *stepSource,
+                                size_t bytes) {
+  return !bytes ||
+         succeeded("cuMemcpyDtoD", cuMemcpyDtoD(address(stepDestination),
+                                                address(stepSource), bytes));
+}
+
+bool gdn::model::zeroStepBytes(void *stepDestination, size_t bytes) {
+  return !bytes || succeeded("cuMemsetD8",
+                             cuMemsetD8(address(stepDestination), 0, bytes));
+}
 
 bool gdn::model::stepReadsMappedFiles() { return false; }
 

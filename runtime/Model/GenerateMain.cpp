@@ -565,11 +565,12 @@ int main(int argc, char **argv) {
   auto decodeStart = Clock::now();
   int64_t steps = 0, decoded = 0;
   for (int64_t step = 0; step < numTokens && running > 0; ++step) {
-    int64_t tokens;
-    const float *logits = gdn_model_logits(model, nullptr, &tokens);
+    // The last position of each sequence predicts its next token.
+    const float *logits = gdn_model_last_logits(model, nullptr);
+    if (!logits)
+      return error(gdn_model_last_error());
     for (int64_t b = 0; b < batch; ++b) {
-      // The last position of each sequence predicts its next token.
-      const float *row = logits + ((b + 1) * tokens - 1) * vocab;
+      const float *row = logits + b * vocab;
       next[b] = sampler.sample(row, vocab);
       if (stopped[b])
         continue;

@@ -14,7 +14,38 @@ void *gdn::model::allocateBytes(size_t bytes) {
 
 void gdn::model::freeBytes(void *pointer) { std::free(pointer); }
 
+void *gdn::model::allocateHostBytes(size_t bytes) {
+  return allocateBytes(bytes);
+}
+
+void gdn::model::freeHostBytes(void *pointer) { freeBytes(pointer); }
+
 std::string gdn::model::memoryError() { return std::strerror(ENOMEM); }
+
+bool gdn::model::stepMemoryIsHost() { return true; }
+
+bool gdn::model::copyToStep(void *stepDestination, const void *hostSource,
+                            size_t bytes) {
+  if (bytes)
+    std::memcpy(stepDestination, hostSource, bytes);
+  return true;
+}
+
+bool gdn::model::copyFromStep(void *hostDestination, const void *stepSource,
+                              size_t bytes) {
+  return copyToStep(hostDestination, stepSource, bytes);
+}
+
+bool gdn::model::copyWithinStep(void *stepDestination, const void *stepSource,
+                                size_t bytes) {
+  return copyToStep(stepDestination, stepSource, bytes);
+}
+
+bool gdn::model::zeroStepBytes(void *stepDestination, size_t bytes) {
+  if (bytes)
+    std::memset(stepDestination, 0, bytes);
+  return true;
+}
 
 bool gdn::model::stepReadsMappedFiles() { return true; }
 

@@ -2,10 +2,11 @@
 //
 // The model runtime is the same for both targets; only the memory of its
 // buffers (weights, caches, logits, token ids) differs: host memory for
-// CPU builds (HostMemory.cpp), CUDA managed memory for CUDA builds
-// (CudaMemory.cpp), which the step's kernels read and write on the device
-// and the runtime reads on the host (the logits, the numerics check). The
-// pages of a buffer the host does not touch stay on the device.
+// CPU builds (HostMemory.cpp), device memory for CUDA builds
+// (CudaMemory.cpp). The runtime never dereferences a step buffer itself: it
+// moves bytes in and out through the copies below, so that on a GPU only
+// what the host asks for crosses the bus (the token ids in, the logits
+// out when they are read), and nothing migrates behind the step's back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,8 +23,25 @@ std::string memoryUnavailable();
 /// memoryError() says why.
 void *allocateBytes(size_t bytes);
 void freeBytes(void *pointer);
-/// The reason of the last failed allocation on this thread, or empty.
+/// `bytes` (at least one) of host memory that step memory is copied into
+/// quickly (page-locked on a GPU), or nullptr; then memoryError() says why.
+void *allocateHostBytes(size_t bytes);
+void freeHostBytes(void *pointer);
+/// The reason of the last failed allocation or copy on this thread, or
+/// empty.
 std::string memoryError();
+/// Whether step memory is host memory (a CPU build): then the host may read
+/// it in place, and the copies are plain memcpy.
+bool stepMemoryIsHost();
+/// Copies between host memory and step memory, and within step memory,
+/// ordered after the work of earlier steps and before that of later ones; a
+/// host source may be reused, and a host destination read, as soon as the
+/// call returns. False on failure (memoryError() says why).
+bool copyToStep(void *stepDestination, const void *hostSource, size_t bytes);
+bool copyFromStep(void *hostDestination, const void *stepSource, size_t bytes);
+bool copyWithinStep(void *stepDestination, const void *stepSource,
+                    size_t bytes);
+bool zeroStepBytes(void *stepDestination, size_t bytes);
 /// Whether the step can read the weights where the file is mapped; if not,
 /// they are copied into allocateBytes memory at load.
 bool stepReadsMappedFiles();

@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -120,18 +122,18 @@ public:
         gdn::model::allocateBytes(std::max<int64_t>(n, 1) * sizeof(T)));
     if (!grown)
       return false;
-    if (values)
-      std::memcpy(grown, values, std::min(n, count) * sizeof(T));
+    if (values && !gdn::model::copyWithinStep(grown, values,
+                                              std::min(n, count) * sizeof(T))) {
+      gdn::model::freeBytes(grown);
+      return false;
+    }
     gdn::model::freeBytes(values);
     values = grown;
     count = n;
     return true;
   }
   bool assignZeros(int64_t n) {
-    if (!resize(n))
-      return false;
-    std::fill(values, values + n, T(0));
-    return true;
+    return resize(n) && gdn::model::zeroStepBytes(values, n * sizeof(T));
   }
   T *data() const { return values; }
 
@@ -140,6 +142,41 @@ private:
   int64_t count = 0;
 };
 using FloatBuffer = Buffer<float>;
+
+/// Host memory holding a copy of step memory for the host to read (the
+/// logits, the numerics check), grown as needed and kept: page-locked on a
+/// GPU, where allocating it costs more than a copy into it. Where step
+/// memory is host memory, the step's buffer itself is read.
+class HostCopy {
+public:
+  HostCopy() = default;
+  HostCopy(const HostCopy &) = delete;
+  HostCopy &operator=(const HostCopy &) = delete;
+  ~HostCopy() { gdn::model::freeHostBytes(values); }
+
+  /// The `count` floats at `step` where the host can read them, or nullptr
+  /// (gdn::model::memoryError() says why).
+  const float *of(const float *step, int64_t count) {
+    if (gdn::model::stepMemoryIsHost())
+      return step;
+    size_t bytes = static_cast<size_t>(count) * sizeof(float);
+    if (bytes > capacity) {
+      void *grown = gdn::model::allocateHostBytes(bytes);
+      if (!grown)
+        return nullptr;
+      gdn::model::freeHostBytes(values);
+      values = static_cast<float *>(grown);
+      capacity = bytes;
+    }
+    if (!gdn::model::copyFromStep(values, step, bytes))
+      return nullptr;
+    return values;
+  }
+
+private:
+  float *values = nullptr;
+  size_t capacity = 0;
+};
 
 /// One cache tensor of one layer; the batch and, for MLA and attention, the
 /// token count vary.
@@ -194,9 +231,11 @@ bool reserveRows(Cache &cache, int64_t batch, int64_t past, int64_t total,
   if (count < 0 || !grown.resize(count))
     return false;
   for (int64_t b = 0; b < batch && past > 0; ++b)
-    std::memcpy(grown.data() + b * room * row,
-                cache.data.data() + b * cache.capacity * row,
-                past * row * sizeof(float));
+    if (!gdn::model::copyWithinStep(grown.data() + b * room * row,
+                                    cache.data.data() +
+                                        b * cache.capacity * row,
+                                    past * row * sizeof(float)))
+      return false;
   cache.data = std::move(grown);
   cache.capacity = room;
   return true;
@@ -227,6 +266,17 @@ struct gdn_model {
   /// swapped in when it succeeds, so that a failed step leaves these (and
   /// their address) as they were.
   FloatBuffer logits, nextLogits;
+  /// The host's copy of `logits`, made when gdn_model_logits first asks
+  /// after a step (the step's memory may be a GPU's), and where it is
+  /// (null until then).
+  mutable HostCopy logitsOnHost;
+  mutable const float *hostLogits = nullptr;
+  /// The same for the last position's logits of each sequence.
+  mutable HostCopy lastLogitsOnHost;
+  mutable FloatBuffer lastLogits;
+  mutable const float *hostLastLogits = nullptr;
+  /// The numerics check's view of the caches and logits.
+  mutable HostCopy numericsOnHost;
   /// The step's token ids, where it can read them.
   Buffer<int64_t> ids;
   int64_t batch = 0, tokens = 0, position = 0;
@@ -279,33 +329,43 @@ static uint16_t roundToBf16(float value) {
   return uint16_t(word >> 16);
 }
 
-/// A copy of the `count` elements of `tensor` in the step's element type
-/// `T` (float, or uint16_t for bf16), kept in `copies`: the stored bytes
-/// when the types agree, else widened or rounded. Null if the memory
+/// The `count` elements of `tensor` in the step's element type `T` (float,
+/// or uint16_t for bf16), in host memory: the stored bytes when the types
+/// agree, else widened or rounded into `converted`. Null if the memory
 /// cannot be had.
 template <typename T>
-static const void *copyWeight(std::vector<Buffer<T>> &copies,
-                              const SafetensorsTensor &tensor, int64_t count) {
+static const T *inStepType(const SafetensorsTensor &tensor, int64_t count,
+                           std::unique_ptr<T[]> &converted) {
   constexpr bool stepBf16 = std::is_same_v<T, uint16_t>;
-  Buffer<T> values;
-  if (!values.resize(count))
-    return nullptr;
   const char *bytes = tensor.bytes.data();
-  if ((tensor.dtype == "BF16") == stepBf16) {
-    std::memcpy(values.data(), bytes, count * sizeof(T));
-  } else {
-    for (int64_t i = 0; i < count; ++i) {
-      if constexpr (stepBf16) {
-        float value;
-        std::memcpy(&value, bytes + 4 * i, 4);
-        values.data()[i] = roundToBf16(value);
-      } else {
-        uint16_t half;
-        std::memcpy(&half, bytes + 2 * i, 2);
-        values.data()[i] = widenBf16(half);
-      }
+  if ((tensor.dtype == "BF16") == stepBf16)
+    return reinterpret_cast<const T *>(bytes);
+  converted.reset(new (std::nothrow) T[std::max<int64_t>(count, 1)]);
+  if (!converted)
+    return nullptr;
+  for (int64_t i = 0; i < count; ++i) {
+    if constexpr (stepBf16) {
+      float value;
+      std::memcpy(&value, bytes + 4 * i, 4);
+      converted[i] = roundToBf16(value);
+    } else {
+      uint16_t half;
+      std::memcpy(&half, bytes + 2 * i, 2);
+      converted[i] = widenBf16(half);
     }
   }
+  return converted.get();
+}
+
+/// A copy of the `count` elements at `host` in step memory, kept in
+/// `copies`; null if the memory cannot be had or the copy fails.
+template <typename T>
+static const void *uploadWeight(std::vector<Buffer<T>> &copies, const T *host,
+                                int64_t count) {
+  Buffer<T> values;
+  if (!values.resize(count) ||
+      !gdn::model::copyToStep(values.data(), host, count * sizeof(T)))
+    return nullptr;
   const void *data = values.data();
   copies.push_back(std::move(values));
   return data;
@@ -381,26 +441,38 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
     const SafetensorsTensor &tensor = *model->file.find(name);
     int64_t count = checkedProduct(shape);
     const char *bytes = tensor.bytes.data();
-    const void *data = bytes;
     bool stepBf16 = bf16Weights.count(name) != 0;
     bool mappable = gdn::model::stepReadsMappedFiles() &&
                     reinterpret_cast<uintptr_t>(bytes) %
                             (stepBf16 ? alignof(uint16_t) : alignof(float)) ==
                         0;
-    if (mappable && tensor.dtype == (stepBf16 ? "BF16" : "F32")) {
+    // The values in the step's type on the host: the mapped bytes, or a
+    // conversion (unaligned, or of another type) copied to where the step
+    // reads it.
+    std::unique_ptr<uint16_t[]> bf16;
+    std::unique_ptr<float[]> f32;
+    const void *host =
+        stepBf16 ? static_cast<const void *>(inStepType(tensor, count, bf16))
+                 : inStepType(tensor, count, f32);
+    if (mappable && host == bytes) {
       model->weights.emplace_back(bytes, shape);
     } else {
-      data = stepBf16 ? copyWeight(model->convertedBf16, tensor, count)
-                      : copyWeight(model->converted, tensor, count);
+      const void *data =
+          !host && count > 0 ? nullptr
+          : stepBf16         ? uploadWeight(model->convertedBf16,
+                                            static_cast<const uint16_t *>(host), count)
+                             : uploadWeight(model->converted,
+                                            static_cast<const float *>(host), count);
       if (!data) {
         failAllocation("weight " + name, shape);
         return nullptr;
       }
       model->weights.emplace_back(data, shape);
     }
-    // A NaN or Inf weight would only show as garbage tokens later.
+    // A NaN or Inf weight would only show as garbage tokens later (a value
+    // past bf16's range becomes Inf when rounded).
     if (std::optional<std::string> bad =
-            firstNonFinite(data, shape, stepBf16)) {
+            firstNonFinite(host, shape, stepBf16)) {
       fail("weights " + std::string(path) + ": " + name + ": " + *bad +
            "; weights must be finite");
       return nullptr;
@@ -457,6 +529,11 @@ static int checkNumerics(const gdn_model &model, int64_t batch, int64_t tokens,
                          int64_t total) {
   std::vector<CacheLayout> layouts = cacheLayouts(model.config);
   auto kind = [](float x) { return std::isnan(x) ? "NaN" : "Inf"; };
+  HostCopy &onHost = model.numericsOnHost;
+  auto unreadable = [](llvm::StringRef what) {
+    return fail("numerics: cannot read the " + what.str() +
+                " on the host: " + gdn::model::memoryError());
+  };
   for (size_t i = 0; i < layouts.size(); ++i) {
     std::string where;
     float value = 0.0f;
@@ -465,8 +542,11 @@ static int checkNumerics(const gdn_model &model, int64_t batch, int64_t tokens,
       const Cache &cache = model.caches[i];
       int64_t row = cache.rowElements();
       for (int64_t b = 0; b < batch && where.empty(); ++b) {
-        const float *rows =
-            cache.data.data() + (b * cache.capacity + total - tokens) * row;
+        const float *rows = onHost.of(
+            cache.data.data() + (b * cache.capacity + total - tokens) * row,
+            tokens * row);
+        if (!rows)
+          return unreadable(layouts[i].name);
         int64_t bad = firstNonFinite(rows, tokens * row);
         if (bad < 0)
           continue;
@@ -477,9 +557,12 @@ static int checkNumerics(const gdn_model &model, int64_t batch, int64_t tokens,
     } else {
       const Cache &cache = model.next[i];
       int64_t count = checkedProduct(cache.shape(batch, total));
-      int64_t bad = firstNonFinite(cache.data.data(), count);
+      const float *values = onHost.of(cache.data.data(), count);
+      if (!values)
+        return unreadable(layouts[i].name);
+      int64_t bad = firstNonFinite(values, count);
       if (bad >= 0) {
-        value = cache.data.data()[bad];
+        value = values[bad];
         where = "sequence " + std::to_string(bad / (count / batch)) +
                 ", after position " + std::to_string(total - 1);
       }
@@ -493,9 +576,13 @@ static int checkNumerics(const gdn_model &model, int64_t batch, int64_t tokens,
                 layouts[i].name + " of " + where);
   }
   int64_t vocab = model.config.vocabSize;
-  int64_t bad = firstNonFinite(model.nextLogits.data(), batch * tokens * vocab);
+  const float *logits =
+      onHost.of(model.nextLogits.data(), batch * tokens * vocab);
+  if (!logits)
+    return unreadable("logits");
+  int64_t bad = firstNonFinite(logits, batch * tokens * vocab);
   if (bad >= 0)
-    return fail(std::string("numerics: ") + kind(model.nextLogits.data()[bad]) +
+    return fail(std::string("numerics: ") + kind(logits[bad]) +
                 " in the logits of sequence " +
                 std::to_string(bad / (tokens * vocab)) + ", position " +
                 std::to_string(total - tokens + (bad / vocab) % tokens) +
@@ -573,7 +660,10 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
     return fail("cannot allocate the token ids [" + std::to_string(batch) +
                 "x" + std::to_string(tokens) +
                 "] (i64): " + gdn::model::memoryError());
-  std::memcpy(model->ids.data(), ids, idCount * sizeof(int64_t));
+  if (!gdn::model::copyToStep(model->ids.data(), ids,
+                              idCount * sizeof(int64_t)))
+    return fail("cannot copy the token ids to the device: " +
+                gdn::model::memoryError());
 
   // The step's arguments: ids, the caches (the growing ones with their new
   // rows), the weights, then the outputs (logits and the new fixed-size
@@ -602,6 +692,8 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
     if (!cache.growsWithTokens)
       std::swap(cache.data, next.data);
   std::swap(model->logits, model->nextLogits);
+  model->hostLogits = nullptr;
+  model->hostLastLogits = nullptr;
   model->batch = batch;
   model->tokens = tokens;
   model->position = total;
@@ -669,7 +761,64 @@ extern "C" const float *gdn_model_logits(const gdn_model *model, int64_t *batch,
     *batch = any ? model->batch : 0;
   if (tokens)
     *tokens = any ? model->tokens : 0;
-  return any ? model->logits.data() : nullptr;
+  if (!any)
+    return nullptr;
+  if (model->hostLogits)
+    return model->hostLogits;
+  int64_t count = model->batch * model->tokens * model->config.vocabSize;
+  const float *logits = model->logitsOnHost.of(model->logits.data(), count);
+  if (!logits) {
+    fail("cannot copy the logits [" + std::to_string(model->batch) + "x" +
+         std::to_string(model->tokens) + "x" +
+         std::to_string(model->config.vocabSize) +
+         "] to the host: " + gdn::model::memoryError());
+    if (batch)
+      *batch = 0;
+    if (tokens)
+      *tokens = 0;
+  }
+  model->hostLogits = logits;
+  return logits;
+}
+
+extern "C" const float *gdn_model_last_logits(const gdn_model *model,
+                                              int64_t *batch) {
+  if (!model)
+    fail("model is NULL");
+  bool any = model && model->position;
+  if (batch)
+    *batch = any ? model->batch : 0;
+  if (!any)
+    return nullptr;
+  if (model->hostLastLogits)
+    return model->hostLastLogits;
+  int64_t vocab = model->config.vocabSize, tokens = model->tokens;
+  // One sequence's last row, or one token per sequence, is contiguous.
+  const float *logits = model->logits.data() + (tokens - 1) * vocab;
+  if (tokens > 1 && model->batch > 1) {
+    // The rows [b, tokens - 1] gathered into one buffer of the step, then
+    // one copy to the host.
+    if (!model->lastLogits.resize(model->batch * vocab))
+      logits = nullptr;
+    for (int64_t b = 0; logits && b < model->batch; ++b)
+      if (!gdn::model::copyWithinStep(model->lastLogits.data() + b * vocab,
+                                      model->logits.data() +
+                                          ((b + 1) * tokens - 1) * vocab,
+                                      vocab * sizeof(float)))
+        logits = nullptr;
+    if (logits)
+      logits = model->lastLogits.data();
+  }
+  if (logits)
+    logits = model->lastLogitsOnHost.of(logits, model->batch * vocab);
+  if (!logits) {
+    fail("cannot copy the last logits [" + std::to_string(model->batch) + "x" +
+         std::to_string(vocab) + "] to the host: " + gdn::model::memoryError());
+    if (batch)
+      *batch = 0;
+  }
+  model->hostLastLogits = logits;
+  return logits;
 }
 
 extern "C" int64_t gdn_model_cache_bytes(const gdn_model *model,

@@ -40,6 +40,10 @@ bool evaluatePerplexity(gdn_model *model, const std::vector<int64_t> &ids,
       return false;
     }
     const float *logits = gdn_model_logits(model, nullptr, nullptr);
+    if (!logits) {
+      error = gdn_model_last_error();
+      return false;
+    }
     for (int64_t b = 0; b < count; ++b)
       for (int64_t t = 0; t + 1 < length; ++t) {
         int64_t target = chunk[b * length + t + 1];

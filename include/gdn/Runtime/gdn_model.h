@@ -86,9 +86,18 @@ GDN_MODEL_API int gdn_model_extend(gdn_model *model, const int64_t *ids,
 GDN_MODEL_API int gdn_model_decode(gdn_model *model, const int64_t *ids);
 
 /* The logits [batch, tokens, vocab] of the last prefill, extend or decode
- * (tokens = 1 after decode); valid until the next call on `model`. */
+ * (tokens = 1 after decode); valid until the next call on `model`. On a
+ * GPU the first call after a step copies them to the host; NULL (batch and
+ * tokens 0) if that fails, with the reason in gdn_model_last_error. */
 GDN_MODEL_API const float *gdn_model_logits(const gdn_model *model,
                                             int64_t *batch, int64_t *tokens);
+
+/* The logits [batch, vocab] of each sequence's last position after the
+ * last prefill, extend or decode: what sampling the next token needs, and
+ * on a GPU the only logits copied to the host. Valid until the next call on
+ * `model`; NULL (batch 0) as gdn_model_logits. */
+GDN_MODEL_API const float *gdn_model_last_logits(const gdn_model *model,
+                                                 int64_t *batch);
 
 /* With `enabled` != 0, every later prefill, extend and decode scans the new
  * caches (layer by layer) and the logits for NaN and Inf, and fails on the

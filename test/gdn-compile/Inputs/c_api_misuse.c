@@ -47,6 +47,8 @@ int main(int argc, char **argv) {
   expect(gdn_model_logits(NULL, &batch, &tokens) == NULL && batch == 0 &&
              tokens == 0,
          "logits(NULL) is NULL with batch and tokens 0");
+  expect(gdn_model_last_logits(NULL, &batch) == NULL && batch == 0,
+         "last_logits(NULL) is NULL with batch 0");
   int64_t one[1] = {1};
   expectError(gdn_model_prefill(NULL, one, 1, 1), "NULL", "prefill(NULL)");
   expectError(gdn_model_extend(NULL, one, 1, 1), "NULL", "extend(NULL)");
@@ -73,6 +75,8 @@ int main(int argc, char **argv) {
               "decode before prefill");
   expect(gdn_model_logits(model, NULL, NULL) == NULL,
          "no logits before prefill");
+  expect(gdn_model_last_logits(model, NULL) == NULL,
+         "no last logits before prefill");
 
   // Sizes are checked before the ids are read: the arrays here hold one id,
   // and AddressSanitizer stops the test on any read past it.
@@ -82,14 +86,13 @@ int main(int argc, char **argv) {
               "batch 2^40");
   expectError(gdn_model_prefill(model, one, 1, 0), "tokens", "tokens 0");
   expectError(gdn_model_prefill(model, one, 1, -5), "tokens", "tokens -5");
-  expectError(gdn_model_prefill(model, one, 1, (int64_t)1 << 40),
-              "max_context", "tokens 2^40");
+  expectError(gdn_model_prefill(model, one, 1, (int64_t)1 << 40), "max_context",
+              "tokens 2^40");
   expectError(gdn_model_prefill(model, one, 1, INT64_MAX), "max_context",
               "tokens INT64_MAX");
   expectError(gdn_model_prefill(model, one, 1, context + 1), "max_context",
               "tokens max_context + 1");
-  expectError(gdn_model_prefill(model, NULL, 1, 1), "ids is NULL",
-              "ids NULL");
+  expectError(gdn_model_prefill(model, NULL, 1, 1), "ids is NULL", "ids NULL");
   int64_t bad[2] = {1, vocab};
   expectError(gdn_model_prefill(model, bad, 1, 2), "outside the vocabulary",
               "token id = vocab");
@@ -105,6 +108,13 @@ int main(int argc, char **argv) {
   size_t count = (size_t)(batch * tokens * vocab);
   float *saved = malloc(count * sizeof(float));
   memcpy(saved, logits, count * sizeof(float));
+  int64_t lastBatch = -1;
+  const float *last = gdn_model_last_logits(model, &lastBatch);
+  expect(last != NULL && lastBatch == 2 &&
+             memcmp(last, saved + 2 * vocab, vocab * sizeof(float)) == 0 &&
+             memcmp(last + vocab, saved + 5 * vocab, vocab * sizeof(float)) ==
+                 0,
+         "last logits: the rows [0, 2] and [1, 2]");
   bad[0] = vocab + 5;
   expectError(gdn_model_prefill(model, bad, 1, 2), "vocabulary",
               "a bad prefill after a good one");
@@ -130,11 +140,13 @@ int main(int argc, char **argv) {
   expect(gdn_model_prefill(model, prompt, 1, 5) == 0 &&
              gdn_model_batch(model) == 1 && gdn_model_position(model) == 5,
          "prefill of a smaller batch");
-  expect(gdn_model_decode(model, next) == 0 && gdn_model_decode(model, next) == 0,
+  expect(gdn_model_decode(model, next) == 0 &&
+             gdn_model_decode(model, next) == 0,
          "two decodes");
   int64_t gdnBytes = -1, mlaBytes = -1;
   expect(gdn_model_cache_bytes(model, &gdnBytes, &mlaBytes) ==
-             gdnBytes + mlaBytes && gdnBytes >= 0 && mlaBytes >= 0,
+                 gdnBytes + mlaBytes &&
+             gdnBytes >= 0 && mlaBytes >= 0,
          "cache bytes");
   // The numerics check passes on finite weights.
   expect(gdn_model_set_check_numerics(model, 1) == 0 &&
@@ -147,7 +159,7 @@ int main(int argc, char **argv) {
          "a second model");
   gdn_model_free(other);
   expect(gdn_model_decode(model, next) == 0, "the first model after the "
-                                              "second is freed");
+                                             "second is freed");
   gdn_model_free(model);
 
   if (failures) {
