@@ -107,16 +107,22 @@ std::optional<Projection> matchProjection(linalg::ContractOp op,
 /// and B [N, K] in rows of four consecutive elements along K (f32 for A,
 /// bf16 or f32 for B), and the f32 output C [M, N] element by element.
 struct TileOperands {
-  std::function<Value(OpBuilder &, Location, Value row, Value col)> loadA,
-      loadB;
-  std::function<Value(OpBuilder &, Location, Value row, Value col)> loadC;
+  using Load =
+      std::function<Value(OpBuilder &, Location, Value row, Value col)>;
+  Load loadA, loadB;
+  Load loadC;
   std::function<void(OpBuilder &, Location, Value value, Value row, Value col)>
       storeC;
   /// N (columns past it are neither read nor written), and whether it may
   /// end inside a block's columns.
   Value columns;
   bool raggedColumns;
+  /// K: a multiple of the reduction step, or dynamic (then `dynamicDepth`,
+  /// built inside the launch, and the step that crosses it reads A and B
+  /// element by element through `elementA` and `elementB`, zero past K).
   int64_t depth;
+  Value dynamicDepth;
+  Load elementA, elementB;
   /// Whether B is f32 (split like A) rather than bf16.
   bool floatB;
 };
@@ -188,8 +194,16 @@ private:
   }
 
   /// The reduction step from column `k` (this lane's four elements start
-  /// at k + 4 t): loads, conversions and the products.
-  void step(OpBuilder &nb, Location nl, Value k, MutableArrayRef<Value> acc);
+  /// at k + 4 t): loads, conversions and the products. With `limit`, the
+  /// elements at columns from `limit` on are read as zeros.
+  void step(OpBuilder &nb, Location nl, Value k, MutableArrayRef<Value> acc,
+            Value limit = {});
+
+  /// Four elements of a row from `column` on, those at `limit` and after
+  /// zero (never read).
+  static Value maskedFour(OpBuilder &nb, Location nl,
+                          const TileOperands::Load &element, Type type,
+                          Value row, Value column, Value limit);
 
   OpBuilder &b;
   Location loc;
@@ -202,16 +216,47 @@ private:
   Value laneColumn;
 };
 
+Value TileProduct::maskedFour(OpBuilder &nb, Location nl,
+                              const TileOperands::Load &element, Type type,
+                              Value row, Value column, Value limit) {
+  Value one = arith::ConstantIndexOp::create(nb, nl, 1);
+  Value last = arith::SubIOp::create(nb, nl, limit, one);
+  Value zero = arith::ConstantOp::create(nb, nl, nb.getZeroAttr(type));
+  SmallVector<Value> values;
+  for (int64_t e = 0; e < 4; ++e) {
+    Value at = arith::AddIOp::create(nb, nl, column,
+                                     arith::ConstantIndexOp::create(nb, nl, e));
+    Value inside =
+        arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, at, limit);
+    // Clamped, so that the load stays inside the operand.
+    Value value =
+        element(nb, nl, row, arith::MinUIOp::create(nb, nl, at, last));
+    values.push_back(arith::SelectOp::create(nb, nl, inside, value, zero));
+  }
+  return vector::FromElementsOp::create(nb, nl, VectorType::get({4}, type),
+                                        values);
+}
+
 void TileProduct::step(OpBuilder &nb, Location nl, Value k,
-                       MutableArrayRef<Value> acc) {
+                       MutableArrayRef<Value> acc, Value limit) {
   Value column = arith::AddIOp::create(nb, nl, k, laneColumn);
+  Type f32 = nb.getF32Type();
+  Type bType = ops.floatB ? f32 : nb.getBF16Type();
+  auto loadA = [&](Value row) {
+    return limit ? maskedFour(nb, nl, ops.elementA, f32, row, column, limit)
+                 : ops.loadA(nb, nl, row, column);
+  };
+  auto loadB = [&](Value row) {
+    return limit ? maskedFour(nb, nl, ops.elementB, bType, row, column, limit)
+                 : ops.loadB(nb, nl, row, column);
+  };
   // A fragments: registers a0 (row g) and a1 (row g + 8) hold the first
   // pair, a2 and a3 the second; once for hi and, split, once for lo.
   SmallVector<SmallVector<Value>> high(kRowTiles), low(kRowTiles);
   for (int64_t i = 0; i < kRowTiles; ++i) {
     SmallVector<Value> hiWords(4), loWords(4);
     for (int64_t half = 0; half < 2; ++half) {
-      Value values = ops.loadA(nb, nl, rows[2 * i + half], column);
+      Value values = loadA(rows[2 * i + half]);
       auto [hi, lo] = splitPairs(nb, nl, values, split);
       hiWords[half] = hi.first;
       hiWords[2 + half] = hi.second;
@@ -222,7 +267,7 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
     low[i] = loWords;
   }
   for (int64_t j = 0; j < kColTiles; ++j) {
-    Value values = ops.loadB(nb, nl, bRows[j], column);
+    Value values = loadB(bRows[j]);
     SmallVector<Value> fragment, fragmentLow;
     if (ops.floatB) {
       auto [hi, lo] = splitPairs(nb, nl, values, split);
@@ -297,21 +342,42 @@ void TileProduct::build(gpu::LaunchOp launch, Value wholeRows) {
 
   // Two reduction steps per iteration where they divide the row: the
   // second step's loads can be in flight during the first one's products.
-  int64_t unroll = ops.depth % (2 * kStep) == 0 ? 2 : 1;
+  bool dynamic = ShapedType::isDynamic(ops.depth);
+  int64_t unroll = !dynamic && ops.depth % (2 * kStep) == 0 ? 2 : 1;
+  // A dynamic K: the whole steps, then the one that crosses K, masked.
+  Value wholeDepth =
+      dynamic ? mul(arith::DivUIOp::create(b, loc, ops.dynamicDepth, c(kStep)),
+                    c(kStep))
+              : c(ops.depth);
   auto loop = scf::ForOp::create(
-      b, loc, c(0), c(ops.depth), c(unroll * kStep), init,
+      b, loc, c(0), wholeDepth, c(unroll * kStep), init,
       [&](OpBuilder &nb, Location nl, Value k, ValueRange carried) {
         SmallVector<Value> acc(carried);
         for (int64_t u = 0; u < unroll; ++u)
           step(nb, nl, arith::AddIOp::create(nb, nl, k, c(u * kStep)), acc);
         scf::YieldOp::create(nb, nl, acc);
       });
+  ValueRange sums = loop.getResults();
+  scf::IfOp tail;
+  if (dynamic) {
+    tail = scf::IfOp::create(
+        b, loc, lessThan(wholeDepth, ops.dynamicDepth),
+        [&](OpBuilder &nb, Location nl) {
+          SmallVector<Value> acc(loop.getResults());
+          step(nb, nl, wholeDepth, acc, ops.dynamicDepth);
+          scf::YieldOp::create(nb, nl, acc);
+        },
+        [&](OpBuilder &nb, Location nl) {
+          scf::YieldOp::create(nb, nl, loop.getResults());
+        });
+    sums = tail.getResults();
+  }
 
   for (int64_t i = 0; i < kRowTiles; ++i)
     for (int64_t j = 0; j < kColTiles; ++j)
       for (int64_t e = 0; e < 4; ++e) {
         auto [row, col] = element(i, j, e);
-        Value value = loop.getResult(slot(i, j, e));
+        Value value = sums[slot(i, j, e)];
         if (!ops.raggedColumns) {
           ops.storeC(b, loc, value, row, col);
           continue;
@@ -474,34 +540,42 @@ bool isMultiplyAdd(linalg::GenericOp op) {
   return products && accumulates;
 }
 
-std::optional<Scores> matchScores(linalg::GenericOp op) {
+/// Whether `op` is a multiply-add over five loops on buffers, reducing
+/// loop `reduction` alone, with the indexing maps `dims` (the loops that
+/// index each operand, in order).
+bool isBatchedProduct(linalg::GenericOp op, unsigned reduction,
+                      ArrayRef<ArrayRef<unsigned>> dims) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || op.getNumLoops() != 5 ||
       op.getNumReductionLoops() != 1 ||
-      op.getIteratorTypesArray()[4] != utils::IteratorType::reduction ||
+      op.getIteratorTypesArray()[reduction] != utils::IteratorType::reduction ||
       !isMultiplyAdd(op))
-    return std::nullopt;
+    return false;
   MLIRContext *context = op.getContext();
-  auto map = [&](ArrayRef<unsigned> dims) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned d : dims)
-      exprs.push_back(getAffineDimExpr(d, context));
-    return AffineMap::get(5, 0, exprs, context);
-  };
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  if (maps[0] != map({0, 2, 1, 4}) || maps[1] != map({0, 3, 4}) ||
-      maps[2] != map({0, 1, 2, 3}))
+  for (auto [map, operandDims] : llvm::zip_equal(maps, dims)) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d : operandDims)
+      exprs.push_back(getAffineDimExpr(d, context));
+    if (map != AffineMap::get(5, 0, exprs, context))
+      return false;
+  }
+  return llvm::all_of(op->getOperands(), [](Value v) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    return type && type.getElementType().isF32();
+  });
+}
+
+std::optional<Scores> matchScores(linalg::GenericOp op) {
+  if (!isBatchedProduct(op, 4, {{0, 2, 1, 4}, {0, 3, 4}, {0, 1, 2, 3}}))
     return std::nullopt;
   Value queries = op.getDpsInputs()[0], keys = op.getDpsInputs()[1];
   Value scores = op.getDpsInits()[0];
   // The keys may be a view (a cache whose rows per sequence exceed the
   // keys): loadFour reads them element by element.
-  for (Value v : {queries, keys, scores}) {
-    auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type || !type.getElementType().isF32() ||
-        (v != keys && !isDense(type)))
+  for (Value v : {queries, scores})
+    if (!isDense(cast<MemRefType>(v.getType())))
       return std::nullopt;
-  }
   int64_t depth = cast<MemRefType>(queries.getType()).getDimSize(3);
   if (ShapedType::isDynamic(depth) || depth % kStep != 0 ||
       cast<MemRefType>(keys.getType()).getDimSize(2) != depth)
@@ -512,6 +586,33 @@ std::optional<Scores> matchScores(linalg::GenericOp op) {
 /// Dimension `d` of `memory` on the host.
 Value dim(OpBuilder &b, Location loc, Value memory, int64_t d) {
   return memref::DimOp::create(b, loc, memory, d);
+}
+
+/// `memory` with dimension `d` from index `first` on.
+Value indicesFrom(OpBuilder &b, Location loc, Value memory, int64_t d,
+                  Value first) {
+  auto type = cast<MemRefType>(memory.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes = memref::getMixedSizes(b, loc, memory);
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  offsets[d] = first;
+  sizes[d] =
+      arith::SubIOp::create(b, loc, dim(b, loc, memory, d), first).getResult();
+  return memref::SubViewOp::create(b, loc, memory, offsets, sizes, strides)
+      .getResult();
+}
+
+/// Four elements of a row from `column` on, one load each.
+Value fourElements(OpBuilder &b, Location loc,
+                   const TileOperands::Load &element, Value row, Value column) {
+  SmallVector<Value> values;
+  for (int64_t e = 0; e < 4; ++e)
+    values.push_back(element(
+        b, loc, row,
+        arith::AddIOp::create(b, loc, column,
+                              arith::ConstantIndexOp::create(b, loc, e))));
+  return vector::FromElementsOp::create(
+      b, loc, VectorType::get({4}, values.front().getType()), values);
 }
 
 void rewriteScores(linalg::GenericOp op, const Scores &m,
@@ -562,20 +663,93 @@ void rewriteScores(linalg::GenericOp op, const Scores &m,
 
   // The query rows after the whole blocks, as the same generic on views.
   b.setInsertionPointAfter(launch);
-  auto queryRowsFrom = [&](Value memory, int64_t rowDim) {
-    auto type = cast<MemRefType>(memory.getType());
-    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes = memref::getMixedSizes(b, loc, memory);
-    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-    offsets[rowDim] = wholeRows;
-    sizes[rowDim] =
-        arith::SubIOp::create(b, loc, tokens, wholeRows).getResult();
-    return memref::SubViewOp::create(b, loc, memory, offsets, sizes, strides)
-        .getResult();
-  };
   IRMapping mapping;
-  mapping.map(m.queries, queryRowsFrom(m.queries, 1));
-  mapping.map(m.scores, queryRowsFrom(m.scores, 2));
+  mapping.map(m.queries, indicesFrom(b, loc, m.queries, 1, wholeRows));
+  mapping.map(m.scores, indicesFrom(b, loc, m.scores, 2, wholeRows));
+  b.clone(*op, mapping);
+  op.erase();
+}
+
+/// MLA's attended latents: out[b, t, n, c] += sum_s probs[b, n, t, s]
+/// latents[b, s, c] (a generic over (b, t, n, s, c), f32), with the
+/// probabilities of the causal softmax and the latents of the cache. A
+/// batched product per (b, n) whose depth is the number of keys (dynamic):
+/// A = probs[b, n] and B[c, s] = latents[b, s, c], both read element by
+/// element (a row of probs has a dynamic length, so its alignment is
+/// unknown; B runs down the latents' columns).
+struct AttendedLatents {
+  Value probs, latents, out;
+};
+
+std::optional<AttendedLatents> matchAttendedLatents(linalg::GenericOp op) {
+  if (!isBatchedProduct(op, 3, {{0, 2, 1, 3}, {0, 3, 4}, {0, 1, 2, 4}}))
+    return std::nullopt;
+  return AttendedLatents{op.getDpsInputs()[0], op.getDpsInputs()[1],
+                         op.getDpsInits()[0]};
+}
+
+void rewriteAttendedLatents(linalg::GenericOp op, const AttendedLatents &m,
+                            bool splitActivations) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value batch = dim(b, loc, m.probs, 0), heads = dim(b, loc, m.probs, 1);
+  Value tokens = dim(b, loc, m.probs, 2);
+  Value latentSize = dim(b, loc, m.latents, 2);
+  Value rowBlocks = arith::DivUIOp::create(b, loc, tokens, c(kBlockRows));
+  Value wholeRows = arith::MulIOp::create(b, loc, rowBlocks, c(kBlockRows));
+  Value colBlocks = arith::MaxUIOp::create(
+      b, loc, arith::CeilDivUIOp::create(b, loc, latentSize, c(kBlockCols)),
+      c(1));
+  gpu::LaunchOp launch = launchTiles(
+      b, loc, colBlocks, rowBlocks, arith::MulIOp::create(b, loc, batch, heads),
+      splitActivations);
+  {
+    OpBuilder kb(op->getContext());
+    kb.setInsertionPointToStart(&launch.getBody().front());
+    Value z = launch.getBlockIds().z;
+    Value headCount = dim(kb, loc, m.probs, 1);
+    Value head = arith::RemUIOp::create(kb, loc, z, headCount);
+    Value sequence = arith::DivUIOp::create(kb, loc, z, headCount);
+    TileOperands ops;
+    ops.elementA = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return memref::LoadOp::create(nb, nl, m.probs,
+                                    ValueRange{sequence, head, row, col});
+    };
+    ops.elementB = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return memref::LoadOp::create(nb, nl, m.latents,
+                                    ValueRange{sequence, col, row});
+    };
+    ops.loadA = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return fourElements(nb, nl, ops.elementA, row, col);
+    };
+    ops.loadB = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return fourElements(nb, nl, ops.elementB, row, col);
+    };
+    ops.loadC = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return memref::LoadOp::create(nb, nl, m.out,
+                                    ValueRange{sequence, row, head, col});
+    };
+    ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
+                     Value col) {
+      memref::StoreOp::create(nb, nl, value, m.out,
+                              ValueRange{sequence, row, head, col});
+    };
+    ops.columns = dim(kb, loc, m.latents, 2);
+    int64_t staticColumns = cast<MemRefType>(m.latents.getType()).getDimSize(2);
+    ops.raggedColumns =
+        ShapedType::isDynamic(staticColumns) || staticColumns % kBlockCols != 0;
+    ops.depth = ShapedType::kDynamic;
+    ops.dynamicDepth = dim(kb, loc, m.probs, 3);
+    ops.floatB = true;
+    TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
+  }
+
+  // The query rows after the whole blocks, as the same generic on views.
+  b.setInsertionPointAfter(launch);
+  IRMapping mapping;
+  mapping.map(m.probs, indicesFrom(b, loc, m.probs, 2, wholeRows));
+  mapping.map(m.out, indicesFrom(b, loc, m.out, 1, wholeRows));
   b.clone(*op, mapping);
   op.erase();
 }
@@ -588,6 +762,7 @@ struct GdnGPUTensorCoreProjectionsPass
   void runOnOperation() override {
     SmallVector<std::pair<linalg::ContractOp, Projection>> projections;
     SmallVector<std::pair<linalg::GenericOp, Scores>> scores;
+    SmallVector<std::pair<linalg::GenericOp, AttendedLatents>> attended;
     getOperation().walk([&](Operation *op) {
       if (op->getParentOfType<gpu::LaunchOp>())
         return;
@@ -595,14 +770,19 @@ struct GdnGPUTensorCoreProjectionsPass
         if (std::optional<Projection> p = matchProjection(contract, f32Weights))
           projections.emplace_back(contract, *p);
       if (auto generic = dyn_cast<linalg::GenericOp>(op))
-        if (attentionScores)
+        if (attentionScores) {
           if (std::optional<Scores> s = matchScores(generic))
             scores.emplace_back(generic, *s);
+          if (std::optional<AttendedLatents> a = matchAttendedLatents(generic))
+            attended.emplace_back(generic, *a);
+        }
     });
     for (auto &[op, p] : projections)
       rewriteProjection(op, p, splitActivations);
     for (auto &[op, s] : scores)
       rewriteScores(op, s, splitActivations);
+    for (auto &[op, a] : attended)
+      rewriteAttendedLatents(op, a, splitActivations);
   }
 };
 } // namespace

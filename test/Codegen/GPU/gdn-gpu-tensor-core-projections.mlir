@@ -154,3 +154,52 @@ func.func @scores(%q: memref<?x?x12x32xf32>, %k: memref<?x?x32xf32, strided<[?, 
   }
   return
 }
+
+// -----
+
+// MLA's attended latents: per (sequence, head) the softmax's rows against
+// the latents, a product whose depth is the number of keys (dynamic): the
+// whole steps of 16 keys in the loop, then one step across the last key,
+// whose elements past it are zero and whose loads are clamped inside the
+// operands. Both operands are read element by element (a row of dynamic
+// length has no known alignment; B runs down the latents' columns), and
+// the query rows after the whole blocks stay the generic on views.
+// CHECK-LABEL: func.func @attended
+// CHECK-SAME: (%[[P:.*]]: memref<?x12x?x?xf32>, %[[L:.*]]: memref<?x?x32xf32, strided<[?, 32, 1]>>, %[[O:.*]]: memref<?x?x12x32xf32>)
+// CHECK: %[[BATCH:.*]] = memref.dim %[[P]], %c0
+// CHECK: %[[HEADS:.*]] = memref.dim %[[P]], %c1
+// CHECK: %[[DEPTH:.*]] = arith.muli %[[BATCH]], %[[HEADS]]
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}}, {{.*}}, %{{.*}} = %[[DEPTH]])
+// CHECK: %[[KEYS:.*]] = memref.dim %[[P]], %c3
+// CHECK: %[[STEPS:.*]] = arith.divui %[[KEYS]], %c16
+// CHECK: %[[WHOLE:.*]] = arith.muli %[[STEPS]], %c16
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[WHOLE]] step %c16
+// CHECK-NOT: vector.load
+// CHECK: memref.load %[[P]]
+// CHECK: memref.load %[[L]]
+// CHECK: nvvm.mma.sync
+// CHECK: %[[TAIL:.*]] = arith.cmpi ult, %[[WHOLE]], %[[KEYS]]
+// CHECK: scf.if %[[TAIL]]
+// CHECK: arith.minui
+// CHECK: memref.load %[[P]]
+// CHECK: arith.select
+// CHECK: memref.store {{.*}}, %[[O]]
+// CHECK: gdn.tensor_core_projection
+// CHECK: %[[PV:.*]] = memref.subview %[[P]]
+// CHECK: %[[OV:.*]] = memref.subview %[[O]]
+// CHECK: linalg.generic {{.*}} ins(%[[PV]], %[[L]] : {{.*}}) outs(%[[OV]] :
+// COUNT-LABEL: func.func @attended
+// COUNT-COUNT-96: nvvm.mma.sync
+// COUNT-NOT: nvvm.mma.sync
+// ROUNDED-LABEL: func.func @attended
+// ROUNDED-COUNT-32: nvvm.mma.sync
+// ROUNDED-NOT: nvvm.mma.sync
+func.func @attended(%p: memref<?x12x?x?xf32>, %l: memref<?x?x32xf32, strided<[?, 32, 1]>>, %o: memref<?x?x12x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, t, n, s, c) -> (b, n, t, s)>, affine_map<(b, t, n, s, c) -> (b, s, c)>, affine_map<(b, t, n, s, c) -> (b, t, n, c)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%p, %l : memref<?x12x?x?xf32>, memref<?x?x32xf32, strided<[?, 32, 1]>>) outs(%o : memref<?x?x12x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %m : f32
+    linalg.yield %sum : f32
+  }
+  return
+}

@@ -148,6 +148,14 @@ def GdnGPUTensorCoreProjectionsPass
     keys split like the queries, the query rows after the last whole
     block left to the generic on views.
 
+    The same option covers the attended latents that follow the softmax,
+    `out[b, t, n, c] += sum_s probs[b, n, t, s] latents[b, s, c]` (a
+    generic over (b, t, n, s, c), f32): a product per sequence and head
+    whose depth is the number of keys, dynamic, so the loop takes the whole
+    steps of 16 keys and one masked step crosses the last key (elements
+    past it are zero, their loads clamped inside the operands); both
+    operands are read element by element.
+
     With `split-activations` (the default) every f32 operand (x, and an
     f32 weight or keys) is split into two bf16 terms and the products of
     the terms accumulated (all but lo x lo), so that the result stays
@@ -164,7 +172,7 @@ def GdnGPUTensorCoreProjectionsPass
            "logits, against 5e-6 on the f32 path)">,
     Option<"attentionScores", "attention-scores", "bool", /*default=*/"true",
            "Also MLA's absorbed attention scores (f32 queries against "
-           "shared f32 keys) on the same kernel">,
+           "shared f32 keys) and the attended latents on the same kernel">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
