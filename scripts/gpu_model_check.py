@@ -117,13 +117,16 @@ def check_model(results, name, entry, dtype, timings):
                       cache["mla"] == expected["mla"]["per_layer"] *
                       expected["mla"]["layers"],
                       f"{what}: cache bytes", f"{cache} vs {expected}")
-    # A prompt in two chunks equals one prefill.
+    # A prompt in two chunks equals one prefill: to f32's rounding, or
+    # where a bf16 library runs the whole prompt's delta rules on bf16 q, k
+    # and v (calls of 64 tokens or more) and the chunks' on f32, to bf16's.
     ids = rng.integers(0, vocab, size=(2, min(90, limit)))
     whole = compiled.prefill(ids)
     compiled.prefill(ids[:, :40])
     second = compiled.extend(ids[:, 40:])
     error = relative_error(second, whole[:, 40:].astype(np.float64))
-    results.check(error <= 1e-4, f"{label}: prefill in two chunks",
+    results.check(error <= (1e-4 if dtype == "f32" else tol),
+                  f"{label}: prefill in two chunks",
                   f"relative error {error:.2e}")
     # Bad inputs: the CPU build's errors.
     for what, call in [

@@ -1,16 +1,16 @@
 """The calls of one compiled CUDA model to profile with Nsight Compute: a
-warm-up prefill (the first use of the weights moves them to the device),
-then the profiled prefill and, optionally, one decode step.
+warm-up prefill, then the profiled prefill and, optionally, one decode
+step, between cuProfilerStart and cuProfilerStop:
 
-    ncu --launch-skip LAUNCHES --metrics gpu__time_duration.sum --csv \\
+    ncu --profile-from-start off --metrics gpu__time_duration.sum --csv \\
         python3 gpu_profile_model.py models/nenya-124m --tokens 2048 --decode
 
-LAUNCHES is the step's launch count (gpu_model_check.py prints it), so that
-ncu skips the warm-up. A model folder without weights (a timed-only model
-of scripts/build_gpu_models.py) gets bf16 weights from its manifest seed.
+A model folder without weights (a timed-only model of
+scripts/build_gpu_models.py) gets bf16 weights from its manifest seed.
 """
 
 import argparse
+import ctypes
 import json
 import os
 import sys
@@ -44,9 +44,12 @@ def main():
     ids = np.random.default_rng(3).integers(
         0, config["vocab_size"], size=(1, args.tokens))
     compiled.prefill(ids, last_only=True)
+    driver = ctypes.CDLL("libcuda.so.1")
+    driver.cuProfilerStart()
     compiled.prefill(ids, last_only=True)
     if args.decode:
         compiled.decode(np.zeros(1, np.int64))
+    driver.cuProfilerStop()
 
 
 if __name__ == "__main__":

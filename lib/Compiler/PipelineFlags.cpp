@@ -61,8 +61,7 @@ void PipelineFlags::add(const Options &options, llvm::StringRef pipeline,
     entry.help = std::make_unique<std::string>(
         (option->HelpStr + " (default: " + entry.defaultValue + ")").str());
     entry.flag = std::make_unique<cl::opt<std::string>>(
-        llvm::StringRef(*entry.name), cl::cat(category),
-        cl::desc(*entry.help),
+        llvm::StringRef(*entry.name), cl::cat(category), cl::desc(*entry.help),
         cl::value_desc(valueKind(entry.defaultValue)));
     // Flags of boolean options may stand alone, as in gdn-opt.
     entry.flag->setValueExpectedFlag(option->getValueExpectedFlag());
@@ -103,15 +102,20 @@ llvm::Error PipelineFlags::apply(CompileOptions &options) const {
   return llvm::Error::success();
 }
 
+bool PipelineFlags::given(llvm::StringRef name) const {
+  return llvm::any_of(flags, [&](const Flag &entry) {
+    return *entry.name == name && entry.flag->getNumOccurrences() > 0;
+  });
+}
+
 void PipelineFlags::printJSON(llvm::raw_ostream &os) const {
   llvm::json::Array array;
   for (const Flag &entry : flags)
-    array.push_back(llvm::json::Object{
-        {"flag", ("--" + entry.flag->ArgStr).str()},
-        {"pipeline", entry.pipeline},
-        {"option", entry.option},
-        {"default", entry.defaultValue},
-        {"help", entry.flag->HelpStr.str()}});
+    array.push_back(
+        llvm::json::Object{{"flag", ("--" + entry.flag->ArgStr).str()},
+                           {"pipeline", entry.pipeline},
+                           {"option", entry.option},
+                           {"default", entry.defaultValue},
+                           {"help", entry.flag->HelpStr.str()}});
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(array))) << "\n";
 }
-

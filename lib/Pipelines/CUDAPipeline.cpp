@@ -38,6 +38,8 @@ static GdnChooseScanStrategyPassOptions
 strategyOptionsOf(const CUDAPipelineOptions &options) {
   GdnChooseScanStrategyPassOptions strategy;
   strategy.chunkedPrefill = options.chunkedPrefill;
+  strategy.f32MinTokens =
+      options.bf16ScanInputs ? options.bf16ScanMinTokens : 0;
   strategy.valueTile = options.valueTile;
   strategy.scanWarps = options.scanWarps;
   strategy.multiprocessors = options.multiprocessors;
@@ -116,6 +118,10 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
                           StringRef(options.binaryFormat)))
     return llvm::createStringError("binary-format: '" + options.binaryFormat +
                                    "' is not one of fatbin, bin, isa");
+  if (options.bf16ScanMinTokens < 1)
+    return llvm::createStringError(
+        "bf16-scan-min-tokens: expected at least 1 token, got " +
+        llvm::Twine(options.bf16ScanMinTokens));
   if (llvm::Error error = checkGdnToGPUOptions(gpuOptionsOf(options)))
     return error;
   if (llvm::Error error = checkScanStrategyOptions(strategyOptionsOf(options)))

@@ -8,9 +8,9 @@
 #include "gdn/Compiler/Compiler.h"
 #include "gdn/Compiler/ModelInput.h"
 #include "gdn/Compiler/ModelReport.h"
+#include "gdn/Compiler/OutputFile.h"
 #include "gdn/Compiler/PipelineFlags.h"
 #include "gdn/Compiler/StageTimer.h"
-#include "gdn/Compiler/OutputFile.h"
 #include "gdn/InitAllGdn.h"
 #include "gdn/Version.h"
 
@@ -23,8 +23,8 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
@@ -35,8 +35,9 @@ namespace cl = llvm::cl;
 /// options are under --help-hidden).
 static cl::OptionCategory compileCategory("gdn-compile options");
 
-static cl::opt<std::string> inputFilename(cl::cat(compileCategory), cl::Positional,
-                                          cl::desc("<input .mlir file or model .json>"));
+static cl::opt<std::string>
+    inputFilename(cl::cat(compileCategory), cl::Positional,
+                  cl::desc("<input .mlir file or model .json>"));
 static cl::opt<MatrixDtype> weightsDtype(
     cl::cat(compileCategory), "weights-dtype",
     cl::desc("Element type of a model's weight matrices in the compiled "
@@ -49,15 +50,18 @@ static cl::opt<MatrixDtype> weightsDtype(
                           "f32 (BF16 files are widened once, at load)"),
                clEnumValN(MatrixDtype::BF16, "bf16",
                           "bf16 (F32 files are rounded once, at load)")));
-static cl::opt<std::string> outputFilename(cl::cat(compileCategory), "o", cl::desc("Output file"),
+static cl::opt<std::string> outputFilename(cl::cat(compileCategory), "o",
+                                           cl::desc("Output file"),
                                            cl::value_desc("path"));
-static cl::opt<CompileTarget> target(cl::cat(compileCategory), 
-    "target", cl::desc("Machine to compile for"), cl::init(CompileTarget::CPU),
-    cl::values(clEnumValN(CompileTarget::CPU, "cpu", "the host CPU"),
-               clEnumValN(CompileTarget::CUDA, "cuda",
-                          "NVIDIA GPUs (sm_90a)")));
-static cl::opt<EmitAction> emitAction(cl::cat(compileCategory), 
-    "emit", cl::desc("What to write (stages in lowering order)"),
+static cl::opt<CompileTarget>
+    target(cl::cat(compileCategory), "target",
+           cl::desc("Machine to compile for"), cl::init(CompileTarget::CPU),
+           cl::values(clEnumValN(CompileTarget::CPU, "cpu", "the host CPU"),
+                      clEnumValN(CompileTarget::CUDA, "cuda",
+                                 "NVIDIA GPUs (sm_90a)")));
+static cl::opt<EmitAction> emitAction(
+    cl::cat(compileCategory), "emit",
+    cl::desc("What to write (stages in lowering order)"),
     cl::init(EmitAction::SharedLibrary),
     cl::values(
         clEnumValN(EmitAction::MLIR, "mlir", "the parsed, verified input"),
@@ -85,17 +89,18 @@ static cl::opt<EmitAction> emitAction(cl::cat(compileCategory),
                    "the model's executable gdn-model, its shared library "
                    "libgdn-model.so (C API of gdn_model.h) and that "
                    "header")));
-static cl::opt<std::string> weightsFilename(cl::cat(compileCategory), 
-    "weights",
+static cl::opt<std::string> weightsFilename(
+    cl::cat(compileCategory), "weights",
     cl::desc("Weights of a model description (default: model.safetensors "
              "beside the .json)"),
     cl::value_desc("path"), cl::init(""));
-static cl::opt<ReportFormat> reportFormat(
-    cl::cat(compileCategory), "format",
-    cl::desc("Format of --emit=report"), cl::init(ReportFormat::Text),
-    cl::values(clEnumValN(ReportFormat::Text, "text", "tables"),
-               clEnumValN(ReportFormat::JSON, "json",
-                          "the same numbers as JSON")));
+static cl::opt<ReportFormat>
+    reportFormat(cl::cat(compileCategory), "format",
+                 cl::desc("Format of --emit=report"),
+                 cl::init(ReportFormat::Text),
+                 cl::values(clEnumValN(ReportFormat::Text, "text", "tables"),
+                            clEnumValN(ReportFormat::JSON, "json",
+                                       "the same numbers as JSON")));
 static cl::list<int64_t> reportContexts(
     cl::cat(compileCategory), "report-contexts",
     cl::desc("Context lengths (tokens) of --emit=report (default: 1k, 4k, "
@@ -208,10 +213,9 @@ int main(int argc, char **argv) {
   // after a compile of a minute.
   if (!printsReport) {
     bool modelDirectory = isModel && emitAction == EmitAction::Executable;
-    llvm::Error unwritable = modelDirectory
-                                 ? checkOutputDirectory(outputFilename)
-                                 : checkOutputPath(outputFilename,
-                                                   !binaryOutput);
+    llvm::Error unwritable =
+        modelDirectory ? checkOutputDirectory(outputFilename)
+                       : checkOutputPath(outputFilename, !binaryOutput);
     if (unwritable)
       return optionError(llvm::toString(std::move(unwritable)));
   }
@@ -257,8 +261,7 @@ int main(int argc, char **argv) {
          << " (the description alone was checked)\n";
     } else {
       llvm::Expected<ModelInput> model = loadModelInput(
-          inputFilename, input->getBuffer(), weightsFilename,
-          weightsDtype);
+          inputFilename, input->getBuffer(), weightsFilename, weightsDtype);
       if (!model)
         return optionError(llvm::toString(model.takeError()));
       printModelSummary(*model, os);
@@ -272,11 +275,15 @@ int main(int argc, char **argv) {
     // A model description and its weights: validated, then the model's
     // graph is built as gdn IR.
     StageTimer timer(!quiet, "reading the model and its weights");
-    llvm::Expected<ModelInput> model =
-        loadModelInput(inputFilename, input->getBuffer(), weightsFilename,
-                       weightsDtype);
+    llvm::Expected<ModelInput> model = loadModelInput(
+        inputFilename, input->getBuffer(), weightsFilename, weightsDtype);
     if (!model)
       return optionError(llvm::toString(model.takeError()));
+    // A model with bf16 matrices is one whose precision is bf16's: its
+    // delta rules of long prompts may take the chunked scan too.
+    if (!model->bf16Weights.empty() &&
+        !pipelineFlags.given("cuda-bf16-scan-inputs"))
+      options.cudaPipeline.bf16ScanInputs = true;
     // The model directory's runtime calls only the step; a shared library
     // also exports the prefill from scratch (docs/model-description.md).
     ModelFunctions functions;

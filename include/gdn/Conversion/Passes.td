@@ -109,7 +109,8 @@ def GdnChooseScanStrategyPass
                 "scan on a GPU";
   let description = [{
     Sets the `strategy` (`#gdn.scan_strategy`) of every `gdn.delta_rule`
-    with bf16 or f16 q, k and v that has none; an op that has one keeps it
+    with bf16 or f16 q, k and v that has none (with `f32-min-tokens`, f32
+    ones too: see below); an op that has one keeps it
     (a strategy written in the input overrides the choice). Ops the scan
     cannot take (K not a multiple of 16, V not a multiple of 8) get none and
     stay on the recurrence. The choice, from the shapes and the device
@@ -129,11 +130,22 @@ def GdnChooseScanStrategyPass
       product's 16 x 8 tiles divide evenly among the warps, else shared;
     - chunks of 64, mma.sync, cp.async with two stages, one segment (what
       the kernels implement).
+
+    A model's delta rules take f32 q, k and v. With `f32-min-tokens` N > 0
+    they get a strategy too, with `recurrence_below = N`: calls of N tokens
+    or more run the scan on q, k and v rounded to bf16 (the WY kernel makes
+    the copies; g, beta, the state and o stay f32), shorter ones (decode)
+    the f32 column recurrence, chosen at run time from T. gdn-compile sets
+    it for models whose matrices are bf16 (`--cuda-bf16-scan-inputs`).
   }];
   let options = [
     Option<"chunkedPrefill", "chunked-prefill", "bool", /*default=*/"true",
            "Choose the chunked scan for bf16/f16 prefill (false: every op "
            "keeps the recurrence)">,
+    Option<"f32MinTokens", "f32-min-tokens", "int64_t", /*default=*/"0",
+           "Also f32 q, k, v: calls of at least this many tokens run the "
+           "scan on bf16 copies, shorter ones the recurrence (0: f32 ops "
+           "keep the recurrence)">,
     Option<"valueTile", "value-tile", "int64_t", /*default=*/"64",
            "State columns per block of the chunked scan (before the "
            "workgroup-memory limit)">,

@@ -170,6 +170,20 @@ struct CUDAPipelineOptions
       llvm::cl::desc("bf16/f16 prefill as the chunked scan on tensor cores "
                      "(false: the recurrence)"),
       llvm::cl::init(GdnChooseScanStrategyPassOptions().chunkedPrefill)};
+  Option<bool> bf16ScanInputs{
+      *this, "bf16-scan-inputs",
+      llvm::cl::desc("Delta rules of f32 q, k, v take the chunked scan on "
+                     "bf16 copies where a call has at least "
+                     "bf16-scan-min-tokens tokens, the recurrence below "
+                     "(gdn-choose-scan-strategy's f32-min-tokens; "
+                     "gdn-compile turns it on for models with bf16 "
+                     "matrices)"),
+      llvm::cl::init(false)};
+  Option<int64_t> bf16ScanMinTokens{
+      *this, "bf16-scan-min-tokens",
+      llvm::cl::desc("The fewest tokens of a call that bf16-scan-inputs "
+                     "moves to bf16"),
+      llvm::cl::init(64)};
   Option<int64_t> valueTile{
       *this, "value-tile",
       llvm::cl::desc("State columns per block of the chunked scan"),

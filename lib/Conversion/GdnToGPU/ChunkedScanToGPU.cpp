@@ -48,8 +48,11 @@ using namespace mlir::gdn::scan;
 namespace {
 /// gdn.delta_rule with a strategy to the chunked tensor-core scan.
 struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
-  explicit ChunkedScanToGPU(MLIRContext *ctx)
-      : OpRewritePattern<DeltaRuleOp>(ctx, /*benefit=*/2) {}
+  ChunkedScanToGPU(MLIRContext *ctx, int64_t blockColumns, int64_t keySplits)
+      : OpRewritePattern<DeltaRuleOp>(ctx, /*benefit=*/2),
+        blockColumns(blockColumns), keySplits(keySplits) {}
+  /// The recurrence's mapping, for the calls below recurrence_below.
+  int64_t blockColumns, keySplits;
 
   LogicalResult matchAndRewrite(DeltaRuleOp op,
                                 PatternRewriter &rewriter) const override {
@@ -88,56 +91,66 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
         b, loc, MemRefType::get(oType.getShape(), oType.getElementType()),
         tokenSizes(oType));
     Value sm = memref::AllocOp::create(
-        b, loc, MemRefType::get(stateType.getShape(), b.getF32Type()),
-        sSizes);
+        b, loc, MemRefType::get(stateType.getShape(), b.getF32Type()), sSizes);
+    // Calls of fewer tokens than recurrence_below (f32 q, k and v, which
+    // the scan rounds to bf16) run the f32 recurrence into the same
+    // buffers, and the scan's kernels return at once; longer calls the
+    // other way round (runOnlyIf says why not an scf.if).
+    Value scanRuns;
+    if (int64_t below = strategy.getRecurrenceBelow()) {
+      Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        tokens, indexConstant(b, loc, below));
+      runOnlyIf(
+          buildDeltaRuleRecurrence(b, op, om, sm, blockColumns, keySplits),
+          few);
+      scanRuns = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                       tokens, indexConstant(b, loc, below));
+    }
+    auto whenScanRuns = [&](Value condition) {
+      if (!scanRuns)
+        return condition;
+      if (!condition)
+        return scanRuns;
+      return arith::AndIOp::create(b, loc, condition, scanRuns).getResult();
+    };
 
     int64_t valueHeads = vType.getDimSize(2);
     int64_t chunk = shape.chunk;
     // Global scratch between the kernels, per chunk row (Tp = whole chunks).
-    Value chunkCount = arith::CeilDivUIOp::create(
-        b, loc, tokens, indexConstant(b, loc, chunk));
-    Value paddedTokens = arith::MulIOp::create(b, loc, chunkCount,
-                                               indexConstant(b, loc, chunk));
+    Value chunkCount = arith::CeilDivUIOp::create(b, loc, tokens,
+                                                  indexConstant(b, loc, chunk));
+    Value paddedTokens =
+        arith::MulIOp::create(b, loc, chunkCount, indexConstant(b, loc, chunk));
     auto scratchType = [&](ArrayRef<int64_t> inner, Type element) {
       SmallVector<int64_t> dims = {ShapedType::kDynamic, valueHeads,
                                    ShapedType::kDynamic};
       dims.append(inner.begin(), inner.end());
       return MemRefType::get(dims, element);
     };
-    auto tokenType = gpu::AsyncTokenType::get(b.getContext());
-    Value ready = gpu::WaitOp::create(b, loc, tokenType, ValueRange{})
-                      .getAsyncToken();
-    // One chain on one stream: each token of the chain is that stream, and
-    // the final wait synchronizes and destroys it once.
+    // Temporaries like any other: gdn-gpu-device-buffers makes them device
+    // allocations freed after their last launch, and gpu-async-region puts
+    // them in the stream order of the host code (no synchronization here).
     SmallVector<Value> scratch;
     for (MemRefType type : {scratchType({chunk}, b.getBF16Type()),
                             scratchType({chunk}, b.getBF16Type()),
-                            scratchType({}, b.getF32Type())}) {
-      auto alloc = gpu::AllocOp::create(b, loc, type, tokenType,
-                                        ValueRange{ready},
-                                        ValueRange{batch, paddedTokens},
-                                        ValueRange{}, /*hostShared=*/nullptr);
-      scratch.push_back(alloc.getMemref());
-      ready = alloc.getAsyncToken();
-    }
+                            scratchType({}, b.getF32Type())})
+      scratch.push_back(memref::AllocOp::create(
+          b, loc, type, ValueRange{batch, paddedTokens}));
     // The state pass copies q, k and v rows straight into bf16 tiles:
     // other 16-bit types get bf16 copies, made by the WY kernel.
     Value qHalves = qm, kHalves = km, vHalves = vm;
     if (!element.isBF16()) {
       auto copyOf = [&](RankedTensorType type) {
-        auto alloc = gpu::AllocOp::create(
+        Value copy = memref::AllocOp::create(
             b, loc, MemRefType::get(type.getShape(), b.getBF16Type()),
-            tokenType, ValueRange{ready}, tokenSizes(type), ValueRange{},
-            /*hostShared=*/nullptr);
-        scratch.push_back(alloc.getMemref());
-        ready = alloc.getAsyncToken();
-        return alloc.getMemref();
+            tokenSizes(type));
+        scratch.push_back(copy);
+        return copy;
       };
       qHalves = copyOf(qType);
       kHalves = copyOf(cast<RankedTensorType>(op.getK().getType()));
       vHalves = copyOf(vType);
     }
-    gpu::WaitOp::create(b, loc, Type(), ValueRange{ready});
     ScanBuffers buffers;
     buffers.q = qm;
     buffers.k = km;
@@ -192,15 +205,18 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
           b, loc, chunkCount, indexConstant(b, loc, valueHeads), batch, whole,
           "wy", whole.threads(), shape.chunkKernelBytes());
       ScanKernel(kb, loc, shape).buildChunkKernel(launch, buffers);
+      if (Value condition = whenScanRuns(Value()))
+        runOnlyIf(launch, condition);
     }
-    auto buildLaunch = [&](OpBuilder &lb, Location ll,
-                           const ScanShape &tiled) {
+    auto buildLaunch = [&](const ScanShape &tiled, Value condition) {
       int64_t valueTiles = tiled.valueDim / tiled.valueTile;
       auto [launch, kb] =
-          launchKernel(lb, ll, indexConstant(lb, ll, valueHeads * valueTiles),
-                       batch, indexConstant(lb, ll, 1), tiled, "state",
+          launchKernel(b, loc, indexConstant(b, loc, valueHeads * valueTiles),
+                       batch, indexConstant(b, loc, 1), tiled, "state",
                        tiled.stateThreads(), tiled.stateKernelBytes());
-      ScanKernel(kb, ll, tiled).buildStateKernel(launch, buffers, valueTiles);
+      ScanKernel(kb, loc, tiled).buildStateKernel(launch, buffers, valueTiles);
+      if (Value run = whenScanRuns(condition))
+        runOnlyIf(launch, run);
     };
     // The strategy's narrow tile, for grids that would leave
     // multiprocessors idle, chosen at run time from B (ScanStrategy.cpp
@@ -209,49 +225,36 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     if (strategy.getNarrowValueTile() != 0)
       tilings.push_back(shapeOf(op, strategy.getNarrowValueTile()));
     int64_t enoughBlocks = strategy.getNarrowBelowBlocks();
-    std::function<void(OpBuilder &, Location, size_t)> chooseFrom =
-        [&](OpBuilder &lb, Location ll, size_t candidate) {
-          const ScanShape &tiling = tilings[candidate];
-          if (candidate + 1 == tilings.size()) {
-            buildLaunch(lb, ll, tiling);
-            return;
-          }
-          Value blocks = arith::MulIOp::create(
-              lb, ll, batch,
-              indexConstant(lb, ll,
-                            valueHeads * (tiling.valueDim / tiling.valueTile)));
-          Value busy = arith::CmpIOp::create(
-              lb, ll, arith::CmpIPredicate::uge, blocks,
-              indexConstant(lb, ll, enoughBlocks));
-          scf::IfOp::create(
-              lb, ll, busy,
-              [&](OpBuilder &tb, Location tl) {
-                buildLaunch(tb, tl, tiling);
-                scf::YieldOp::create(tb, tl);
-              },
-              [&](OpBuilder &eb, Location el) {
-                chooseFrom(eb, el, candidate + 1);
-                scf::YieldOp::create(eb, el);
-              });
-        };
-    chooseFrom(b, loc, 0);
-    Value done = gpu::WaitOp::create(b, loc, tokenType, ValueRange{})
-                     .getAsyncToken();
-    for (Value buffer : scratch)
-      done = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{done}, buffer)
-                 .getAsyncToken();
-    gpu::WaitOp::create(b, loc, Type(), ValueRange{done});
+    if (tilings.size() == 1) {
+      buildLaunch(shape, Value());
+    } else {
+      // Both launches; the one not chosen returns at once.
+      Value blocks = arith::MulIOp::create(
+          b, loc, batch,
+          indexConstant(b, loc,
+                        valueHeads * (shape.valueDim / shape.valueTile)));
+      Value busy =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, blocks,
+                                indexConstant(b, loc, enoughBlocks));
+      Value idle =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, blocks,
+                                indexConstant(b, loc, enoughBlocks));
+      buildLaunch(tilings[0], busy);
+      buildLaunch(tilings[1], idle);
+    }
     UnitAttr unit = b.getUnitAttr();
     Value o = bufferization::ToTensorOp::create(b, loc, oType, om, unit, unit);
-    Value s = bufferization::ToTensorOp::create(b, loc, stateType, sm, unit,
-                                                unit);
+    Value s =
+        bufferization::ToTensorOp::create(b, loc, stateType, sm, unit, unit);
     rewriter.replaceOp(op, {o, s});
     return success();
   }
 };
 } // namespace
 
-void mlir::gdn::populateGdnToGPUChunkedScanPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<ChunkedScanToGPU>(patterns.getContext());
+void mlir::gdn::populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
+                                                    int64_t blockColumns,
+                                                    int64_t keySplits) {
+  patterns.add<ChunkedScanToGPU>(patterns.getContext(), blockColumns,
+                                 keySplits);
 }

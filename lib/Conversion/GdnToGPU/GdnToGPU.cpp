@@ -40,11 +40,12 @@ struct RecurrenceOperands {
   int64_t groupSize;
 };
 
-/// Emits the launch; returns the result buffers {o, final state}.
-std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
-                                              const RecurrenceOperands &in,
-                                              int64_t blockColumns,
-                                              int64_t keySplits) {
+/// Emits the launch; returns the result buffers {o, final state}: `om`
+/// and `sm` where given, else new ones.
+std::pair<Value, Value>
+buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
+                      int64_t blockColumns, int64_t keySplits, Value om = {},
+                      Value sm = {}, gpu::LaunchOp *built = nullptr) {
   Type f32 = b.getF32Type();
   int64_t rank = in.oType.getRank();
   int64_t valueHeads = in.oType.getDimSize(rank - 2);
@@ -75,22 +76,25 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
     oSizes.push_back(tokens);
   if (in.stateType.isDynamicDim(0))
     sSizes.push_back(batch);
-  auto oMemref = MemRefType::get(in.oType.getShape(), in.oType.getElementType());
+  auto oMemref =
+      MemRefType::get(in.oType.getShape(), in.oType.getElementType());
   auto sMemref = MemRefType::get(in.stateType.getShape(), f32);
-  Value om = memref::AllocOp::create(b, loc, oMemref, oSizes);
-  Value sm = memref::AllocOp::create(b, loc, sMemref, sSizes);
+  if (!om)
+    om = memref::AllocOp::create(b, loc, oMemref, oSizes);
+  if (!sm)
+    sm = memref::AllocOp::create(b, loc, sMemref, sSizes);
 
-  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                              gpu::AddressSpace::Workgroup);
-  auto stagedType = MemRefType::get({keyDim}, f32, MemRefLayoutAttrInterface(),
-                                    workgroup);
-  auto partialType = MemRefType::get({threads}, f32,
-                                     MemRefLayoutAttrInterface(), workgroup);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto stagedType =
+      MemRefType::get({keyDim}, f32, MemRefLayoutAttrInterface(), workgroup);
+  auto partialType =
+      MemRefType::get({threads}, f32, MemRefLayoutAttrInterface(), workgroup);
   Value one = indexConstant(b, loc, 1);
   auto launch = gpu::LaunchOp::create(
       b, loc, indexConstant(b, loc, valueHeads * columnTiles), batch, one,
-      indexConstant(b, loc, threads), one, one, nullptr, nullptr,
-      ValueRange{}, TypeRange{stagedType, stagedType, partialType});
+      indexConstant(b, loc, threads), one, one, nullptr, nullptr, ValueRange{},
+      TypeRange{stagedType, stagedType, partialType});
 
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&launch.getBody().front());
@@ -118,14 +122,14 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
       b, loc,
       arith::MulIOp::create(b, loc, tile, indexConstant(b, loc, blockColumns)),
       thread);
-  Value keyHead = arith::DivUIOp::create(b, loc, head,
-                                         indexConstant(b, loc, in.groupSize));
+  Value keyHead =
+      arith::DivUIOp::create(b, loc, head, indexConstant(b, loc, in.groupSize));
   // Threads past V (when V is not a multiple of the block) still stage q/k
   // and meet the barriers; they load column 0 and store nothing.
   Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                        column, indexConstant(b, loc, valueDim));
-  Value safeColumn = arith::SelectOp::create(b, loc, active, column,
-                                             indexConstant(b, loc, 0));
+  Value safeColumn =
+      arith::SelectOp::create(b, loc, active, column, indexConstant(b, loc, 0));
   Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
 
   auto tokenIndices = [&](Value t, Value h, ArrayRef<Value> rest) {
@@ -136,8 +140,7 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
     idx.append(rest.begin(), rest.end());
     return idx;
   };
-  auto loadF32 = [&](OpBuilder &nb, Location nl, Value m,
-                     ArrayRef<Value> idx) {
+  auto loadF32 = [&](OpBuilder &nb, Location nl, Value m, ArrayRef<Value> idx) {
     Value x = memref::LoadOp::create(nb, nl, m, idx);
     return convertFloat(nb, nl, x, f32);
   };
@@ -186,8 +189,8 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
           scf::YieldOp::create(lb, ll);
         });
     gpu::BarrierOp::create(nb, nl);
-    Value decay = exponential(nb, nl,
-                              loadF32(nb, nl, gm, tokenIndices(t, head, {})));
+    Value decay =
+        exponential(nb, nl, loadF32(nb, nl, gm, tokenIndices(t, head, {})));
     Value beta = loadF32(nb, nl, betam, tokenIndices(t, head, {}));
     Value value = loadF32(nb, nl, vm, tokenIndices(t, head, {safeColumn}));
 
@@ -196,9 +199,9 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
     auto dot = [&](ArrayRef<Value> lhs, ArrayRef<Value> rhs) {
       SmallVector<Value> partial(kPartials, zeroF);
       for (auto [i, pair] : llvm::enumerate(llvm::zip_equal(lhs, rhs)))
-        partial[i % kPartials] = multiplyAdd(nb, nl, std::get<0>(pair),
-                                             std::get<1>(pair),
-                                             partial[i % kPartials]);
+        partial[i % kPartials] =
+            multiplyAdd(nb, nl, std::get<0>(pair), std::get<1>(pair),
+                        partial[i % kPartials]);
       Value sum = arith::AddFOp::create(nb, nl, partial[0], partial[1]);
       Value sum2 = arith::AddFOp::create(nb, nl, partial[2], partial[3]);
       return arith::AddFOp::create(nb, nl, sum, sum2).getResult();
@@ -227,9 +230,8 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
     for (int64_t j = 0; j < rowsPerThread; ++j) {
       Value write = arith::MulFOp::create(nb, nl, staged(ks, j), delta);
       updated.push_back(multiplyAdd(nb, nl, decay, old[j], write));
-      partial[j % kPartials] = multiplyAdd(nb, nl, updated.back(),
-                                           staged(qs, j),
-                                           partial[j % kPartials]);
+      partial[j % kPartials] = multiplyAdd(
+          nb, nl, updated.back(), staged(qs, j), partial[j % kPartials]);
     }
     Value out = sumOverSplits(
         nb, nl,
@@ -237,10 +239,11 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
             nb, nl, arith::AddFOp::create(nb, nl, partial[0], partial[1]),
             arith::AddFOp::create(nb, nl, partial[2], partial[3])));
     Value scaled = arith::MulFOp::create(
-        nb, nl, out, arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(in.scale)));
+        nb, nl, out,
+        arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(in.scale)));
     Value stored = convertFloat(nb, nl, scaled, in.oType.getElementType());
-    Value firstSplit = arith::CmpIOp::create(
-        nb, nl, arith::CmpIPredicate::eq, split, indexConstant(nb, nl, 0));
+    Value firstSplit = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                             split, indexConstant(nb, nl, 0));
     Value writes = arith::AndIOp::create(nb, nl, active, firstSplit);
     scf::IfOp::create(nb, nl, writes, [&](OpBuilder &ib, Location il) {
       memref::StoreOp::create(ib, il, stored, om,
@@ -265,12 +268,14 @@ std::pair<Value, Value> buildRecurrenceLaunch(OpBuilder &b, Location loc,
   }
   scf::IfOp::create(b, loc, active, [&](OpBuilder &ib, Location il) {
     for (int64_t j = 0; j < rowsPerThread; ++j)
-      memref::StoreOp::create(ib, il, final[j], sm,
-                              ValueRange{bIdx, head, rowIndex(ib, il, j),
-                                         column});
+      memref::StoreOp::create(
+          ib, il, final[j], sm,
+          ValueRange{bIdx, head, rowIndex(ib, il, j), column});
     scf::YieldOp::create(ib, il);
   });
   gpu::TerminatorOp::create(b, loc);
+  if (built)
+    *built = launch;
   return {om, sm};
 }
 
@@ -282,8 +287,8 @@ LogicalResult replaceWithLaunch(OpTy op, PatternRewriter &rewriter,
   auto [om, sm] =
       buildRecurrenceLaunch(rewriter, loc, in, blockColumns, keySplits);
   UnitAttr unit = rewriter.getUnitAttr();
-  Value o = bufferization::ToTensorOp::create(rewriter, loc, in.oType, om,
-                                              unit, unit);
+  Value o = bufferization::ToTensorOp::create(rewriter, loc, in.oType, om, unit,
+                                              unit);
   Value s = bufferization::ToTensorOp::create(rewriter, loc, in.stateType, sm,
                                               unit, unit);
   rewriter.replaceOp(op, {o, s});
@@ -319,15 +324,14 @@ RecurrenceOperands recurrenceOperands(DeltaRuleStepOp op) {
 }
 
 /// Either delta-rule op to one launch of the column recurrence.
-template <typename OpTy>
-struct DeltaRuleToGPU : OpRewritePattern<OpTy> {
+template <typename OpTy> struct DeltaRuleToGPU : OpRewritePattern<OpTy> {
   DeltaRuleToGPU(MLIRContext *ctx, int64_t blockColumns, int64_t keySplits)
       : OpRewritePattern<OpTy>(ctx), blockColumns(blockColumns),
         keySplits(keySplits) {}
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    return replaceWithLaunch(op, rewriter, recurrenceOperands(op),
-                             blockColumns, keySplits);
+    return replaceWithLaunch(op, rewriter, recurrenceOperands(op), blockColumns,
+                             keySplits);
   }
   int64_t blockColumns;
   int64_t keySplits;
@@ -353,7 +357,7 @@ struct ConvertGdnToGPUPass
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateGdnToGPURecurrencePatterns(patterns, blockColumns, keySplits);
-    populateGdnToGPUChunkedScanPatterns(patterns);
+    populateGdnToGPUChunkedScanPatterns(patterns, blockColumns, keySplits);
     // The walk driver neither folds nor hoists constants: the greedy driver
     // would move the kernel's index constants into the host function.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
@@ -374,6 +378,16 @@ struct ConvertGdnToGPUPass
 };
 } // namespace
 
+gpu::LaunchOp mlir::gdn::buildDeltaRuleRecurrence(OpBuilder &b, DeltaRuleOp op,
+                                                  Value om, Value sm,
+                                                  int64_t blockColumns,
+                                                  int64_t keySplits) {
+  gpu::LaunchOp launch;
+  buildRecurrenceLaunch(b, op.getLoc(), recurrenceOperands(op), blockColumns,
+                        keySplits, om, sm, &launch);
+  return launch;
+}
+
 void mlir::gdn::populateGdnToGPURecurrencePatterns(RewritePatternSet &patterns,
                                                    int64_t blockColumns,
                                                    int64_t keySplits) {
@@ -387,8 +401,7 @@ mlir::gdn::checkGdnToGPUOptions(const ConvertGdnToGPUPassOptions &options) {
     return llvm::createStringError("block-columns must be in [1, 1024], but "
                                    "got " +
                                    llvm::Twine(options.blockColumns));
-  if (options.keySplits < 1 ||
-      options.blockColumns * options.keySplits > 1024)
+  if (options.keySplits < 1 || options.blockColumns * options.keySplits > 1024)
     return llvm::createStringError(
         "key-splits must be positive and block-columns x key-splits at most "
         "1024, but got key-splits = " +

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 
@@ -29,11 +30,22 @@ Value mlir::gdn::exponential(OpBuilder &b, Location loc, Value x) {
   Value scaled = arith::MulFOp::create(b, loc, x, log2e);
   return LLVM::CallIntrinsicOp::create(
              b, loc, b.getF32Type(),
-             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
-             ValueRange{scaled})
+             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), ValueRange{scaled})
       .getResult(0);
 }
 
 Value mlir::gdn::indexConstant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+void mlir::gdn::runOnlyIf(gpu::LaunchOp launch, Value condition) {
+  Block &body = launch.getBody().front();
+  Operation *terminator = body.getTerminator();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  auto guard =
+      scf::IfOp::create(b, launch.getLoc(), condition, /*withElse=*/false);
+  Block *then = guard.thenBlock();
+  then->getOperations().splice(
+      then->getTerminator()->getIterator(), body.getOperations(),
+      std::next(guard->getIterator()), terminator->getIterator());
 }

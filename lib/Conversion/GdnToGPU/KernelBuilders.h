@@ -3,6 +3,7 @@
 #ifndef GDN_LIB_CONVERSION_GDNTOGPU_KERNELBUILDERS_H
 #define GDN_LIB_CONVERSION_GDNTOGPU_KERNELBUILDERS_H
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::gdn {
@@ -20,6 +21,14 @@ Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value z);
 Value exponential(OpBuilder &b, Location loc, Value x);
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value);
+
+/// Makes the built body of `launch` run only where `condition` (a host i1,
+/// the same for every thread) holds; otherwise the kernel returns at once.
+/// Choices between kernels are made so, not by an scf.if in host code,
+/// which would break the host code's one stream into synchronized pieces
+/// (gpu-async-region), and a step into launches that a CUDA graph cannot
+/// replay.
+void runOnlyIf(gpu::LaunchOp launch, Value condition);
 
 } // namespace mlir::gdn
 

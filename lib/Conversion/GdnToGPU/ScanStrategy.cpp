@@ -41,13 +41,16 @@ static bool fitsWorkgroupMemory(const ScanShape &shape) {
 }
 
 ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
-                                         int64_t warps,
-                                         int64_t multiprocessors) {
+                                         int64_t warps, int64_t multiprocessors,
+                                         int64_t f32MinTokens) {
   auto q = cast<RankedTensorType>(op.getQ().getType());
   Type element = q.getElementType();
-  if ((!element.isBF16() && !element.isF16()) ||
-      cast<RankedTensorType>(op.getK().getType()).getElementType() !=
-          element ||
+  bool f32 = element.isF32() && f32MinTokens > 0;
+  // A static T below the threshold would only ever take the recurrence.
+  if (f32 && !q.isDynamicDim(1) && q.getDimSize(1) < f32MinTokens)
+    return {};
+  if ((!element.isBF16() && !element.isF16() && !f32) ||
+      cast<RankedTensorType>(op.getK().getType()).getElementType() != element ||
       cast<RankedTensorType>(op.getV().getType()).getElementType() != element)
     return {};
   ScanShape shape = shapeOf(op, 0);
@@ -78,7 +81,7 @@ ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
       std::max<int64_t>(1, multiprocessors * 7 / 8), shape.warps,
       shape.copyWarps, MmaKind::mma_sync, Staging::cp_async, /*stages=*/2,
       shape.stateInRegisters() ? StateHome::registers : StateHome::shared,
-      /*contextSegments=*/1);
+      /*contextSegments=*/1, /*recurrenceBelow=*/f32 ? f32MinTokens : 0);
 }
 
 LogicalResult gdn::checkScanStrategyBuildable(DeltaRuleOp op) {
@@ -118,6 +121,10 @@ llvm::Error mlir::gdn::checkScanStrategyOptions(
   if (options.scanWarps != 4 && options.scanWarps != 8)
     return llvm::createStringError("scan-warps must be 4 or 8, but got " +
                                    llvm::Twine(options.scanWarps));
+  if (options.f32MinTokens < 0)
+    return llvm::createStringError("f32-min-tokens must be >= 0 (0: none), "
+                                   "but got " +
+                                   llvm::Twine(options.f32MinTokens));
   if (options.multiprocessors < 1 || options.multiprocessors > 4096)
     return llvm::createStringError("multiprocessors must be 1..4096, but "
                                    "got " +
@@ -131,8 +138,9 @@ struct GdnChooseScanStrategyPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (llvm::Error error = checkScanStrategyOptions(
-            {chunkedPrefill, valueTile, scanWarps, multiprocessors})) {
+    if (llvm::Error error =
+            checkScanStrategyOptions({chunkedPrefill, f32MinTokens, valueTile,
+                                      scanWarps, multiprocessors})) {
       getOperation().emitError()
           << "gdn-choose-scan-strategy: " << llvm::toString(std::move(error));
       return signalPassFailure();
@@ -142,8 +150,8 @@ struct GdnChooseScanStrategyPass
     getOperation().walk([&](DeltaRuleOp op) {
       if (op.getStrategyAttr())
         return;
-      if (ScanStrategyAttr strategy =
-              chooseScanStrategy(op, valueTile, scanWarps, multiprocessors))
+      if (ScanStrategyAttr strategy = chooseScanStrategy(
+              op, valueTile, scanWarps, multiprocessors, f32MinTokens))
         op.setStrategyAttr(strategy);
     });
   }

@@ -29,13 +29,12 @@ void ScanKernel::solve() {
       Value row = add(nb, nl, base, c(nb, nl, i));
       Value sum = f(nb, nl, 0.0f);
       for (int64_t m = 0; m < i; ++m)
-        sum = multiplyAdd(nb, nl,
-                          load(nb, nl, ms, {row, add(nb, nl, base,
-                                                     c(nb, nl, m))}),
-                          x[m], sum);
+        sum = multiplyAdd(
+            nb, nl, load(nb, nl, ms, {row, add(nb, nl, base, c(nb, nl, m))}),
+            x[m], sum);
       Value iv = c(nb, nl, i);
-      Value below = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
-                                          iv, j);
+      Value below =
+          arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, iv, j);
       Value diagonal =
           arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, iv, j);
       Value negated = arith::NegFOp::create(nb, nl, sum);
@@ -115,8 +114,7 @@ void ScanKernel::solve() {
   }
 }
 
-void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
-                                  const ScanBuffers &m) {
+void ScanKernel::buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m) {
   Type f32 = b.getF32Type();
   int64_t chunk = s.chunk, keyDim = s.keyDim, valueDim = s.valueDim;
   setUp(launch);
@@ -213,8 +211,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   auto halves = VectorType::get({8}, half);
   auto storeVector = [&](OpBuilder &nb, Location nl, Value x, Value memory,
                          ValueRange indices) {
-    vector::StoreOp::create(nb, nl, x, memory, indices, false,
-                            llvm::Align(16));
+    vector::StoreOp::create(nb, nl, x, memory, indices, false, llvm::Align(16));
   };
   // Other 16-bit types than bf16 are staged through registers, 8 elements
   // at a time (zeros past the end of the sequence), rounded to bf16; the
@@ -233,19 +230,20 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
         chunk, width,
         [&](OpBuilder &nb, Location nl, Value r, Value col) {
           auto [t, inside] = token(nb, nl, start, tokens, r);
-          Value x = vector::LoadOp::create(nb, nl, vectorType, source,
-                                           ValueRange{batch, t, sourceHead,
-                                                      col},
-                                           false, llvm::Align(16));
+          Value x = vector::LoadOp::create(
+              nb, nl, vectorType, source, ValueRange{batch, t, sourceHead, col},
+              false, llvm::Align(16));
           Value zeros = arith::ConstantOp::create(
-              nb, nl, DenseElementsAttr::get(vectorType,
-                                             nb.getZeroAttr(element)));
-          return arith::SelectOp::create(nb, nl, inside, x, zeros)
-              .getResult();
+              nb, nl,
+              DenseElementsAttr::get(vectorType, nb.getZeroAttr(element)));
+          return arith::SelectOp::create(nb, nl, inside, x, zeros).getResult();
         },
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value x) {
           Value wide =
-              arith::ExtFOp::create(nb, nl, VectorType::get({8}, f32), x);
+              element.isF32()
+                  ? x
+                  : arith::ExtFOp::create(nb, nl, VectorType::get({8}, f32), x)
+                        .getResult();
           Value rounded = arith::TruncFOp::create(nb, nl, halves, wide);
           if (to)
             storeVector(nb, nl, rounded, to->halves, {r, col});
@@ -273,15 +271,14 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
   // dot x exp(G_r - G_c) (x beta_r with `rowScale`) where `keep(c, r)`,
   // else 0: the exponent is non-positive where kept.
   auto maskedDecay = [&](OpBuilder &nb, Location nl, Value r, Value col,
-                         Value dot, arith::CmpIPredicate keep,
-                         Value rowScale) {
+                         Value dot, arith::CmpIPredicate keep, Value rowScale) {
     Value inside = arith::CmpIOp::create(nb, nl, keep, col, r);
     if (rowScale)
       dot = arith::MulFOp::create(nb, nl, dot, load(nb, nl, rowScale, {r}));
-    Value decay = exponential(
-        nb, nl,
-        arith::SubFOp::create(nb, nl, load(nb, nl, gCum, {r}),
-                              load(nb, nl, gCum, {col})));
+    Value decay =
+        exponential(nb, nl,
+                    arith::SubFOp::create(nb, nl, load(nb, nl, gCum, {r}),
+                                          load(nb, nl, gCum, {col})));
     Value decayed = arith::MulFOp::create(nb, nl, dot, decay);
     return arith::SelectOp::create(nb, nl, inside, decayed, zero).getResult();
   };
@@ -289,13 +286,12 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch,
     return add(nb, nl, start, r);
   };
   // The pair epilogue that applies maskedDecay to both elements.
-  auto masked = [&](arith::CmpIPredicate keep, Value rowScale,
-                    function_ref<void(OpBuilder &, Location, Value, Value,
-                                      Value, Value)>
-                        storeTo) -> PairEpilogue {
+  auto masked =
+      [&](arith::CmpIPredicate keep, Value rowScale,
+          function_ref<void(OpBuilder &, Location, Value, Value, Value, Value)>
+              storeTo) -> PairEpilogue {
     return [&, keep, rowScale, storeTo](OpBuilder &nb, Location nl, Value r,
-                                        Value col, Value first,
-                                        Value second) {
+                                        Value col, Value first, Value second) {
       Value next = add(nb, nl, col, c(nb, nl, 1));
       storeTo(nb, nl, r, col,
               maskedDecay(nb, nl, r, col, first, keep, rowScale),

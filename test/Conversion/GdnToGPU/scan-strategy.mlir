@@ -3,6 +3,10 @@
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy | FileCheck %s
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy='scan-warps=8 multiprocessors=16 value-tile=128' | FileCheck %s --check-prefix=OPTIONS
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy -convert-gdn-to-gpu | FileCheck %s --check-prefix=LOWERED
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=64 | FileCheck %s --check-prefix=F32
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=64 -convert-gdn-to-gpu | FileCheck %s --check-prefix=F32LOWERED
+// RUN: not gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=-1 2>&1 | FileCheck %s --check-prefix=F32BAD
+// F32BAD: f32-min-tokens must be >= 0 (0: none), but got -1
 
 // K = V = 128: the default tile of 64 with a narrow one of 32 for batches
 // that leave more than 1/8 of 132 multiprocessors idle.
@@ -48,6 +52,27 @@ func.func @v48(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: tensor<
 // CHECK-NOT: strategy
 // LOWERED-LABEL: func.func @recurrences
 // LOWERED-NOT: gdn.chunked_scan
+// With f32-min-tokens, the f32 op (T dynamic) gets a strategy whose
+// recurrence_below sends calls of fewer than 64 tokens to the f32
+// recurrence; both are launched, each kernel returning at once where the
+// other one runs.
+// F32-LABEL: func.func @recurrences
+// F32: gdn.delta_rule {{.*}}context_segments = 1, recurrence_below = 64>} : (tensor<?x?x1x16xf32>
+// F32-NOT: strategy
+// F32: return
+// F32LOWERED-LABEL: func.func @recurrences
+// F32LOWERED: %[[FEW:.+]] = arith.cmpi ult, %{{.+}}, %c64
+// F32LOWERED: gpu.launch
+// F32LOWERED-NEXT: scf.if %[[FEW]]
+// F32LOWERED: %[[RUNS:.+]] = arith.cmpi uge, %{{.+}}, %c64
+// F32LOWERED: gpu.launch
+// F32LOWERED-NEXT: scf.if %[[RUNS]]
+// F32LOWERED: kernel = "wy"
+// F32LOWERED: gpu.launch
+// F32LOWERED-NEXT: scf.if %[[RUNS]]
+// F32LOWERED: kernel = "state"
+// F32LOWERED-NOT: gdn.chunked_scan
+// F32LOWERED: return
 func.func @recurrences(%q: tensor<?x?x1x16xf32>, %k: tensor<?x?x1x16xf32>, %v: tensor<?x?x1x16xf32>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>,
                        %q2: tensor<?x?x1x24xbf16>, %k2: tensor<?x?x1x24xbf16>, %v2: tensor<?x?x1x16xbf16>) -> (tensor<?x?x1x16xf32>, tensor<?x?x1x16xbf16>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %b : (tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1xf32>, tensor<?x?x1xf32>) -> (tensor<?x?x1x16xf32>, tensor<?x1x16x16xf32>)

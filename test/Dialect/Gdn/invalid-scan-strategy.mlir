@@ -76,14 +76,6 @@ func.func @segments_2(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: 
 
 // -----
 
-func.func @strategy_on_f32(%q: tensor<?x?x1x64xf32>, %k: tensor<?x?x1x64xf32>, %v: tensor<?x?x1x64xf32>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>) {
-  // expected-error @+1 {{'gdn.delta_rule' op strategy: the chunked scan takes bf16 or f16 q, k and v, got 'f32'}}
-  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 32, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<?x?x1x64xf32>, tensor<?x?x1x64xf32>, tensor<?x?x1x64xf32>, tensor<?x?x1xf32>, tensor<?x?x1xf32>) -> (tensor<?x?x1x64xf32>, tensor<?x1x64x64xf32>)
-  return
-}
-
-// -----
-
 func.func @strategy_key_24(%q: tensor<?x?x1x24xbf16>, %k: tensor<?x?x1x24xbf16>, %v: tensor<?x?x1x64xbf16>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>) {
   // expected-error @+1 {{'gdn.delta_rule' op strategy: the chunked scan needs K to be a multiple of 16, got 24}}
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %b {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<?x?x1x24xbf16>, tensor<?x?x1x24xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1xf32>, tensor<?x?x1xf32>) -> (tensor<?x?x1x64xbf16>, tensor<?x1x24x64xf32>)
@@ -95,5 +87,13 @@ func.func @strategy_key_24(%q: tensor<?x?x1x24xbf16>, %k: tensor<?x?x1x24xbf16>,
 func.func @strategy_tile_not_dividing(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: tensor<?x?x1x64xbf16>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>) {
   // expected-error @+1 {{'gdn.delta_rule' op strategy: value tile 24 does not divide V = 64}}
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %b {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 24, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1xf32>, tensor<?x?x1xf32>) -> (tensor<?x?x1x64xbf16>, tensor<?x1x64x64xf32>)
+  return
+}
+
+// -----
+
+func.func @recurrence_below_negative(%q: tensor<?x?x1x64xf32>, %k: tensor<?x?x1x64xf32>, %v: tensor<?x?x1x64xf32>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>) {
+  // expected-error @+1 {{recurrence_below must be >= 0 (0: never), got -1}}
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 32, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1, recurrence_below = -1>} : (tensor<?x?x1x64xf32>, tensor<?x?x1x64xf32>, tensor<?x?x1x64xf32>, tensor<?x?x1xf32>, tensor<?x?x1xf32>) -> (tensor<?x?x1x64xf32>, tensor<?x1x64x64xf32>)
   return
 }

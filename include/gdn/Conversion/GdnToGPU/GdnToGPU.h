@@ -3,6 +3,7 @@
 #ifndef GDN_CONVERSION_GDNTOGPU_GDNTOGPU_H
 #define GDN_CONVERSION_GDNTOGPU_GDNTOGPU_H
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::gdn {
@@ -24,13 +25,25 @@ void populateGdnToGPURecurrencePatterns(RewritePatternSet &patterns,
 /// one block per batch x value head x value tile, chunks of 64 tokens in
 /// order, the narrow tile's launch chosen at run time where the strategy
 /// has one. Its benefit is higher than the recurrence's, which keeps the
-/// ops without a strategy (f32 prefill, the decode step).
-void populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns);
+/// ops without a strategy (f32 prefill, the decode step). A strategy with
+/// `recurrence_below` also builds the recurrence (of `blockColumns` and
+/// `keySplits`) for the calls of fewer tokens.
+void populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
+                                         int64_t blockColumns,
+                                         int64_t keySplits);
+
+/// The column recurrence of `op` as one launch that writes o into `om` and
+/// the final state into `sm`.
+gpu::LaunchOp buildDeltaRuleRecurrence(OpBuilder &b, DeltaRuleOp op, Value om,
+                                       Value sm, int64_t blockColumns,
+                                       int64_t keySplits);
 
 /// The strategy gdn-choose-scan-strategy gives `op` (its docs say how), or
-/// null where the chunked scan cannot take it.
+/// null where the chunked scan cannot take it; f32 q, k and v only with
+/// `f32MinTokens` > 0 (the strategy's recurrence_below).
 ScanStrategyAttr chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
-                                    int64_t warps, int64_t multiprocessors);
+                                    int64_t warps, int64_t multiprocessors,
+                                    int64_t f32MinTokens = 0);
 
 /// Whether the scan's kernels can be built for `op` as its strategy says
 /// (workgroup memory, where the state lives); emits the error at `op`.

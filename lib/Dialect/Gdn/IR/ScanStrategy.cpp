@@ -16,7 +16,7 @@ ScanStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          int64_t narrowValueTile, int64_t narrowBelowBlocks,
                          int64_t warps, int64_t copyWarps, MmaKind mma,
                          Staging staging, int64_t stages, StateHome state,
-                         int64_t contextSegments) {
+                         int64_t contextSegments, int64_t recurrenceBelow) {
   // What the kernels implement; the other values are named for the kernels
   // to come.
   if (chunk != 64)
@@ -51,13 +51,15 @@ ScanStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << " is not implemented by the scan's kernels "
                           "(cp_async)";
   if (stages != 2)
-    return emitError() << "stages must be 2 (double buffering), got "
-                       << stages;
+    return emitError() << "stages must be 2 (double buffering), got " << stages;
   (void)state;
   if (contextSegments != 1)
     return emitError() << "context_segments must be 1 (no context "
                           "parallelism yet), got "
                        << contextSegments;
+  if (recurrenceBelow < 0)
+    return emitError() << "recurrence_below must be >= 0 (0: never), got "
+                       << recurrenceBelow;
   return success();
 }
 
@@ -67,21 +69,15 @@ LogicalResult gdn::verifyScanStrategy(DeltaRuleOp op) {
     return success();
   auto q = cast<RankedTensorType>(op.getQ().getType());
   auto v = cast<RankedTensorType>(op.getV().getType());
-  Type element = q.getElementType();
-  if (!element.isBF16() && !element.isF16())
-    return op.emitOpError() << "strategy: the chunked scan takes bf16 or f16 "
-                               "q, k and v, got "
-                            << element;
+  // q, k and v of any type the op takes: f32 ones the scan rounds to bf16.
   int64_t keyDim = q.getDimSize(3), valueDim = v.getDimSize(3);
   if (keyDim % 16 != 0)
     return op.emitOpError() << "strategy: the chunked scan needs K to be a "
                                "multiple of 16, got "
                             << keyDim;
-  for (int64_t tile :
-       {strategy.getValueTile(), strategy.getNarrowValueTile()})
+  for (int64_t tile : {strategy.getValueTile(), strategy.getNarrowValueTile()})
     if (tile != 0 && valueDim % tile != 0)
-      return op.emitOpError()
-             << "strategy: value tile " << tile << " does not divide V = "
-             << valueDim;
+      return op.emitOpError() << "strategy: value tile " << tile
+                              << " does not divide V = " << valueDim;
   return success();
 }

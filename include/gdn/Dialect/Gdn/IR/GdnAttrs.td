@@ -75,6 +75,7 @@ def Gdn_ScanStrategyAttr : AttrDef<Gdn_Dialect, "ScanStrategy"> {
     | `stages` | chunks in flight in workgroup memory (2: double buffering) |
     | `state` | where the state tile lives: `registers` when the state product's tiles divide among the warps, else `shared` |
     | `context_segments` | segments of a sequence scanned in parallel and combined (1: none) |
+    | `recurrence_below` | calls of fewer tokens run the f32 column recurrence instead (0, not printed: never); for f32 q, k and v, which the scan rounds to bf16, so that decode and short prompts stay exact to f32 |
 
     The verifier accepts what the kernels implement today: chunks of 64,
     `mma_sync`, `cp_async`, two stages, one segment; `wgmma`, `tma`, deeper
@@ -98,7 +99,8 @@ def Gdn_ScanStrategyAttr : AttrDef<Gdn_Dialect, "ScanStrategy"> {
     "::mlir::gdn::Staging":$staging,
     "int64_t":$stages,
     "::mlir::gdn::StateHome":$state,
-    "int64_t":$context_segments
+    "int64_t":$context_segments,
+    DefaultValuedParameter<"int64_t", "0">:$recurrence_below
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
