@@ -205,6 +205,34 @@ Operation *finalCombinerOf(linalg::LinalgOp op, int64_t minLength) {
   return combiner;
 }
 
+/// Moves the one reduction loop of a generic last where it is not, and is
+/// long enough for a warp per output (or dynamic): the sum of MLA's decode
+/// over the cached latents, out[b, n, c] += p[b, n, s] latents[b, s, c],
+/// would otherwise be one thread per output walking all the keys. Lanes
+/// then read rows of the latents K elements apart, which the L1 and L2
+/// serve, against one serial chain per output.
+void moveReductionLast(RewriterBase &rewriter, linalg::LinalgOp op,
+                       int64_t minLength) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic || generic.getNumReductionLoops() != 1)
+    return;
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
+  unsigned reduction =
+      llvm::find_if(iterators, linalg::isReductionIterator) - iterators.begin();
+  if (reduction + 1 == iterators.size())
+    return;
+  int64_t length = generic.getStaticLoopRanges()[reduction];
+  if (!ShapedType::isDynamic(length) && length < minLength)
+    return;
+  SmallVector<unsigned> order;
+  for (unsigned loop = 0; loop < iterators.size(); ++loop)
+    if (loop != reduction)
+      order.push_back(loop);
+  order.push_back(reduction);
+  rewriter.setInsertionPoint(generic);
+  (void)linalg::interchangeGenericOp(rewriter, generic, order);
+}
+
 /// The value `combiner` leaves unchanged: 0 for a sum, -inf for a maximum,
 /// +inf for a minimum.
 TypedAttr identityOf(Operation *combiner, FloatType type) {
@@ -382,6 +410,7 @@ struct GdnGPUMapParallelLoopsPass
         return signalPassFailure();
       }
       if (warpReductions) {
+        moveReductionLast(rewriter, op, 2 * kWarpSize);
         if (Operation *combiner = finalCombinerOf(op, 2 * kWarpSize)) {
           reductions.emplace_back(op, combiner);
           continue;

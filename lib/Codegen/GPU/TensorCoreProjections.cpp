@@ -7,9 +7,12 @@
 // a decode step of fewer than 128 sequences) stay a contract on views of
 // the same buffers, which gdn-gpu-map-parallel-loops gives a warp per
 // output: there, reading each weight row once at full bandwidth matters
-// more than the products. MLA's absorbed attention scores, a product per
-// sequence and head against keys shared by the heads, take the same
-// kernel with the sequence and head as the grid's depth.
+// more than the products. MLA's absorbed attention scores (a product per
+// sequence and head against keys shared by the heads), its attended
+// latents (the softmax's rows against the same latents, of a dynamic
+// depth) and its products with a weight per head (the queries into the
+// latent space, the values out of it) take the same kernel with the
+// sequence and head as the grid's depth.
 //
 // The kernel (gdn.tensor_core_projection on the launch records its tiles):
 // blocks of 128 rows x 64 columns, four warps of 64 x 32 (4 x 4 tiles of
@@ -520,21 +523,30 @@ struct Scores {
   int64_t depth;
 };
 
+/// Whether the body of `op` is acc + in0 * in1 in f32, the second input
+/// widened from bf16 first where it is bf16 (a weight kept in bf16).
 bool isMultiplyAdd(linalg::GenericOp op) {
   Block *body = op.getBody();
-  if (body->getOperations().size() != 3)
-    return false;
-  auto mul = dyn_cast<arith::MulFOp>(&body->front());
-  if (!mul)
-    return false;
-  auto addOp = dyn_cast<arith::AddFOp>(mul->getNextNode());
-  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
-  if (!addOp || !yield || yield.getOperand(0) != addOp.getResult())
-    return false;
   BlockArgument lhs = body->getArgument(0), rhs = body->getArgument(1),
                 acc = body->getArgument(2);
-  bool products = (mul.getLhs() == lhs && mul.getRhs() == rhs) ||
-                  (mul.getLhs() == rhs && mul.getRhs() == lhs);
+  Operation *first = &body->front();
+  Value right = rhs;
+  if (auto widen = dyn_cast<arith::ExtFOp>(first)) {
+    if (widen.getIn() != rhs || !rhs.getType().isBF16())
+      return false;
+    right = widen.getResult();
+    first = first->getNextNode();
+  }
+  auto mul = dyn_cast<arith::MulFOp>(first);
+  if (!mul || !mul.getType().isF32())
+    return false;
+  auto addOp = dyn_cast_or_null<arith::AddFOp>(mul->getNextNode());
+  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
+  if (!addOp || addOp->getNextNode() != yield ||
+      yield.getOperand(0) != addOp.getResult())
+    return false;
+  bool products = (mul.getLhs() == lhs && mul.getRhs() == right) ||
+                  (mul.getLhs() == right && mul.getRhs() == lhs);
   bool accumulates = (addOp.getLhs() == acc && addOp.getRhs() == mul) ||
                      (addOp.getRhs() == acc && addOp.getLhs() == mul);
   return products && accumulates;
@@ -560,14 +572,17 @@ bool isBatchedProduct(linalg::GenericOp op, unsigned reduction,
     if (map != AffineMap::get(5, 0, exprs, context))
       return false;
   }
-  return llvm::all_of(op->getOperands(), [](Value v) {
-    auto type = dyn_cast<MemRefType>(v.getType());
-    return type && type.getElementType().isF32();
-  });
+  return llvm::all_of(op->getOperands(),
+                      [](Value v) { return isa<MemRefType>(v.getType()); });
+}
+
+bool isF32Buffer(Value v) {
+  return cast<MemRefType>(v.getType()).getElementType().isF32();
 }
 
 std::optional<Scores> matchScores(linalg::GenericOp op) {
-  if (!isBatchedProduct(op, 4, {{0, 2, 1, 4}, {0, 3, 4}, {0, 1, 2, 3}}))
+  if (!isBatchedProduct(op, 4, {{0, 2, 1, 4}, {0, 3, 4}, {0, 1, 2, 3}}) ||
+      !llvm::all_of(op->getOperands(), isF32Buffer))
     return std::nullopt;
   Value queries = op.getDpsInputs()[0], keys = op.getDpsInputs()[1];
   Value scores = op.getDpsInits()[0];
@@ -682,7 +697,8 @@ struct AttendedLatents {
 };
 
 std::optional<AttendedLatents> matchAttendedLatents(linalg::GenericOp op) {
-  if (!isBatchedProduct(op, 3, {{0, 2, 1, 3}, {0, 3, 4}, {0, 1, 2, 4}}))
+  if (!isBatchedProduct(op, 3, {{0, 2, 1, 3}, {0, 3, 4}, {0, 1, 2, 4}}) ||
+      !llvm::all_of(op->getOperands(), isF32Buffer))
     return std::nullopt;
   return AttendedLatents{op.getDpsInputs()[0], op.getDpsInputs()[1],
                          op.getDpsInits()[0]};
@@ -754,6 +770,98 @@ void rewriteAttendedLatents(linalg::GenericOp op, const AttendedLatents &m,
   op.erase();
 }
 
+/// MLA's products with a weight per head, as its absorbed form makes them:
+/// out[b, t, n, o] += sum_k x[b, t, n, k] w[n, k, o] (the queries taken
+/// into the latent space, `kMajorWeight`) or w[n, o, k] (the attended
+/// latents' values out of it); x and out f32, w bf16 (f32 too with
+/// f32-weights) of static shape, K a multiple of the reduction step. A
+/// batched product per (b, n): A = x[b, :, n, :], B[o, k] = w[n, k, o] or
+/// w[n, o, k].
+struct HeadProduct {
+  Value x, weight, out;
+  bool kMajorWeight;
+  int64_t depth, outputs;
+};
+
+std::optional<HeadProduct> matchHeadProduct(linalg::GenericOp op,
+                                            bool f32Weights) {
+  bool kMajor =
+      isBatchedProduct(op, 4, {{0, 1, 2, 4}, {2, 4, 3}, {0, 1, 2, 3}});
+  if (!kMajor &&
+      !isBatchedProduct(op, 4, {{0, 1, 2, 4}, {2, 3, 4}, {0, 1, 2, 3}}))
+    return std::nullopt;
+  Value x = op.getDpsInputs()[0], weight = op.getDpsInputs()[1];
+  Value out = op.getDpsInits()[0];
+  auto weightType = cast<MemRefType>(weight.getType());
+  Type element = weightType.getElementType();
+  if (!isF32Buffer(x) || !isF32Buffer(out) || !weightType.hasStaticShape() ||
+      !(element.isBF16() || (f32Weights && element.isF32())))
+    return std::nullopt;
+  int64_t depth = weightType.getDimSize(kMajor ? 1 : 2);
+  int64_t outputs = weightType.getDimSize(kMajor ? 2 : 1);
+  if (depth % kStep != 0)
+    return std::nullopt;
+  return HeadProduct{x, weight, out, kMajor, depth, outputs};
+}
+
+void rewriteHeadProduct(linalg::GenericOp op, const HeadProduct &m,
+                        bool splitActivations) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value batch = dim(b, loc, m.x, 0), tokens = dim(b, loc, m.x, 1);
+  Value heads = dim(b, loc, m.x, 2);
+  Value rowBlocks = arith::DivUIOp::create(b, loc, tokens, c(kBlockRows));
+  Value wholeRows = arith::MulIOp::create(b, loc, rowBlocks, c(kBlockRows));
+  gpu::LaunchOp launch = launchTiles(
+      b, loc, c(llvm::divideCeil(m.outputs, kBlockCols)), rowBlocks,
+      arith::MulIOp::create(b, loc, batch, heads), splitActivations);
+  {
+    OpBuilder kb(op->getContext());
+    kb.setInsertionPointToStart(&launch.getBody().front());
+    Value z = launch.getBlockIds().z;
+    Value headCount = dim(kb, loc, m.x, 2);
+    Value head = arith::RemUIOp::create(kb, loc, z, headCount);
+    Value sequence = arith::DivUIOp::create(kb, loc, z, headCount);
+    TileOperands ops;
+    ops.loadA = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return loadFour(nb, nl, m.x, {sequence, row, head, col});
+    };
+    ops.elementB = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return memref::LoadOp::create(nb, nl, m.weight,
+                                    ValueRange{head, col, row});
+    };
+    ops.loadB = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      // w[n, k, o]: K runs down the weight's columns, one load each.
+      if (m.kMajorWeight)
+        return fourElements(nb, nl, ops.elementB, row, col);
+      return loadFour(nb, nl, m.weight, {head, row, col});
+    };
+    ops.loadC = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+      return memref::LoadOp::create(nb, nl, m.out,
+                                    ValueRange{sequence, row, head, col});
+    };
+    ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
+                     Value col) {
+      memref::StoreOp::create(nb, nl, value, m.out,
+                              ValueRange{sequence, row, head, col});
+    };
+    ops.columns = arith::ConstantIndexOp::create(kb, loc, m.outputs);
+    ops.raggedColumns = m.outputs % kBlockCols != 0;
+    ops.depth = m.depth;
+    ops.floatB = isF32Buffer(m.weight);
+    TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
+  }
+
+  // The token rows after the whole blocks, as the same generic on views.
+  b.setInsertionPointAfter(launch);
+  IRMapping mapping;
+  mapping.map(m.x, indicesFrom(b, loc, m.x, 1, wholeRows));
+  mapping.map(m.out, indicesFrom(b, loc, m.out, 1, wholeRows));
+  b.clone(*op, mapping);
+  op.erase();
+}
+
 struct GdnGPUTensorCoreProjectionsPass
     : gdn::impl::GdnGPUTensorCoreProjectionsPassBase<
           GdnGPUTensorCoreProjectionsPass> {
@@ -763,19 +871,24 @@ struct GdnGPUTensorCoreProjectionsPass
     SmallVector<std::pair<linalg::ContractOp, Projection>> projections;
     SmallVector<std::pair<linalg::GenericOp, Scores>> scores;
     SmallVector<std::pair<linalg::GenericOp, AttendedLatents>> attended;
+    SmallVector<std::pair<linalg::GenericOp, HeadProduct>> headProducts;
     getOperation().walk([&](Operation *op) {
       if (op->getParentOfType<gpu::LaunchOp>())
         return;
       if (auto contract = dyn_cast<linalg::ContractOp>(op))
         if (std::optional<Projection> p = matchProjection(contract, f32Weights))
           projections.emplace_back(contract, *p);
-      if (auto generic = dyn_cast<linalg::GenericOp>(op))
-        if (attentionScores) {
-          if (std::optional<Scores> s = matchScores(generic))
-            scores.emplace_back(generic, *s);
-          if (std::optional<AttendedLatents> a = matchAttendedLatents(generic))
-            attended.emplace_back(generic, *a);
-        }
+      auto generic = dyn_cast<linalg::GenericOp>(op);
+      if (!generic)
+        return;
+      if (attentionScores) {
+        if (std::optional<Scores> s = matchScores(generic))
+          scores.emplace_back(generic, *s);
+        if (std::optional<AttendedLatents> a = matchAttendedLatents(generic))
+          attended.emplace_back(generic, *a);
+      }
+      if (std::optional<HeadProduct> h = matchHeadProduct(generic, f32Weights))
+        headProducts.emplace_back(generic, *h);
     });
     for (auto &[op, p] : projections)
       rewriteProjection(op, p, splitActivations);
@@ -783,6 +896,8 @@ struct GdnGPUTensorCoreProjectionsPass
       rewriteScores(op, s, splitActivations);
     for (auto &[op, a] : attended)
       rewriteAttendedLatents(op, a, splitActivations);
+    for (auto &[op, h] : headProducts)
+      rewriteHeadProduct(op, h, splitActivations);
   }
 };
 } // namespace

@@ -201,21 +201,23 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       // The state-independent part of every chunk, all chunks at once.
       ScanShape whole = shape;
       whole.valueTile = shape.valueDim;
+      Value run = whenScanRuns(Value());
       auto [launch, kb] = launchKernel(
           b, loc, chunkCount, indexConstant(b, loc, valueHeads), batch, whole,
           "wy", whole.threads(), shape.chunkKernelBytes());
       ScanKernel(kb, loc, shape).buildChunkKernel(launch, buffers);
-      if (Value condition = whenScanRuns(Value()))
-        runOnlyIf(launch, condition);
+      if (run)
+        runOnlyIf(launch, run);
     }
     auto buildLaunch = [&](const ScanShape &tiled, Value condition) {
       int64_t valueTiles = tiled.valueDim / tiled.valueTile;
+      Value run = whenScanRuns(condition);
       auto [launch, kb] =
           launchKernel(b, loc, indexConstant(b, loc, valueHeads * valueTiles),
                        batch, indexConstant(b, loc, 1), tiled, "state",
                        tiled.stateThreads(), tiled.stateKernelBytes());
       ScanKernel(kb, loc, tiled).buildStateKernel(launch, buffers, valueTiles);
-      if (Value run = whenScanRuns(condition))
+      if (run)
         runOnlyIf(launch, run);
     };
     // The strategy's narrow tile, for grids that would leave

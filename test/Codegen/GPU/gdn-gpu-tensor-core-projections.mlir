@@ -203,3 +203,68 @@ func.func @attended(%p: memref<?x12x?x?xf32>, %l: memref<?x?x32xf32, strided<[?,
   }
   return
 }
+
+// -----
+
+// MLA's products with a weight per head: the queries into the latent space
+// (w[n, k, o], K down the weight's columns: read element by element) and
+// the values out of it (w[n, o, k], a strided view of kv_b_proj: element
+// by element too), bf16 weights, per (sequence, head) on the grid's depth;
+// the token rows after the whole blocks stay the generics on views. An f32
+// weight needs f32-weights.
+// CHECK-LABEL: func.func @head_products
+// CHECK-SAME: (%[[X:[^:]+]]: memref<?x?x12x64xf32>, %[[WK:[^:]+]]: memref<12x64x256xbf16>, %[[Q:[^:]+]]: memref<?x?x12x256xf32>, %[[WV:[^:]+]]: memref<12x64x256xbf16, strided<[32768, 256, 1], offset: 16384>>, %[[O:[^:]+]]: memref<?x?x12x64xf32>
+// CHECK: %[[BATCH:.*]] = memref.dim %[[X]], %c0
+// CHECK: %[[HEADS:.*]] = memref.dim %[[X]], %c2
+// CHECK: %[[DEPTH:.*]] = arith.muli %[[BATCH]], %[[HEADS]]
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4{{.*}}, {{.*}}, %{{.*}} = %[[DEPTH]])
+// CHECK: vector.load %[[X]]{{.*}} : memref<?x?x12x64xf32>, vector<4xf32>
+// CHECK-COUNT-4: memref.load %[[WK]]
+// CHECK: memref.store {{.*}}, %[[Q]]
+// CHECK: gdn.tensor_core_projection
+// CHECK: %[[XV:.*]] = memref.subview %[[X]]
+// CHECK: %[[QV:.*]] = memref.subview %[[Q]]
+// CHECK: linalg.generic {{.*}} ins(%[[XV]], %[[WK]] : {{.*}}) outs(%[[QV]] :
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1{{.*}}, {{.*}}, {{.*}})
+// CHECK: memref.load %[[WV]]
+// CHECK: memref.store {{.*}}, %[[O]]
+// CHECK: gdn.tensor_core_projection
+// CHECK: linalg.generic
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// Two products per tile and step with split activations (lo x w, hi x w:
+// the bf16 weight is exact), two steps per iteration: 64 per product.
+// COUNT-LABEL: func.func @head_products
+// COUNT-COUNT-128: nvvm.mma.sync
+// COUNT-NOT: nvvm.mma.sync
+// ROUNDED-LABEL: func.func @head_products
+// ROUNDED-COUNT-64: nvvm.mma.sync
+// ROUNDED-NOT: nvvm.mma.sync
+// F32-LABEL: func.func @head_products
+// F32-COUNT-3: gpu.launch
+// F32-NOT: gpu.launch
+func.func @head_products(%x: memref<?x?x12x64xf32>, %wk: memref<12x64x256xbf16>, %q: memref<?x?x12x256xf32>,
+                         %wv: memref<12x64x256xbf16, strided<[32768, 256, 1], offset: 16384>>, %o: memref<?x?x12x64xf32>,
+                         %wf: memref<12x64x256xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, t, n, o, k) -> (b, t, n, k)>, affine_map<(b, t, n, o, k) -> (n, k, o)>, affine_map<(b, t, n, o, k) -> (b, t, n, o)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%x, %wk : memref<?x?x12x64xf32>, memref<12x64x256xbf16>) outs(%q : memref<?x?x12x256xf32>) {
+  ^bb0(%a: f32, %w: bf16, %acc: f32):
+    %wide = arith.extf %w : bf16 to f32
+    %m = arith.mulf %a, %wide : f32
+    %sum = arith.addf %acc, %m : f32
+    linalg.yield %sum : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(b, t, n, o, k) -> (b, t, n, k)>, affine_map<(b, t, n, o, k) -> (n, o, k)>, affine_map<(b, t, n, o, k) -> (b, t, n, o)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %wv : memref<?x?x12x256xf32>, memref<12x64x256xbf16, strided<[32768, 256, 1], offset: 16384>>) outs(%o : memref<?x?x12x64xf32>) {
+  ^bb0(%a: f32, %w: bf16, %acc: f32):
+    %wide = arith.extf %w : bf16 to f32
+    %m = arith.mulf %a, %wide : f32
+    %sum = arith.addf %acc, %m : f32
+    linalg.yield %sum : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(b, t, n, o, k) -> (b, t, n, k)>, affine_map<(b, t, n, o, k) -> (n, k, o)>, affine_map<(b, t, n, o, k) -> (b, t, n, o)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%x, %wf : memref<?x?x12x64xf32>, memref<12x64x256xf32>) outs(%q : memref<?x?x12x256xf32>) {
+  ^bb0(%a: f32, %w: f32, %acc: f32):
+    %m = arith.mulf %a, %w : f32
+    %sum = arith.addf %acc, %m : f32
+    linalg.yield %sum : f32
+  }
+  return
+}

@@ -156,6 +156,12 @@ def GdnGPUTensorCoreProjectionsPass
     past it are zero, their loads clamped inside the operands); both
     operands are read element by element.
 
+    MLA's products with a weight per head take it too (always, like the
+    projections: bf16 weights, f32 ones with `f32-weights`):
+    `out[b, t, n, o] += sum_k x[b, t, n, k] w[n, k, o]` (the queries into
+    the latent space) and `... w[n, o, k]` (the attended latents' values
+    out of it), one product per sequence and head, K a multiple of 16.
+
     With `split-activations` (the default) every f32 operand (x, and an
     f32 weight or keys) is split into two bf16 terms and the products of
     the terms accumulated (all but lo x lo), so that the result stays
