@@ -102,12 +102,6 @@ llvm::Error PipelineFlags::apply(CompileOptions &options) const {
   return llvm::Error::success();
 }
 
-bool PipelineFlags::given(llvm::StringRef name) const {
-  return llvm::any_of(flags, [&](const Flag &entry) {
-    return *entry.name == name && entry.flag->getNumOccurrences() > 0;
-  });
-}
-
 void PipelineFlags::printJSON(llvm::raw_ostream &os) const {
   llvm::json::Array array;
   for (const Flag &entry : flags)

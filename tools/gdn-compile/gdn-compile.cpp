@@ -279,11 +279,6 @@ int main(int argc, char **argv) {
         inputFilename, input->getBuffer(), weightsFilename, weightsDtype);
     if (!model)
       return optionError(llvm::toString(model.takeError()));
-    // A model with bf16 matrices is one whose precision is bf16's: its
-    // delta rules of long prompts may take the chunked scan too.
-    if (!model->bf16Weights.empty() &&
-        !pipelineFlags.given("cuda-bf16-scan-inputs"))
-      options.cudaPipeline.bf16ScanInputs = true;
     // The model directory's runtime calls only the step; a shared library
     // also exports the prefill from scratch (docs/model-description.md).
     ModelFunctions functions;

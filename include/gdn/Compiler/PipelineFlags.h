@@ -34,9 +34,6 @@ public:
   /// of `options`; the error names the flag and the value.
   llvm::Error apply(CompileOptions &options) const;
 
-  /// Whether the flag `name` (without the leading dashes) was given.
-  bool given(llvm::StringRef name) const;
-
   /// The flags as JSON (flag, pipeline, option, default, help): what the
   /// Python package derives its compile keywords from.
   void printJSON(llvm::raw_ostream &os) const;

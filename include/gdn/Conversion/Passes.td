@@ -135,8 +135,8 @@ def GdnChooseScanStrategyPass
     they get a strategy too, with `recurrence_below = N`: calls of N tokens
     or more run the scan on q, k and v rounded to bf16 (the WY kernel makes
     the copies; g, beta, the state and o stay f32), shorter ones (decode)
-    the f32 column recurrence, chosen at run time from T. gdn-compile sets
-    it for models whose matrices are bf16 (`--cuda-bf16-scan-inputs`).
+    the f32 column recurrence, chosen at run time from T
+    (`--cuda-bf16-scan-inputs` of gdn-compile).
   }];
   let options = [
     Option<"chunkedPrefill", "chunked-prefill", "bool", /*default=*/"true",

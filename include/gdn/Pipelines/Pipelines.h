@@ -175,9 +175,9 @@ struct CUDAPipelineOptions
       llvm::cl::desc("Delta rules of f32 q, k, v take the chunked scan on "
                      "bf16 copies where a call has at least "
                      "bf16-scan-min-tokens tokens, the recurrence below "
-                     "(gdn-choose-scan-strategy's f32-min-tokens; "
-                     "gdn-compile turns it on for models with bf16 "
-                     "matrices)"),
+                     "(gdn-choose-scan-strategy's f32-min-tokens): bf16's "
+                     "rounding of the GDN cores, up to 2e-2 of the "
+                     "logits of nenya-tiny measured"),
       llvm::cl::init(false)};
   Option<int64_t> bf16ScanMinTokens{
       *this, "bf16-scan-min-tokens",
