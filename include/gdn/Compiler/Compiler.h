@@ -73,7 +73,7 @@ struct CompileOptions {
   std::string cpuRuntimeLibrary;
   /// The module is a model's (gdn-compile model.json): its libraries carry
   /// the C API of gdn_model.h, from these archives and header (the runtime
-  /// in host memory for the CPU, in CUDA managed memory for CUDA).
+  /// in host memory for the CPU, in CUDA device memory for CUDA).
   bool model = false;
   /// Report stages of a second or more on standard error (StageTimer.h).
   bool progress = true;
