@@ -176,8 +176,8 @@ struct CUDAPipelineOptions
                      "bf16 copies where a call has at least "
                      "bf16-scan-min-tokens tokens, the recurrence below "
                      "(gdn-choose-scan-strategy's f32-min-tokens): bf16's "
-                     "rounding of the GDN cores, up to 2e-2 of the "
-                     "logits of nenya-tiny measured"),
+                     "rounding of the GDN cores, up to 6e-2 of the "
+                     "logits measured (docs/Lowering.md)"),
       llvm::cl::init(false)};
   Option<int64_t> bf16ScanMinTokens{
       *this, "bf16-scan-min-tokens",
