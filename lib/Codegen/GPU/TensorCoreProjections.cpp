@@ -617,6 +617,22 @@ Value indicesFrom(OpBuilder &b, Location loc, Value memory, int64_t d,
       .getResult();
 }
 
+/// Replaces `op`, whose whole row blocks `launch` computes, by the same
+/// generic on the rows from `wholeRows` on: each operand of `rows` viewed
+/// from there along its row dimension.
+void keepLeftoverRows(linalg::GenericOp op, gpu::LaunchOp launch,
+                      ArrayRef<std::pair<Value, int64_t>> rows,
+                      Value wholeRows) {
+  OpBuilder b(op->getContext());
+  b.setInsertionPointAfter(launch);
+  IRMapping mapping;
+  for (auto [operand, rowDim] : rows)
+    mapping.map(operand,
+                indicesFrom(b, op.getLoc(), operand, rowDim, wholeRows));
+  b.clone(*op, mapping);
+  op.erase();
+}
+
 /// Four elements of a row from `column` on, one load each.
 Value fourElements(OpBuilder &b, Location loc,
                    const TileOperands::Load &element, Value row, Value column) {
@@ -676,13 +692,7 @@ void rewriteScores(linalg::GenericOp op, const Scores &m,
     TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
   }
 
-  // The query rows after the whole blocks, as the same generic on views.
-  b.setInsertionPointAfter(launch);
-  IRMapping mapping;
-  mapping.map(m.queries, indicesFrom(b, loc, m.queries, 1, wholeRows));
-  mapping.map(m.scores, indicesFrom(b, loc, m.scores, 2, wholeRows));
-  b.clone(*op, mapping);
-  op.erase();
+  keepLeftoverRows(op, launch, {{m.queries, 1}, {m.scores, 2}}, wholeRows);
 }
 
 /// MLA's attended latents: out[b, t, n, c] += sum_s probs[b, n, t, s]
@@ -761,13 +771,7 @@ void rewriteAttendedLatents(linalg::GenericOp op, const AttendedLatents &m,
     TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
   }
 
-  // The query rows after the whole blocks, as the same generic on views.
-  b.setInsertionPointAfter(launch);
-  IRMapping mapping;
-  mapping.map(m.probs, indicesFrom(b, loc, m.probs, 2, wholeRows));
-  mapping.map(m.out, indicesFrom(b, loc, m.out, 1, wholeRows));
-  b.clone(*op, mapping);
-  op.erase();
+  keepLeftoverRows(op, launch, {{m.probs, 2}, {m.out, 1}}, wholeRows);
 }
 
 /// MLA's products with a weight per head, as its absorbed form makes them:
@@ -853,13 +857,7 @@ void rewriteHeadProduct(linalg::GenericOp op, const HeadProduct &m,
     TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
   }
 
-  // The token rows after the whole blocks, as the same generic on views.
-  b.setInsertionPointAfter(launch);
-  IRMapping mapping;
-  mapping.map(m.x, indicesFrom(b, loc, m.x, 1, wholeRows));
-  mapping.map(m.out, indicesFrom(b, loc, m.out, 1, wholeRows));
-  b.clone(*op, mapping);
-  op.erase();
+  keepLeftoverRows(op, launch, {{m.x, 1}, {m.out, 1}}, wholeRows);
 }
 
 struct GdnGPUTensorCoreProjectionsPass
