@@ -175,6 +175,9 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   if (!options.managedHostBuffers)
     addResultsToOutParams(pm);
+  // The accumulators' fills and the copies of filled buffers go into the
+  // reductions that overwrite them.
+  pm.addNestedPass<func::FuncOp>(createGdnGPUFoldFillsPass());
   // Prefill's projections on tensor cores; what they leave over, and
   // decode's, stays linalg for the next pass.
   if (options.tensorCoreProjections) {

@@ -178,31 +178,17 @@ LogicalResult mapToGrid(RewriterBase &rewriter, scf::ParallelOp loop,
 
 constexpr int64_t kWarpSize = 32;
 
-/// For an op that reduces over its last loop dimension (its only
-/// reduction) into its one output with an associative float combiner (a
-/// sum, a maximum or a minimum), the payload's final `combine(out, x)` (x
-/// is the reduced value); nothing else reads `out`. Null otherwise, and for
-/// reductions shorter than `minLength` (a warp per output would idle).
-Operation *finalCombinerOf(linalg::LinalgOp op, int64_t minLength) {
-  if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
-      op.getNumLoops() < 2 ||
+/// For a reduction over its last loop dimension of at least `minLength`
+/// elements (or dynamic; a warp per output would idle on fewer), its
+/// final combiner (finalCombinerOf); null otherwise.
+Operation *warpCombinerOf(linalg::LinalgOp op, int64_t minLength) {
+  if (op.getNumLoops() < 2 ||
       !linalg::isReductionIterator(op.getIteratorTypesArray().back()))
     return nullptr;
   int64_t length = op.getStaticLoopRanges().back();
   if (!ShapedType::isDynamic(length) && length < minLength)
     return nullptr;
-  Block *body = op.getBlock();
-  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
-  Value out = body->getArguments().back();
-  if (!yield || yield.getNumOperands() != 1 || !out.hasOneUse())
-    return nullptr;
-  Operation *combiner = yield.getOperand(0).getDefiningOp();
-  if (!combiner || combiner->getBlock() != body ||
-      !isa<arith::AddFOp, arith::MaximumFOp, arith::MaxNumFOp,
-           arith::MinimumFOp, arith::MinNumFOp>(combiner) ||
-      !llvm::is_contained(combiner->getOperands(), out))
-    return nullptr;
-  return combiner;
+  return finalCombinerOf(op);
 }
 
 /// Moves the one reduction loop of a generic last where it is not, and is
@@ -364,7 +350,13 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   dims.push_back(zero);
   SmallVector<Value> outIndices =
       applyMap(rewriter, loc, op.getMatchingIndexingMap(init), dims);
-  Value old = memref::LoadOp::create(rewriter, loc, init->get(), outIndices);
+  // The fill folded into the op (gdn-gpu-fold-fills) is the value the
+  // output held; the output is then only written.
+  Value old;
+  if (auto initial = op->getAttrOfType<TypedAttr>(kReductionInitAttrName))
+    old = arith::ConstantOp::create(rewriter, loc, initial);
+  else
+    old = memref::LoadOp::create(rewriter, loc, init->get(), outIndices);
   memref::StoreOp::create(rewriter, loc,
                           combine(rewriter, combiner, old, partial),
                           init->get(), outIndices);
@@ -372,6 +364,21 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   (void)gpu::setMappingAttr(grid, mappingTo(rewriter, gpu::Processor::BlockX));
   (void)gpu::setMappingAttr(block,
                             mappingTo(rewriter, gpu::Processor::ThreadX));
+}
+
+/// A reduction that runs in one thread per output reads its output at
+/// every step: the fill folded into it (gdn-gpu-fold-fills) is written
+/// back before it, as a grid-mapped loop of its own.
+void restoreFoldedFill(RewriterBase &rewriter, linalg::LinalgOp op) {
+  auto initial = op->getAttrOfType<TypedAttr>(kReductionInitAttrName);
+  if (!initial)
+    return;
+  op->removeAttr(kReductionInitAttrName);
+  rewriter.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  Value value = arith::ConstantOp::create(rewriter, loc, initial);
+  auto fill = linalg::FillOp::create(rewriter, loc, value, op.getDpsInits()[0]);
+  (void)lowerToLoops(rewriter, fill);
 }
 
 struct GdnGPUMapParallelLoopsPass
@@ -411,11 +418,12 @@ struct GdnGPUMapParallelLoopsPass
       }
       if (warpReductions) {
         moveReductionLast(rewriter, op, 2 * kWarpSize);
-        if (Operation *combiner = finalCombinerOf(op, 2 * kWarpSize)) {
+        if (Operation *combiner = warpCombinerOf(op, 2 * kWarpSize)) {
           reductions.emplace_back(op, combiner);
           continue;
         }
       }
+      restoreFoldedFill(rewriter, op);
       if (failed(lowerToLoops(rewriter, op)))
         return signalPassFailure();
     }
@@ -434,6 +442,23 @@ struct GdnGPUMapParallelLoopsPass
   }
 };
 } // namespace
+
+Operation *mlir::gdn::finalCombinerOf(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1)
+    return nullptr;
+  Block *body = op.getBlock();
+  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
+  Value out = body->getArguments().back();
+  if (!yield || yield.getNumOperands() != 1 || !out.hasOneUse())
+    return nullptr;
+  Operation *combiner = yield.getOperand(0).getDefiningOp();
+  if (!combiner || combiner->getBlock() != body ||
+      !isa<arith::AddFOp, arith::MaximumFOp, arith::MaxNumFOp,
+           arith::MinimumFOp, arith::MinNumFOp>(combiner) ||
+      !llvm::is_contained(combiner->getOperands(), out))
+    return nullptr;
+  return combiner;
+}
 
 llvm::Error mlir::gdn::checkMapParallelLoopsOptions(
     const GdnGPUMapParallelLoopsPassOptions &options) {

@@ -464,6 +464,17 @@ gpu::LaunchOp launchTiles(OpBuilder &b, Location loc, Value columnBlocks,
   return launch;
 }
 
+/// A fill folded into `op` (gdn-gpu-fold-fills): its accumulators start
+/// from the fill's value, and C is only written.
+void startFromFoldedFill(Operation *op, TileOperands &ops) {
+  auto initial = op->getAttrOfType<TypedAttr>(kReductionInitAttrName);
+  if (!initial)
+    return;
+  ops.loadC = [initial](OpBuilder &nb, Location nl, Value, Value) -> Value {
+    return arith::ConstantOp::create(nb, nl, initial);
+  };
+}
+
 void rewriteProjection(linalg::ContractOp op, const Projection &p,
                        bool splitActivations) {
   OpBuilder b(op);
@@ -492,6 +503,7 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
     ops.loadC = [&](OpBuilder &nb, Location nl, Value row, Value col) {
       return memref::LoadOp::create(nb, nl, out, ValueRange{row, col});
     };
+    startFromFoldedFill(op, ops);
     ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
                      Value col) {
       memref::StoreOp::create(nb, nl, value, out, ValueRange{row, col});
@@ -680,6 +692,7 @@ void rewriteScores(linalg::GenericOp op, const Scores &m,
       return memref::LoadOp::create(nb, nl, m.scores,
                                     ValueRange{sequence, head, row, col});
     };
+    startFromFoldedFill(op, ops);
     ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
                      Value col) {
       memref::StoreOp::create(nb, nl, value, m.scores,
@@ -756,6 +769,7 @@ void rewriteAttendedLatents(linalg::GenericOp op, const AttendedLatents &m,
       return memref::LoadOp::create(nb, nl, m.out,
                                     ValueRange{sequence, row, head, col});
     };
+    startFromFoldedFill(op, ops);
     ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
                      Value col) {
       memref::StoreOp::create(nb, nl, value, m.out,
@@ -845,6 +859,7 @@ void rewriteHeadProduct(linalg::GenericOp op, const HeadProduct &m,
       return memref::LoadOp::create(nb, nl, m.out,
                                     ValueRange{sequence, row, head, col});
     };
+    startFromFoldedFill(op, ops);
     ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
                      Value col) {
       memref::StoreOp::create(nb, nl, value, m.out,

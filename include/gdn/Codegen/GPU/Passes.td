@@ -62,6 +62,34 @@ def GdnManagedHostBuffersPass : Pass<"gdn-managed-host-buffers",
   ];
 }
 
+def GdnGPUFoldFillsPass : Pass<"gdn-gpu-fold-fills", "func::FuncOp"> {
+  let summary = "Fold the fills of host buffers into the kernels that read "
+                "them";
+  let description = [{
+    After bufferization, the layers' accumulators are filled (zeros for a
+    sum, -inf for a maximum) and often copied, because one filled tensor
+    initialised several ops; each fill and copy is a kernel of its own,
+    which a decode step pays in launches. In each block of host code, for
+    a buffer (a `memref.alloc`) last written whole by a `linalg.fill` of a
+    constant, with no op touching it since:
+
+    - a `memref.copy` from it becomes a `linalg.fill` of the copy's target
+      (no read of the source);
+    - a linalg reduction into it whose payload reads the output only in
+      its final combiner (a sum, maximum or minimum) gets the fill's value
+      as `gdn.reduction_init`, the value its accumulators start from, and
+      the fill goes when nothing else reads the buffer before the
+      reduction writes it.
+
+    `gdn-gpu-map-parallel-loops` starts the warp of each output from that
+    value instead of loading the output; a reduction it runs in one thread
+    per output gets its fill back.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+  ];
+}
+
 def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
                                       "func::FuncOp"> {
   let summary = "Run the host code's linalg ops and copies as grid-mapped "
@@ -84,7 +112,8 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
     gets a warp per output element instead: the lanes stride over the
     reduced dimension (consecutive lanes, consecutive elements of a weight
     row), a butterfly of `gpu.shuffle xor` combines their partial results,
-    and lane 0 combines the total into the output.
+    and lane 0 combines the total into the output, or into the op's
+    `gdn.reduction_init` (gdn-gpu-fold-fills) without reading the output.
   }];
   let options = [
     Option<"blockThreads", "block-threads", "int64_t", /*default=*/"256",
