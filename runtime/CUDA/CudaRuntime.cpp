@@ -141,6 +141,11 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t sharedMemoryBytes, void *stream,
                       void **params, void **extra, size_t /*paramsCount*/) {
+  // A grid of no blocks has nothing to run (a decode step's rows fill no
+  // tensor-core block; an empty cache has nothing to copy), and the driver
+  // rejects it: the launch is skipped.
+  if (gridX == 0 || gridY == 0 || gridZ == 0)
+    return;
   ensureContext();
   auto cuFunction = static_cast<CUfunction>(function);
   CUstream cuStream = orBorrowed(stream);
@@ -160,9 +165,9 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     GDN_CUDA_CHECK(cuEventCreate(&timed.stop, CU_EVENT_DEFAULT));
     GDN_CUDA_CHECK(cuEventRecord(timed.start, cuStream));
   }
-  GDN_CUDA_CHECK(cuLaunchKernel(cuFunction, gridX, gridY, gridZ, blockX,
-                                blockY, blockZ, sharedMemoryBytes, cuStream,
-                                params, extra));
+  GDN_CUDA_CHECK(cuLaunchKernel(cuFunction, gridX, gridY, gridZ, blockX, blockY,
+                                blockZ, sharedMemoryBytes, cuStream, params,
+                                extra));
   if (timing) {
     GDN_CUDA_CHECK(cuEventRecord(timed.stop, cuStream));
     std::lock_guard<std::mutex> lock(timingMutex);

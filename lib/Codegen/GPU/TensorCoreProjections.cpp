@@ -307,8 +307,8 @@ void TileProduct::build(gpu::LaunchOp launch, Value wholeRows) {
                        mul(warpCol, c(kWarpCols)));
   laneColumn = mul(quad, c(4));
 
-  // One block row past the whole rows when there are none (the grid has
-  // at least one): it does nothing.
+  // Rows past the whole blocks are the contract's on views (the grid has
+  // no block for them; the guard keeps a block row from straying there).
   auto inside = scf::IfOp::create(b, loc, lessThan(firstRow, wholeRows),
                                   /*withElse=*/false);
   b.setInsertionPointToStart(inside.thenBlock());
@@ -450,16 +450,18 @@ Value rowsFrom(OpBuilder &b, Location loc, Value rows, Value first) {
                                 b.getIndexAttr(columns)});
 }
 
-/// The grid of a product over `rows` rows of A (whole blocks; at least one
-/// block row) and `columnBlocks` column blocks, `batches` deep, with the
-/// launch's attribute; its body is left to the caller.
+/// The grid of a product over `rowBlocks` whole blocks of A's rows and
+/// `columnBlocks` column blocks, `batches` deep, with the launch's
+/// attribute; its body is left to the caller. A decode step's few rows
+/// fill no block: the grid is then empty, and the runtime skips the launch
+/// (mgpuLaunchKernel).
 gpu::LaunchOp launchTiles(OpBuilder &b, Location loc, Value columnBlocks,
                           Value rowBlocks, Value batches,
                           bool splitActivations) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   auto launch = gpu::LaunchOp::create(
-      b, loc, columnBlocks, arith::MaxUIOp::create(b, loc, rowBlocks, one),
-      batches, arith::ConstantIndexOp::create(b, loc, 32 * kWarps), one, one);
+      b, loc, columnBlocks, rowBlocks, batches,
+      arith::ConstantIndexOp::create(b, loc, 32 * kWarps), one, one);
   launch->setAttr("gdn.tensor_core_projection", tilesAttr(b, splitActivations));
   return launch;
 }
@@ -519,8 +521,13 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
   b.setInsertionPointAfter(launch);
   Value restX = rowsFrom(b, loc, x, wholeRows);
   Value restOut = rowsFrom(b, loc, out, wholeRows);
-  linalg::ContractOp::create(b, loc, TypeRange{}, ValueRange{restX, p.weight},
-                             ValueRange{restOut}, op.getIndexingMaps());
+  auto rest = linalg::ContractOp::create(
+      b, loc, TypeRange{}, ValueRange{restX, p.weight}, ValueRange{restOut},
+      op.getIndexingMaps());
+  // A fill folded into the projection (gdn-gpu-fold-fills) holds for the
+  // rest of its rows too.
+  if (Attribute initial = op->getAttr(kReductionInitAttrName))
+    rest->setAttr(kReductionInitAttrName, initial);
   op.erase();
 }
 

@@ -19,8 +19,10 @@
 // CHECK: %[[BLOCKS:.*]] = arith.divui %[[M]], %[[C128]]
 // CHECK: %[[WHOLE:.*]] = arith.muli %[[BLOCKS]], %[[C128]]
 // CHECK: %[[C2:.*]] = arith.constant 2 : index
-// CHECK: %[[GRIDY:.*]] = arith.maxui %[[BLOCKS]]
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[C2]], {{.*}} = %[[GRIDY]]
+// A grid of as many block rows as there are whole blocks: none for a
+// decode step's few rows (the runtime skips an empty grid).
+// CHECK-NOT: arith.maxui
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[C2]], {{.*}} = %[[BLOCKS]]
 // Two steps of 16 per iteration, 64 accumulators.
 // CHECK: scf.for {{.*}} step %{{.*}} iter_args
 // CHECK-COUNT-8: vector.load %[[XR]]{{.*}} : memref<?x64xf32>, vector<4xf32>
@@ -266,5 +268,30 @@ func.func @head_products(%x: memref<?x?x12x64xf32>, %wk: memref<12x64x256xbf16>,
     %sum = arith.addf %acc, %m : f32
     linalg.yield %sum : f32
   }
+  return
+}
+
+// -----
+
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+
+// A projection whose zero fill was folded into it (gdn-gpu-fold-fills):
+// the kernel's accumulators start at 0 without reading the output, and
+// the contract on the rest of the rows keeps the fill's value.
+// CHECK-LABEL: func.func @folded_fill
+// COUNT-LABEL: func.func @folded_fill
+// ROUNDED-LABEL: func.func @folded_fill
+// F32-LABEL: func.func @folded_fill
+// CHECK-SAME: %[[Y:[a-z0-9]*]]: memref<?x?x100xf32>
+// CHECK: %[[YR:.*]] = memref.collapse_shape %[[Y]]
+// CHECK: gpu.launch
+// CHECK-NOT: memref.load %[[YR]]
+// CHECK: memref.store {{.*}}, %[[YR]]
+// CHECK: gpu.terminator
+// CHECK: linalg.contract {{.*}}gdn.reduction_init = 0.000000e+00 : f32
+func.func @folded_fill(%x: memref<?x?x64xf32>, %w: memref<100x64xbf16>, %y: memref<?x?x100xf32>) {
+  linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : memref<?x?x64xf32>, memref<100x64xbf16>) outs(%y : memref<?x?x100xf32>) {gdn.reduction_init = 0.0 : f32}
   return
 }
