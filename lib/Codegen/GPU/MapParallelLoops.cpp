@@ -28,6 +28,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNGPUMAPPARALLELLOOPSPASS
@@ -247,17 +249,87 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
   return indices;
 }
 
+/// The buffer that `value` is a view of (an allocation or an argument).
+Value bufferOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// The element-wise op right after a warp reduction that maps over the
+/// same rows with its result (a norm's scaling by the sum of squares, a
+/// softmax's exp(x - max) and division by the sum), which the reduction's
+/// warp can run too: every lane holds the row's total after the
+/// butterfly, and the lanes' elements are the ones they summed. Null
+/// unless `next` is an all-parallel generic over the same loops that
+/// reads one of the reduction's inputs through the same map (so the same
+/// iteration space and lanes), reads the reduction's output only through
+/// its output map, writes neither that output nor another reduction
+/// input, and writes a reduction input only in place (the same map).
+linalg::GenericOp rowConsumerOf(linalg::LinalgOp reduction, Operation *next) {
+  auto consumer = dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!consumer || !consumer.hasPureBufferSemantics() ||
+      consumer.getNumLoops() != reduction.getNumLoops() ||
+      consumer.getNumReductionLoops() != 0 || consumer.getNumDpsInits() != 1)
+    return nullptr;
+  OpOperand *result = reduction.getDpsInitOperand(0);
+  Value resultBuffer = bufferOf(result->get());
+  AffineMap resultMap = reduction.getMatchingIndexingMap(result);
+  bool sharesRows = false;
+  for (OpOperand *input : consumer.getDpsInputOperands()) {
+    AffineMap map = consumer.getMatchingIndexingMap(input);
+    if (bufferOf(input->get()) == resultBuffer) {
+      // The total comes from the lanes' registers: only the output itself,
+      // read as the reduction wrote it.
+      if (input->get() != result->get() || map != resultMap)
+        return nullptr;
+      continue;
+    }
+    for (OpOperand *read : reduction.getDpsInputOperands())
+      if (read->get() == input->get() &&
+          reduction.getMatchingIndexingMap(read) == map)
+        sharesRows = true;
+  }
+  OpOperand *written = consumer.getDpsInitOperand(0);
+  Value writtenBuffer = bufferOf(written->get());
+  if (!sharesRows || writtenBuffer == resultBuffer ||
+      consumer.payloadUsesValueFromOperand(written))
+    return nullptr;
+  // In place over a row the reduction read: each lane writes only the
+  // elements it read.
+  for (OpOperand *read : reduction.getDpsInputOperands())
+    if (bufferOf(read->get()) == writtenBuffer &&
+        (read->get() != written->get() ||
+         reduction.getMatchingIndexingMap(read) !=
+             consumer.getMatchingIndexingMap(written)))
+      return nullptr;
+  return consumer;
+}
+
+/// The next op after `op` in its block that may touch memory (sizes and
+/// views of buffers, and allocations, are skipped).
+Operation *nextMemoryOp(Operation *op) {
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode())
+    if (!isMemoryEffectFree(next) && !isa<memref::AllocOp>(next))
+      return next;
+  return nullptr;
+}
+
 /// Rewrites a reduction (finalCombinerOf) into a warp per output element:
 /// lanes stride over the reduced dimension, a butterfly of xor shuffles
 /// combines the partial results, and lane 0 combines the total into the
 /// output element.
 void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
-                          Operation *combiner, int64_t blockThreads) {
+                          Operation *combiner, linalg::GenericOp consumer,
+                          int64_t blockThreads) {
   Location loc = op.getLoc();
   Value out = op.getBlock()->getArguments().back();
   Value summand = combiner->getOperand(0) == out ? combiner->getOperand(1)
                                                  : combiner->getOperand(0);
-  rewriter.setInsertionPoint(op);
+  // With a row consumer, at its place: what lies between (sizes, views,
+  // the consumer's allocation; nextMemoryOp) may define its operands.
+  rewriter.setInsertionPoint(consumer ? consumer.getOperation()
+                                      : op.getOperation());
   auto constant = [&](int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
   };
@@ -341,10 +413,7 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                       .getShuffleResult();
     partial = combine(rewriter, combiner, partial, other);
   }
-  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                      lane, zero);
-  auto write = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
-  rewriter.setInsertionPointToStart(write.thenBlock());
+  // After the xor butterfly every lane holds the row's total.
   OpOperand *init = op.getDpsInitOperand(0);
   SmallVector<Value> dims(ivs);
   dims.push_back(zero);
@@ -357,9 +426,53 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
     old = arith::ConstantOp::create(rewriter, loc, initial);
   else
     old = memref::LoadOp::create(rewriter, loc, init->get(), outIndices);
-  memref::StoreOp::create(rewriter, loc,
-                          combine(rewriter, combiner, old, partial),
-                          init->get(), outIndices);
+  Value rowTotal = combine(rewriter, combiner, old, partial);
+  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      lane, zero);
+  auto write = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+  rewriter.setInsertionPointToStart(write.thenBlock());
+  memref::StoreOp::create(rewriter, loc, rowTotal, init->get(), outIndices);
+  if (consumer) {
+    // The row consumer: each lane maps the elements it summed, with the
+    // total from its register (lane 0's store is not visible to the
+    // others without a fence).
+    rewriter.setInsertionPointAfter(write);
+    Block *mapped = consumer.getBlock();
+    scf::ForOp::create(
+        rewriter, loc, lane, length, warp, ValueRange{},
+        [&](OpBuilder &b, Location l, Value k, ValueRange) {
+          SmallVector<Value> elementDims(ivs);
+          elementDims.push_back(k);
+          IRMapping mapping;
+          for (OpOperand *input : consumer.getDpsInputOperands()) {
+            Value value = input->get(), element = value;
+            if (value == init->get())
+              element = rowTotal;
+            else if (isa<ShapedType>(value.getType()))
+              element = memref::LoadOp::create(
+                  b, l, value,
+                  applyMap(b, l, consumer.getMatchingIndexingMap(input),
+                           elementDims));
+            mapping.map(mapped->getArgument(input->getOperandNumber()),
+                        element);
+          }
+          for (Operation &payload : mapped->without_terminator()) {
+            if (auto index = dyn_cast<linalg::IndexOp>(payload)) {
+              mapping.map(index.getResult(), elementDims[index.getDim()]);
+              continue;
+            }
+            b.clone(payload, mapping);
+          }
+          OpOperand *out = consumer.getDpsInitOperand(0);
+          auto yield = cast<linalg::YieldOp>(mapped->getTerminator());
+          memref::StoreOp::create(
+              b, l, mapping.lookupOrDefault(yield.getOperand(0)), out->get(),
+              applyMap(b, l, consumer.getMatchingIndexingMap(out),
+                       elementDims));
+          scf::YieldOp::create(b, l);
+        });
+    rewriter.eraseOp(consumer);
+  }
   rewriter.eraseOp(op);
   (void)gpu::setMappingAttr(grid, mappingTo(rewriter, gpu::Processor::BlockX));
   (void)gpu::setMappingAttr(block,
@@ -410,16 +523,28 @@ struct GdnGPUMapParallelLoopsPass
       if (!isInKernel(op))
         ops.push_back(op);
     });
-    SmallVector<std::pair<linalg::LinalgOp, Operation *>> reductions;
+    struct WarpReduction {
+      linalg::LinalgOp op;
+      Operation *combiner;
+      linalg::GenericOp consumer;
+    };
+    SmallVector<WarpReduction> reductions;
+    llvm::SmallPtrSet<Operation *, 16> fused;
     for (linalg::LinalgOp op : ops) {
       if (!op.hasPureBufferSemantics()) {
         op.emitOpError("on tensors: the GPU mapping runs after bufferization");
         return signalPassFailure();
       }
+      if (fused.contains(op))
+        continue;
       if (warpReductions) {
         moveReductionLast(rewriter, op, 2 * kWarpSize);
         if (Operation *combiner = warpCombinerOf(op, 2 * kWarpSize)) {
-          reductions.emplace_back(op, combiner);
+          linalg::GenericOp consumer =
+              fuseRows ? rowConsumerOf(op, nextMemoryOp(op)) : nullptr;
+          if (consumer)
+            fused.insert(consumer);
+          reductions.push_back({op, combiner, consumer});
           continue;
         }
       }
@@ -437,8 +562,9 @@ struct GdnGPUMapParallelLoopsPass
         return signalPassFailure();
     // After the element loops, which would otherwise take these loops for
     // their own.
-    for (auto [op, combiner] : reductions)
-      lowerToWarpReduction(rewriter, op, combiner, blockThreads);
+    for (const WarpReduction &r : reductions)
+      lowerToWarpReduction(rewriter, r.op, r.combiner, r.consumer,
+                           blockThreads);
   }
 };
 } // namespace

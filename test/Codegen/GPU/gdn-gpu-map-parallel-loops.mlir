@@ -36,7 +36,8 @@ func.func @short_projection(%x: memref<?x?x16xf32>, %w: memref<96x16xf32>, %y: m
 
 // A projection with K = 64: a warp per output element (four per block of
 // 128), the lanes 32 apart along K, their partial sums added by xor
-// shuffles, lane 0 adding the total to the output.
+// shuffles; every lane then holds the total, adds it to the output's
+// value, and lane 0 stores the sum.
 // CHECK-LABEL: func.func @projection
 // CHECK: %[[OUTPUTS:.*]] = arith.muli %{{.*}}, %c96
 // CHECK: scf.parallel
@@ -48,11 +49,11 @@ func.func @short_projection(%x: memref<?x?x16xf32>, %w: memref<96x16xf32>, %y: m
 // CHECK: arith.addf
 // CHECK: gpu.shuffle  xor %[[PARTIAL]], %c16_i32, %c32_i32
 // CHECK-COUNT-4: gpu.shuffle  xor
+// CHECK: memref.load %arg2
+// CHECK: %[[SUM:.*]] = arith.addf
 // CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
 // CHECK: scf.if %[[FIRST]]
-// CHECK: memref.load %arg2
-// CHECK: arith.addf
-// CHECK: memref.store {{.*}}, %arg2
+// CHECK: memref.store %[[SUM]], %arg2
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{warp-reductions=false}))' | FileCheck %s --check-prefix=NOWARP
 // NOWARP-LABEL: func.func @projection
 // NOWARP-NOT: gpu.shuffle
@@ -155,6 +156,112 @@ func.func @reduction_before_parallel(%p: memref<8x40xf32>, %latents: memref<40x3
     %m = arith.mulf %a, %b : f32
     %s = arith.addf %acc, %m : f32
     linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// RMSNorm: the sum of squares over each row of 768, then the row scaled
+// by it. With fuse-rows both run in one warp per row: after the
+// butterfly every lane holds the sum, lane 0 stores it, and each lane
+// scales the elements it summed (32 apart), using the sum from its
+// register rather than the stored one.
+// FUSE-LABEL: func.func @rms_norm
+// FUSE: gpu.shuffle  xor
+// FUSE: scf.if
+// FUSE: memref.store %[[SUM:.*]], %arg1
+// FUSE: scf.for %[[K:.*]] = %{{.*}} to %c768 step %c32
+// FUSE-NOT: memref.load %arg1
+// FUSE: math.rsqrt
+// FUSE: memref.store {{.*}}, %arg3[{{.*}}]
+// FUSE-NOT: scf.parallel
+// FUSE: return
+// NOFUSE-LABEL: func.func @rms_norm
+// NOFUSE: gpu.shuffle  xor
+// NOFUSE: scf.parallel
+// NOFUSE: memref.load %arg1
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops))' | FileCheck %s --check-prefix=FUSE
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{fuse-rows=false}))' | FileCheck %s --check-prefix=NOFUSE
+func.func @rms_norm(%x: memref<?x768xf32>, %r: memref<?xf32>, %w: memref<768xf32>, %y: memref<?x768xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, k) -> (t, k)>, affine_map<(t, k) -> (t)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x768xf32>) outs(%r : memref<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %in : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(t, k) -> (t, k)>, affine_map<(t, k) -> (t)>,
+                                   affine_map<(t, k) -> (k)>, affine_map<(t, k) -> (t, k)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x, %r, %w : memref<?x768xf32>, memref<?xf32>, memref<768xf32>) outs(%y : memref<?x768xf32>) {
+  ^bb0(%in: f32, %sum: f32, %scale: f32, %out: f32):
+    %c = arith.constant 7.680000e+02 : f32
+    %eps = arith.constant 1.0e-06 : f32
+    %0 = arith.divf %sum, %c : f32
+    %1 = arith.addf %0, %eps : f32
+    %2 = math.rsqrt %1 : f32
+    %3 = arith.mulf %in, %2 : f32
+    %4 = arith.mulf %3, %scale : f32
+    linalg.yield %4 : f32
+  }
+  return
+}
+
+// -----
+
+// A softmax's maximum, then exp(s - max) in place over the same rows: one
+// warp per row (each lane rewrites the elements it read). The consumer
+// that reads the maximum through another view of its buffer is not
+// fused (lane 0's store would not be visible to the other lanes).
+// FUSE-LABEL: func.func @softmax_rows
+// FUSE: gpu.shuffle  xor
+// FUSE: scf.for
+// FUSE: math.exp
+// FUSE: memref.store {{.*}}, %arg0
+// FUSE-LABEL: func.func @through_a_view
+// FUSE: gpu.shuffle  xor
+// FUSE-NOT: math.exp
+// FUSE: scf.parallel
+// FUSE: math.exp
+func.func @softmax_rows(%s: memref<?x?xf32>, %m: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, k) -> (t, k)>, affine_map<(t, k) -> (t)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%s : memref<?x?xf32>) outs(%m : memref<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maxnumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(t, k) -> (t, k)>, affine_map<(t, k) -> (t)>, affine_map<(t, k) -> (t, k)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%s, %m : memref<?x?xf32>, memref<?xf32>) outs(%s : memref<?x?xf32>) {
+  ^bb0(%in: f32, %max: f32, %out: f32):
+    %0 = arith.subf %in, %max : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+func.func @through_a_view(%s: memref<?x?xf32>, %m: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, k) -> (t, k)>, affine_map<(t, k) -> (t)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%s : memref<?x?xf32>) outs(%m : memref<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maxnumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %m, %c0 : memref<?xf32>
+  %v = memref.subview %m[0] [%n] [1] : memref<?xf32> to memref<?xf32, strided<[1]>>
+  linalg.generic {indexing_maps = [affine_map<(t, k) -> (t, k)>, affine_map<(t, k) -> (t)>, affine_map<(t, k) -> (t, k)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%s, %v : memref<?x?xf32>, memref<?xf32, strided<[1]>>) outs(%s : memref<?x?xf32>) {
+  ^bb0(%in: f32, %max: f32, %out: f32):
+    %0 = arith.subf %in, %max : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
   }
   return
 }

@@ -114,6 +114,15 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
     row), a butterfly of `gpu.shuffle xor` combines their partial results,
     and lane 0 combines the total into the output, or into the op's
     `gdn.reduction_init` (gdn-gpu-fold-fills) without reading the output.
+
+    With `fuse-rows`, the element-wise op right after such a reduction
+    that maps the same rows with the reduction's result (it reads one of
+    the reduction's inputs through the same indexing map, and the result
+    through the result's map: RMSNorm's scaling by the sum of squares, a
+    softmax's `exp(x - max)` and its division by the sum) runs in the same
+    warps: the butterfly leaves the total in every lane, and each lane maps
+    the elements it summed. One kernel instead of two, and the row is read
+    while it is still in the L1.
   }];
   let options = [
     Option<"blockThreads", "block-threads", "int64_t", /*default=*/"256",
@@ -122,6 +131,10 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
     Option<"warpReductions", "warp-reductions", "bool", /*default=*/"true",
            "Reductions over a long last dimension with a warp per output "
            "element">,
+    Option<"fuseRows", "fuse-rows", "bool", /*default=*/"true",
+           "Run the element-wise op that follows a warp reduction over the "
+           "same rows (a norm's scaling, a softmax's exp and division) in "
+           "the reduction's warps">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
