@@ -37,6 +37,7 @@
 
 #include "gdn/Codegen/GPU/Passes.h"
 #include "gdn/Utils/TensorBuilders.h"
+#include "gdn/Utils/TensorCoreBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -173,24 +174,6 @@ private:
     return {registerPair(nb, nl, hi), low};
   }
 
-  /// acc (four f32) += A B on one mma.sync m16n8k16 (bf16 operands).
-  static void multiplyAccumulate(OpBuilder &nb, Location nl, ArrayRef<Value> a,
-                                 ArrayRef<Value> bFragment,
-                                 MutableArrayRef<Value> acc) {
-    Type f32 = nb.getF32Type();
-    auto accType =
-        LLVM::LLVMStructType::getLiteral(nb.getContext(), {f32, f32, f32, f32});
-    Value result =
-        NVVM::MmaOp::create(nb, nl, accType, a, bFragment, acc, {16, 8, 16},
-                            std::nullopt, std::nullopt,
-                            std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                                          NVVM::MMATypes::bf16},
-                            std::array<NVVM::MMALayout, 2>{
-                                NVVM::MMALayout::row, NVVM::MMALayout::col});
-    for (int64_t e = 0; e < 4; ++e)
-      acc[e] = LLVM::ExtractValueOp::create(nb, nl, result, e);
-  }
-
   /// Index of accumulator element e of tile (i, j).
   static int64_t slot(int64_t i, int64_t j, int64_t e) {
     return (i * kColTiles + j) * 4 + e;
@@ -285,10 +268,10 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
       MutableArrayRef<Value> tile = acc.slice(slot(i, j, 0), 4);
       // The small terms first.
       if (split)
-        multiplyAccumulate(nb, nl, low[i], fragment, tile);
+        multiplyAccumulateBf16(nb, nl, low[i], fragment, tile);
       if (!fragmentLow.empty())
-        multiplyAccumulate(nb, nl, high[i], fragmentLow, tile);
-      multiplyAccumulate(nb, nl, high[i], fragment, tile);
+        multiplyAccumulateBf16(nb, nl, high[i], fragmentLow, tile);
+      multiplyAccumulateBf16(nb, nl, high[i], fragment, tile);
     }
   }
 }

@@ -250,8 +250,8 @@ private:
     Value pair = vector::FromElementsOp::create(nb, nl, pairType,
                                                 ValueRange{first, second});
     if (!element.isF32())
-      pair = arith::TruncFOp::create(nb, nl, VectorType::get({2}, element),
-                                     pair);
+      pair =
+          arith::TruncFOp::create(nb, nl, VectorType::get({2}, element), pair);
     vector::StoreOp::create(
         nb, nl, pair, memory, indices, false,
         llvm::Align(2 * element.getIntOrFloatBitWidth() / 8));
@@ -302,23 +302,6 @@ private:
                                Value m0, int64_t step);
   SmallVector<Value> fragmentB(OpBuilder &nb, Location nl, const Term &term,
                                Value n0, int64_t step);
-  /// acc (four f32) += A B on one mma.sync m16n8k16 (bf16 operands).
-  static void multiplyAccumulate(OpBuilder &nb, Location nl, ArrayRef<Value> a,
-                                 ArrayRef<Value> bFragment,
-                                 SmallVectorImpl<Value> &acc) {
-    Type f32 = nb.getF32Type();
-    auto accType = LLVM::LLVMStructType::getLiteral(nb.getContext(),
-                                                    {f32, f32, f32, f32});
-    Value result = NVVM::MmaOp::create(
-        nb, nl, accType, a, bFragment, acc, {16, 8, 16}, std::nullopt,
-        std::nullopt,
-        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                      NVVM::MMATypes::bf16},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    for (int64_t e = 0; e < 4; ++e)
-      acc[e] = LLVM::ExtractValueOp::create(nb, nl, result, e);
-  }
   /// The same with the tiles in a loop (tile counts that do not divide
   /// evenly among the warps): no fragment is shared.
   void productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms, Init init,
@@ -343,12 +326,11 @@ private:
   /// elements from `col`, `storeVector(row, col, vector)` stores them in
   /// every form a product needs. Consecutive threads take consecutive
   /// vectors of a row: coalesced loads.
-  void stageVectors(int64_t rows, int64_t width,
-                    function_ref<Value(OpBuilder &, Location, Value, Value)>
-                        loadVector,
-                    function_ref<void(OpBuilder &, Location, Value, Value,
-                                      Value)>
-                        storeVector);
+  void stageVectors(
+      int64_t rows, int64_t width,
+      function_ref<Value(OpBuilder &, Location, Value, Value)> loadVector,
+      function_ref<void(OpBuilder &, Location, Value, Value, Value)>
+          storeVector);
   /// `copy(row, col)` for every vector of 8 elements of a [rows, width]
   /// block, dealt to the threads as in stageVectors (for cp.async, which
   /// needs no registers).

@@ -8,6 +8,7 @@
 
 #include "ChunkedScan.h"
 #include "gdn/Utils/TensorBuilders.h"
+#include "gdn/Utils/TensorCoreBuilders.h"
 
 using namespace mlir;
 using namespace mlir::gdn;
@@ -15,8 +16,8 @@ using namespace mlir::gdn::scan;
 
 Value ScanKernel::carve(ArrayRef<int64_t> shape, Type element,
                         int64_t &offset) {
-  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                              gpu::AddressSpace::Workgroup);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   auto type =
       MemRefType::get(shape, element, MemRefLayoutAttrInterface(), workgroup);
   Value view = memref::ViewOp::create(b, loc, type, sharedBase,
@@ -25,16 +26,14 @@ Value ScanKernel::carve(ArrayRef<int64_t> shape, Type element,
   return view;
 }
 
-HalfTile ScanKernel::carveHalves(int64_t rows, int64_t cols,
-                                 int64_t &offset) {
+HalfTile ScanKernel::carveHalves(int64_t rows, int64_t cols, int64_t &offset) {
   Value halves = carve({rows, cols + kHalfPad}, b.getBF16Type(), offset);
   return {halves, Value()};
 }
 
-HalfTile ScanKernel::carveHalfSlots(int64_t slots, int64_t rows,
-                                    int64_t cols, int64_t &offset) {
-  Value halves =
-      carve({slots, rows, cols + kHalfPad}, b.getBF16Type(), offset);
+HalfTile ScanKernel::carveHalfSlots(int64_t slots, int64_t rows, int64_t cols,
+                                    int64_t &offset) {
+  Value halves = carve({slots, rows, cols + kHalfPad}, b.getBF16Type(), offset);
   return {halves, Value()};
 }
 
@@ -44,8 +43,8 @@ SmallVector<Value> ScanKernel::loadMatrices(OpBuilder &nb, Location nl,
                                             bool transpose) {
   Type half = nb.getBF16Type();
   Value matrices = nvgpu::LdMatrixOp::create(
-      nb, nl, VectorType::get({count, 2}, half), tile.halves,
-      tile.at(row, col), transpose, count);
+      nb, nl, VectorType::get({count, 2}, half), tile.halves, tile.at(row, col),
+      transpose, count);
   auto wordType = VectorType::get({1}, nb.getI32Type());
   SmallVector<Value> registers;
   for (int64_t i = 0; i < count; ++i) {
@@ -155,8 +154,7 @@ void ScanKernel::products(int64_t m, int64_t n,
   // The first output row and column of the tile at `offset` from the
   // warp's rectangle.
   auto firstRow = [&](int64_t offset) {
-    return mul(b, loc, add(b, loc, rowBase, c(b, loc, offset)),
-               c(b, loc, 16));
+    return mul(b, loc, add(b, loc, rowBase, c(b, loc, offset)), c(b, loc, 16));
   };
   auto firstColumn = [&](int64_t offset) {
     return mul(b, loc, add(b, loc, colBase, c(b, loc, offset)), c(b, loc, 8));
@@ -205,7 +203,7 @@ void ScanKernel::products(int64_t m, int64_t n,
             SmallVector<Value> &bFrag = bFragments[groupCols[i]];
             if (bFrag.empty())
               bFrag = fragmentB(b, loc, term, firstColumn(groupCols[i]), step);
-            multiplyAccumulate(
+            multiplyAccumulateBf16(
                 b, loc, a, bFrag,
                 acc[(o * tiles + i) * chains + stepIndex % chains]);
           }
@@ -261,15 +259,14 @@ void ScanKernel::productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms,
         Value row1 = add(nb, nl, row0, c(nb, nl, 8));
         Value col0 = add(nb, nl, n0, mul(nb, nl, quad, c(nb, nl, 2)));
         Value col1 = add(nb, nl, col0, c(nb, nl, 1));
-        SmallVector<Value> acc = {init(nb, nl, row0, col0),
-                                  init(nb, nl, row0, col1),
-                                  init(nb, nl, row1, col0),
-                                  init(nb, nl, row1, col1)};
+        SmallVector<Value> acc = {
+            init(nb, nl, row0, col0), init(nb, nl, row0, col1),
+            init(nb, nl, row1, col0), init(nb, nl, row1, col1)};
         for (const Term &term : terms) {
           for (int64_t step = 0; step < term.depth / 16; ++step) {
             SmallVector<Value> a = fragmentA(nb, nl, term, m0, step);
             SmallVector<Value> bFrag = fragmentB(nb, nl, term, n0, step);
-            multiplyAccumulate(nb, nl, a, bFrag, acc);
+            multiplyAccumulateBf16(nb, nl, a, bFrag, acc);
           }
         }
         epilogue(nb, nl, row0, col0, acc[0], acc[1]);
@@ -304,8 +301,8 @@ void ScanKernel::setUp(gpu::LaunchOp launch) {
           c(b, loc, 8));
   matrixHalf = mul(b, loc, arith::DivUIOp::create(b, loc, lane, c(b, loc, 16)),
                    c(b, loc, 8));
-  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                              gpu::AddressSpace::Workgroup);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   sharedBase = gpu::DynamicSharedMemoryOp::create(
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),

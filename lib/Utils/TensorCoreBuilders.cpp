@@ -1,0 +1,25 @@
+//===- TensorCoreBuilders.cpp - mma.sync for the tensor-core kernels ------===//
+
+#include "gdn/Utils/TensorCoreBuilders.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+
+void mlir::gdn::multiplyAccumulateBf16(OpBuilder &b, Location loc,
+                                       ArrayRef<Value> a,
+                                       ArrayRef<Value> bFragment,
+                                       MutableArrayRef<Value> acc) {
+  Type f32 = b.getF32Type();
+  auto accType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  Value result = NVVM::MmaOp::create(
+      b, loc, accType, a, bFragment, acc, {16, 8, 16}, std::nullopt,
+      std::nullopt,
+      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int64_t e = 0; e < 4; ++e)
+    acc[e] = LLVM::ExtractValueOp::create(b, loc, result, e);
+}
