@@ -36,6 +36,7 @@ tileOptionsOf(const CPUPipelineOptions &options) {
   GdnCPUTileProjectionsPassOptions tileOptions;
   tileOptions.rowBlock = options.projectionRowBlock;
   tileOptions.rowTile = options.projectionRowTile;
+  tileOptions.columnTile = options.matmulTileN;
   return tileOptions;
 }
 

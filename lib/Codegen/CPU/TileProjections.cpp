@@ -51,10 +51,10 @@ bool isProjection(linalg::ContractOp op) {
 class ProjectionTiler {
 public:
   ProjectionTiler(RewriterBase &b, linalg::ContractOp op, int64_t rowBlock,
-                  int64_t rowTile)
+                  int64_t rowTile, int64_t columnTile)
       : b(b), loc(op.getLoc()), x(op.getInputs()[0]), weight(op.getInputs()[1]),
         init(op.getOutputs()[0]), rowBlock(rowBlock), rowTile(rowTile),
-        f32(b.getF32Type()) {
+        columnTile(columnTile), f32(b.getF32Type()) {
     auto weightType = cast<RankedTensorType>(weight.getType());
     outputs = weightType.getDimSize(0);
     inputs = weightType.getDimSize(1);
@@ -342,14 +342,44 @@ private:
 
   Value staticTiles(OpBuilder &tb, Value batch, Value tokens, Value tiled) {
     Value transposed = transposedWeight(tb);
+    // The outputs up to the last multiple of columnTile, whose matmul the
+    // vectorizer's register tiles divide, and the rest (a vocabulary's
+    // last few) in a matmul of their own.
+    int64_t wide = outputs - outputs % columnTile;
     auto tileProduct = [&](OpBuilder &nb, Value acc, Value sequence,
                            Value first, int64_t rows) {
-      return linalg::MatmulOp::create(
-                 nb, loc,
-                 ValueRange{rowsOf(nb, x, sequence, first, rows, inputs),
-                            transposed},
-                 ValueRange{rowsOf(nb, acc, sequence, first, rows, outputs)})
-          .getResult(0);
+      Value xRows = rowsOf(nb, x, sequence, first, rows, inputs);
+      Value accRows = rowsOf(nb, acc, sequence, first, rows, outputs);
+      auto matmul = [&](Value w, Value out) {
+        return linalg::MatmulOp::create(nb, loc, ValueRange{xRows, w},
+                                        ValueRange{out})
+            .getResult(0);
+      };
+      if (wide == 0 || wide == outputs)
+        return matmul(transposed, accRows);
+      auto columns = [&](Value source, int64_t height, int64_t from,
+                         int64_t count) {
+        return tensor::ExtractSliceOp::create(
+            nb, loc, source,
+            ArrayRef<OpFoldResult>{nb.getIndexAttr(0), nb.getIndexAttr(from)},
+            ArrayRef<OpFoldResult>{nb.getIndexAttr(height),
+                                   nb.getIndexAttr(count)},
+            SmallVector<OpFoldResult>(2, nb.getIndexAttr(1)));
+      };
+      SmallVector<OpFoldResult> unit(2, nb.getIndexAttr(1));
+      Value result = accRows;
+      for (auto [from, count] :
+           {std::pair<int64_t, int64_t>{0, wide}, {wide, outputs - wide}}) {
+        Value part = matmul(columns(transposed, inputs, from, count),
+                            columns(result, rows, from, count));
+        result = tensor::InsertSliceOp::create(
+            nb, loc, part, result,
+            ArrayRef<OpFoldResult>{nb.getIndexAttr(0), nb.getIndexAttr(from)},
+            ArrayRef<OpFoldResult>{nb.getIndexAttr(rows),
+                                   nb.getIndexAttr(count)},
+            unit);
+      }
+      return result;
     };
     // Blocks of rowBlock tokens, one task per sequence x block.
     Value blocks = arith::DivUIOp::create(tb, loc, tokens, index(tb, rowBlock));
@@ -393,7 +423,7 @@ private:
   RewriterBase &b;
   Location loc;
   Value x, weight, init;
-  int64_t rowBlock, rowTile, outputs = 0, inputs = 0;
+  int64_t rowBlock, rowTile, columnTile, outputs = 0, inputs = 0;
   Type f32;
 };
 
@@ -404,7 +434,7 @@ struct GdnCPUTileProjectionsPass
   void runOnOperation() override {
     // The pass options, in Passes.td order.
     if (llvm::Error error =
-            checkCPUTileProjectionsOptions({rowBlock, rowTile})) {
+            checkCPUTileProjectionsOptions({rowBlock, rowTile, columnTile})) {
       getOperation().emitError()
           << "gdn-cpu-tile-projections: " << llvm::toString(std::move(error));
       return signalPassFailure();
@@ -419,7 +449,8 @@ struct GdnCPUTileProjectionsPass
     IRRewriter rewriter(&getContext());
     for (linalg::ContractOp op : projections) {
       rewriter.setInsertionPoint(op);
-      Value tiled = ProjectionTiler(rewriter, op, rowBlock, rowTile).tile();
+      Value tiled =
+          ProjectionTiler(rewriter, op, rowBlock, rowTile, columnTile).tile();
       rewriter.replaceOp(op, tiled);
     }
   }
@@ -428,6 +459,9 @@ struct GdnCPUTileProjectionsPass
 
 llvm::Error mlir::gdn::checkCPUTileProjectionsOptions(
     const GdnCPUTileProjectionsPassOptions &options) {
+  if (options.columnTile < 1)
+    return llvm::createStringError("column-tile must be positive, but got " +
+                                   llvm::Twine(options.columnTile));
   if (options.rowTile < 1 || options.rowBlock < options.rowTile ||
       options.rowBlock % options.rowTile != 0)
     return llvm::createStringError(

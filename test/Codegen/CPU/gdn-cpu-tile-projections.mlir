@@ -1,5 +1,7 @@
-// RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections | FileCheck %s
-// RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections='row-block=32 row-tile=4' | FileCheck %s --check-prefix=SMALL
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections='column-tile=16' | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections='row-block=32 row-tile=4 column-tile=16' | FileCheck %s --check-prefix=SMALL
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections | FileCheck %s --check-prefix=SPLIT
+// RUN: not gdn-opt %s -split-input-file -gdn-cpu-tile-projections='column-tile=0' 2>&1 | FileCheck %s --check-prefix=BADCOLUMNS
 // RUN: not gdn-opt %s -split-input-file -gdn-cpu-tile-projections='row-block=12 row-tile=8' 2>&1 | FileCheck %s --check-prefix=BAD
 
 #x = affine_map<(b, t, o, i) -> (b, t, i)>
@@ -11,6 +13,15 @@
 // last tokens are dot products along the weight's rows: blocks of 16 rows
 // (the widest that divides 48) in an scf.forall, 8 rows of 32-lane FMAs at
 // a time. The choices are on the loops.
+// With the default column-tile of 32, each tile's matmul is the 32
+// outputs that the vectorizer's register tiles divide, then the other 16.
+// SPLIT-LABEL: func.func @projection
+// SPLIT: scf.forall
+// SPLIT: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<64x32xf32>, tensor<32x32xf32>) outs(%{{.*}} : tensor<64x32xf32>)
+// SPLIT: tensor.insert_slice %{{.*}}[0, 0] [64, 32] [1, 1] : tensor<64x32xf32> into tensor<64x48xf32>
+// SPLIT: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<64x32xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<64x16xf32>)
+// SPLIT: tensor.insert_slice %{{.*}}[0, 32] [64, 16] [1, 1] : tensor<64x16xf32> into tensor<64x48xf32>
+// BADCOLUMNS: gdn-cpu-tile-projections: column-tile must be positive, but got 0
 // CHECK-LABEL: func.func @projection
 // CHECK: scf.if
 // CHECK: linalg.transpose ins(%{{.*}} : tensor<48x32xf32>)

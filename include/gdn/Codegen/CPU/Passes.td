@@ -27,13 +27,21 @@ def GdnCPUTileProjectionsPass
     whole block, and inputs that are not a multiple of 16, stay a
     contraction on loops. The choices are recorded on the loops as
     `gdn.projection_tiling = {row_block, row_tile}` and
-    `{row_dot_block, row_dot_lanes}`.
+    `{row_dot_block, row_dot_lanes}`. Where the outputs are not a multiple
+    of `column-tile`, each tile's matmul is two: the outputs up to the last
+    multiple (which gdn-cpu-vectorize's register tiles divide) and the rest.
   }];
   let options = [
     Option<"rowBlock", "row-block", "int64_t", /*default=*/"64",
            "Rows per scf.forall task (a multiple of row-tile)">,
     Option<"rowTile", "row-tile", "int64_t", /*default=*/"8",
            "Rows per static matmul tile">,
+    Option<"columnTile", "column-tile", "int64_t", /*default=*/"32",
+           "The tiles' matmuls are split at the last multiple of this many "
+           "outputs (gdn-cpu-vectorize's matmul-tile-n, whose register "
+           "tiles must divide them), the few outputs after it a matmul of "
+           "their own: a vocabulary of 50257 no longer leaves the whole LM "
+           "head to scalar loops">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
