@@ -1,5 +1,4 @@
-//===- TensorCoreBuilders.h - mma.sync for the tensor-core kernels -*- C++
-//-*-===//
+//===- TensorCoreBuilders.h - mma.sync for tensor cores ---------*- C++ -*-===//
 //
 // The one warp-level product that the chunked scan's kernels and the
 // tensor-core projections share.

@@ -12,6 +12,8 @@
 
 #include "gdn/Codegen/GPU/Passes.h"
 
+#include "BufferViews.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
@@ -30,14 +32,8 @@ namespace {
 /// The allocation that `value` is a view of, or null where it is not one
 /// of this function's allocations (an argument, a global).
 Value allocationOf(Value value) {
-  while (true) {
-    if (value.getDefiningOp<memref::AllocOp>())
-      return value;
-    auto view = value.getDefiningOp<ViewLikeOpInterface>();
-    if (!view)
-      return Value();
-    value = view.getViewSource();
-  }
+  Value buffer = bufferOf(value);
+  return buffer.getDefiningOp<memref::AllocOp>() ? buffer : Value();
 }
 
 /// The allocation of which `value` is the whole (the allocation itself, or
@@ -121,10 +117,9 @@ struct GdnGPUFoldFillsPass
                                                        : known.end();
         if (it != known.end()) {
           OpBuilder b(copy);
-          Value value =
-              arith::ConstantOp::create(b, copy.getLoc(), it->second.value);
-          auto fill =
-              linalg::FillOp::create(b, copy.getLoc(), value, copy.getTarget());
+          auto fill = linalg::FillOp::create(b, copy.getLoc(),
+                                             it->second.fill.getInputs()[0],
+                                             copy.getTarget());
           copy.erase();
           if (Value target = allocationOf(fill.getDpsInits()[0]))
             forget(target);

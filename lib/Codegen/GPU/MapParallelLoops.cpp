@@ -19,6 +19,8 @@
 
 #include "gdn/Codegen/GPU/Passes.h"
 
+#include "BufferViews.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -249,13 +251,6 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
   return indices;
 }
 
-/// The buffer that `value` is a view of (an allocation or an argument).
-Value bufferOf(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
-
 /// The element-wise op right after a warp reduction that maps over the
 /// same rows with its result (a norm's scaling by the sum of squares, a
 /// softmax's exp(x - max) and division by the sum), which the reduction's
@@ -313,6 +308,36 @@ Operation *nextMemoryOp(Operation *op) {
     if (!isMemoryEffectFree(next) && !isa<memref::AllocOp>(next))
       return next;
   return nullptr;
+}
+
+/// `op`'s payload at the loop indices `dims`, cloned at `b`: each input
+/// loaded through its map (or `given` where the input is `givenFor`),
+/// linalg.index replaced by its index, every op but `skip` cloned. The
+/// mapping from the payload's values to the clones.
+IRMapping payloadAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                    ValueRange dims, Operation *skip = nullptr,
+                    Value givenFor = Value(), Value given = Value()) {
+  Block *body = op.getBlock();
+  IRMapping mapping;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value value = input->get(), element = value;
+    if (givenFor && value == givenFor)
+      element = given;
+    else if (isa<ShapedType>(value.getType()))
+      element = memref::LoadOp::create(
+          b, loc, value,
+          applyMap(b, loc, op.getMatchingIndexingMap(input), dims));
+    mapping.map(body->getArgument(input->getOperandNumber()), element);
+  }
+  for (Operation &payload : body->without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(payload)) {
+      mapping.map(index.getResult(), dims[index.getDim()]);
+      continue;
+    }
+    if (&payload != skip)
+      b.clone(payload, mapping);
+  }
+  return mapping;
 }
 
 /// Rewrites a reduction (finalCombinerOf) into a warp per output element:
@@ -379,30 +404,12 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   auto elementType = cast<FloatType>(summand.getType());
   Value initial = arith::ConstantOp::create(rewriter, loc, elementType,
                                             identityOf(combiner, elementType));
-  Block *body = op.getBlock();
   auto sum = scf::ForOp::create(
       rewriter, loc, lane, length, warp, ValueRange{initial},
       [&](OpBuilder &b, Location l, Value k, ValueRange acc) {
         SmallVector<Value> dims(ivs);
         dims.push_back(k);
-        IRMapping mapping;
-        for (OpOperand *input : op.getDpsInputOperands()) {
-          Value value = input->get();
-          Value element = value;
-          if (isa<ShapedType>(value.getType()))
-            element = memref::LoadOp::create(
-                b, l, value,
-                applyMap(b, l, op.getMatchingIndexingMap(input), dims));
-          mapping.map(body->getArgument(input->getOperandNumber()), element);
-        }
-        for (Operation &payload : body->without_terminator()) {
-          if (auto index = dyn_cast<linalg::IndexOp>(payload)) {
-            mapping.map(index.getResult(), dims[index.getDim()]);
-            continue;
-          }
-          if (&payload != combiner)
-            b.clone(payload, mapping);
-        }
+        IRMapping mapping = payloadAt(b, l, op, dims, combiner);
         Value next = combine(b, combiner, acc[0], mapping.lookup(summand));
         scf::YieldOp::create(b, l, next);
       });
@@ -443,26 +450,9 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
         [&](OpBuilder &b, Location l, Value k, ValueRange) {
           SmallVector<Value> elementDims(ivs);
           elementDims.push_back(k);
-          IRMapping mapping;
-          for (OpOperand *input : consumer.getDpsInputOperands()) {
-            Value value = input->get(), element = value;
-            if (value == init->get())
-              element = rowTotal;
-            else if (isa<ShapedType>(value.getType()))
-              element = memref::LoadOp::create(
-                  b, l, value,
-                  applyMap(b, l, consumer.getMatchingIndexingMap(input),
-                           elementDims));
-            mapping.map(mapped->getArgument(input->getOperandNumber()),
-                        element);
-          }
-          for (Operation &payload : mapped->without_terminator()) {
-            if (auto index = dyn_cast<linalg::IndexOp>(payload)) {
-              mapping.map(index.getResult(), elementDims[index.getDim()]);
-              continue;
-            }
-            b.clone(payload, mapping);
-          }
+          IRMapping mapping =
+              payloadAt(b, l, consumer, elementDims,
+                        /*skip=*/nullptr, init->get(), rowTotal);
           OpOperand *out = consumer.getDpsInitOperand(0);
           auto yield = cast<linalg::YieldOp>(mapped->getTerminator());
           memref::StoreOp::create(
