@@ -20,6 +20,7 @@
 #include "gdn/Codegen/GPU/Passes.h"
 
 #include "BufferViews.h"
+#include "WideLanes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -28,6 +29,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -233,22 +235,28 @@ TypedAttr identityOf(Operation *combiner, FloatType type) {
                         APFloat::getInf(type.getFloatSemantics(), maximum));
 }
 
+/// The vector reduction of `combiner`'s kind.
+vector::CombiningKind combiningKindOf(Operation *combiner) {
+  if (isa<arith::AddFOp>(combiner))
+    return vector::CombiningKind::ADD;
+  if (isa<arith::MaximumFOp>(combiner))
+    return vector::CombiningKind::MAXIMUMF;
+  if (isa<arith::MaxNumFOp>(combiner))
+    return vector::CombiningKind::MAXNUMF;
+  if (isa<arith::MinimumFOp>(combiner))
+    return vector::CombiningKind::MINIMUMF;
+  return vector::CombiningKind::MINNUMF;
+}
+
 /// `combiner`'s operation on `lhs` and `rhs`.
 Value combine(OpBuilder &b, Operation *combiner, Value lhs, Value rhs) {
   IRMapping mapping;
   mapping.map(combiner->getOperand(0), lhs);
   mapping.map(combiner->getOperand(1), rhs);
-  return b.clone(*combiner, mapping)->getResult(0);
-}
-
-/// The indices `map` gives for the loop indices `dims`.
-SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
-                            ValueRange dims) {
-  SmallVector<Value> indices;
-  for (AffineExpr expr : map.getResults())
-    indices.push_back(affine::AffineApplyOp::create(
-        b, loc, AffineMap::get(map.getNumDims(), 0, expr), dims));
-  return indices;
+  Operation *clone = b.clone(*combiner, mapping);
+  // On vectors where the operands are.
+  clone->getResult(0).setType(lhs.getType());
+  return clone->getResult(0);
 }
 
 /// The element-wise op right after a warp reduction that maps over the
@@ -326,7 +334,7 @@ IRMapping payloadAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
     else if (isa<ShapedType>(value.getType()))
       element = memref::LoadOp::create(
           b, loc, value,
-          applyMap(b, loc, op.getMatchingIndexingMap(input), dims));
+          indicesAt(b, loc, op.getMatchingIndexingMap(input), dims));
     mapping.map(body->getArgument(input->getOperandNumber()), element);
   }
   for (Operation &payload : body->without_terminator()) {
@@ -404,16 +412,61 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   auto elementType = cast<FloatType>(summand.getType());
   Value initial = arith::ConstantOp::create(rewriter, loc, elementType,
                                             identityOf(combiner, elementType));
-  auto sum = scf::ForOp::create(
-      rewriter, loc, lane, length, warp, ValueRange{initial},
-      [&](OpBuilder &b, Location l, Value k, ValueRange acc) {
+  // The lane's partial result; the scalar one is the last iteration value.
+  auto narrowSum = [&](OpBuilder &b, Location l, Value k,
+                             ValueRange acc) {
+    SmallVector<Value> dims(ivs);
+    dims.push_back(k);
+    IRMapping mapping = payloadAt(b, l, op, dims, combiner);
+    SmallVector<Value> next(acc);
+    next.back() = combine(b, combiner, acc.back(), mapping.lookup(summand));
+    return next;
+  };
+  Value partial;
+  LaneWalk walk = laneWalkOf({op});
+  if (walk.width > 1) {
+    // Vectors where the rows start at 16-byte boundaries, known only at
+    // run time; the same for the whole warp.
+    auto aligned = scf::IfOp::create(rewriter, loc, TypeRange{elementType},
+                                     rowsAreAligned(rewriter, loc, {op}),
+                                     /*withElse=*/true);
+    OpBuilder::InsertionGuard guardInsertion(rewriter);
+    rewriter.setInsertionPointToStart(aligned.thenBlock());
+    auto vectorType = VectorType::get({walk.width}, elementType);
+    Value vectorInitial = arith::ConstantOp::create(
+        rewriter, loc,
+        DenseElementsAttr::get(vectorType, identityOf(combiner, elementType)));
+    auto wideSum = [&](OpBuilder &b, Location l, ArrayRef<Value> starts,
+                            ValueRange acc) {
+      SmallVector<IRMapping> steps;
+      for (Value start : starts) {
         SmallVector<Value> dims(ivs);
-        dims.push_back(k);
-        IRMapping mapping = payloadAt(b, l, op, dims, combiner);
-        Value next = combine(b, combiner, acc[0], mapping.lookup(summand));
-        scf::YieldOp::create(b, l, next);
-      });
-  Value partial = sum.getResult(0);
+        dims.push_back(start);
+        steps.push_back(loadWideInputs(b, l, op, dims, walk.width));
+      }
+      Value sum = acc.front();
+      for (IRMapping &mapping : steps) {
+        cloneWidePayload(b, l, op, mapping, walk.width, combiner);
+        sum = combine(b, combiner, sum, mapping.lookup(summand));
+      }
+      return SmallVector<Value>{sum, acc.back()};
+    };
+    SmallVector<Value> sums =
+        walkLane(rewriter, loc, lane, length, walk,
+                 ValueRange{vectorInitial, initial}, wideSum, narrowSum);
+    Value laneTotal = vector::ReductionOp::create(
+        rewriter, loc, combiningKindOf(combiner), sums.front(), sums.back());
+    scf::YieldOp::create(rewriter, loc, laneTotal);
+    rewriter.setInsertionPointToStart(aligned.elseBlock());
+    scf::YieldOp::create(rewriter, loc,
+                         walkLane(rewriter, loc, lane, length, LaneWalk(),
+                                  ValueRange{initial}, nullptr, narrowSum));
+    partial = aligned.getResult(0);
+  } else {
+    partial = walkLane(rewriter, loc, lane, length, LaneWalk(),
+                       ValueRange{initial}, nullptr, narrowSum)
+                  .front();
+  }
   for (int64_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
     Value other = gpu::ShuffleOp::create(rewriter, loc, partial, offset,
                                          kWarpSize, gpu::ShuffleMode::XOR)
@@ -425,7 +478,7 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   SmallVector<Value> dims(ivs);
   dims.push_back(zero);
   SmallVector<Value> outIndices =
-      applyMap(rewriter, loc, op.getMatchingIndexingMap(init), dims);
+      indicesAt(rewriter, loc, op.getMatchingIndexingMap(init), dims);
   // The fill folded into the op (gdn-gpu-fold-fills) is the value the
   // output held; the output is then only written.
   Value old;
@@ -445,22 +498,57 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
     // others without a fence).
     rewriter.setInsertionPointAfter(write);
     Block *mapped = consumer.getBlock();
-    scf::ForOp::create(
-        rewriter, loc, lane, length, warp, ValueRange{},
-        [&](OpBuilder &b, Location l, Value k, ValueRange) {
-          SmallVector<Value> elementDims(ivs);
-          elementDims.push_back(k);
-          IRMapping mapping =
-              payloadAt(b, l, consumer, elementDims,
-                        /*skip=*/nullptr, init->get(), rowTotal);
-          OpOperand *out = consumer.getDpsInitOperand(0);
-          auto yield = cast<linalg::YieldOp>(mapped->getTerminator());
-          memref::StoreOp::create(
-              b, l, mapping.lookupOrDefault(yield.getOperand(0)), out->get(),
-              applyMap(b, l, consumer.getMatchingIndexingMap(out),
-                       elementDims));
-          scf::YieldOp::create(b, l);
-        });
+    auto yield = cast<linalg::YieldOp>(mapped->getTerminator());
+    Value total = init->get();
+    auto narrowMap = [&](OpBuilder &b, Location l, Value k,
+                               ValueRange) {
+      SmallVector<Value> elementDims(ivs);
+      elementDims.push_back(k);
+      IRMapping mapping = payloadAt(b, l, consumer, elementDims,
+                                    /*skip=*/nullptr, total, rowTotal);
+      OpOperand *out = consumer.getDpsInitOperand(0);
+      memref::StoreOp::create(
+          b, l, mapping.lookupOrDefault(yield.getOperand(0)), out->get(),
+          indicesAt(b, l, consumer.getMatchingIndexingMap(out), elementDims));
+      return SmallVector<Value>();
+    };
+    LaneWalk walk = laneWalkOf({consumer}, total);
+    if (walk.width > 1) {
+      auto aligned = scf::IfOp::create(
+          rewriter, loc, TypeRange{},
+          rowsAreAligned(rewriter, loc, {consumer}, total),
+          /*withElse=*/true);
+      OpBuilder::InsertionGuard guardInsertion(rewriter);
+      rewriter.setInsertionPointToStart(aligned.thenBlock());
+      auto wideMap = [&](OpBuilder &b, Location l, ArrayRef<Value> starts,
+                              ValueRange) {
+        // Every load of the group before the first store: a consumer may
+        // write in place, and the stores would order the loads after them.
+        SmallVector<SmallVector<Value>> dims;
+        SmallVector<IRMapping> steps;
+        for (Value start : starts) {
+          dims.emplace_back(ivs);
+          dims.back().push_back(start);
+          steps.push_back(loadWideInputs(b, l, consumer, dims.back(),
+                                         walk.width, total, rowTotal));
+        }
+        for (auto [mapping, at] : llvm::zip_equal(steps, dims)) {
+          cloneWidePayload(b, l, consumer, mapping, walk.width);
+          storeWideOutput(b, l, consumer,
+                          mapping.lookupOrDefault(yield.getOperand(0)), at,
+                          walk.width);
+        }
+        return SmallVector<Value>();
+      };
+      walkLane(rewriter, loc, lane, length, walk, ValueRange{}, wideMap,
+               narrowMap);
+      rewriter.setInsertionPointToStart(aligned.elseBlock());
+      walkLane(rewriter, loc, lane, length, LaneWalk(), ValueRange{}, nullptr,
+               narrowMap);
+    } else {
+      walkLane(rewriter, loc, lane, length, LaneWalk(), ValueRange{}, nullptr,
+               narrowMap);
+    }
     rewriter.eraseOp(consumer);
   }
   rewriter.eraseOp(op);

@@ -35,18 +35,34 @@ func.func @short_projection(%x: memref<?x?x16xf32>, %w: memref<96x16xf32>, %y: m
 // -----
 
 // A projection with K = 64: a warp per output element (four per block of
-// 128), the lanes 32 apart along K, their partial sums added by xor
-// shuffles; every lane then holds the total, adds it to the output's
-// value, and lane 0 stores the sum.
+// 128), its partial sums added by xor shuffles; every lane then holds the
+// total, adds it to the output's value, and lane 0 stores the sum. Where
+// both rows start at 16-byte boundaries (checked at run time: the
+// addresses and strides of the views), each lane reads 4 consecutive
+// floats per step, lanes 4 elements apart, and the elements past the last
+// whole vector one at a time; otherwise one element per lane, lanes 32
+// apart.
 // CHECK-LABEL: func.func @projection
 // CHECK: %[[OUTPUTS:.*]] = arith.muli %{{.*}}, %c96
 // CHECK: scf.parallel
 // CHECK: scf.parallel (%[[THREAD:.*]]) = (%{{.*}}) to (%c128)
 // CHECK: %[[LANE:.*]] = arith.remui %[[THREAD]], %c32
 // CHECK: scf.if
-// CHECK: %[[PARTIAL:.*]] = scf.for %{{.*}} = %[[LANE]] to %c64 step %c32 iter_args
-// CHECK: arith.mulf
-// CHECK: arith.addf
+// CHECK: memref.extract_aligned_pointer_as_index %arg0
+// CHECK: memref.extract_aligned_pointer_as_index %arg1
+// CHECK: %[[PARTIAL:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK: %[[VECTORS:.*]] = arith.divui %c64, %c4
+// CHECK: scf.for %{{.*}} = %[[LANE]] to %[[VECTORS]] step %c32{{.*}} -> (vector<4xf32>, f32)
+// CHECK: vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<?x?x64xf32>, vector<4xf32>
+// CHECK: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<96x64xf32>, vector<4xf32>
+// CHECK: arith.mulf %{{.*}} : vector<4xf32>
+// CHECK: scf.for {{.*}} to %c64 step %c32{{.*}} -> (vector<4xf32>, f32)
+// CHECK: memref.load %arg0
+// CHECK: %[[LANESUM:.*]] = vector.reduction <add>
+// CHECK: scf.yield %[[LANESUM]]
+// CHECK: } else {
+// CHECK: scf.for %{{.*}} = %[[LANE]] to %c64 step %c32{{.*}} iter_args
+// CHECK: arith.mulf %{{.*}} : f32
 // CHECK: gpu.shuffle  xor %[[PARTIAL]], %c16_i32, %c32_i32
 // CHECK-COUNT-4: gpu.shuffle  xor
 // CHECK: memref.load %arg2
@@ -65,6 +81,62 @@ func.func @projection(%x: memref<?x?x64xf32>, %w: memref<96x64xf32>, %y: memref<
                        affine_map<(b, t, n, k) -> (b, t, n)>]
       ins(%x, %w : memref<?x?x64xf32>, memref<96x64xf32>)
       outs(%y : memref<?x?x96xf32>)
+  return
+}
+
+// -----
+
+// A decode projection of bf16 weights (K = 768): vectors of 8 elements
+// (16 bytes of bf16; the f32 activations in two loads), three per lane
+// per iteration, so a warp has its whole row of the matrix in flight;
+// then one vector per iteration, then single elements.
+// CHECK-LABEL: func.func @bf16_projection
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: scf.for %[[GROUP:.*]] = %c0{{.*}} to %{{.*}} step %c1{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<8xf32>, f32)
+// CHECK-COUNT-3: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<96x768xbf16>, vector<8xbf16>
+// CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK: arith.addf %[[ACC]], %{{.*}} : vector<8xf32>
+// CHECK-COUNT-2: arith.addf %{{.*}} : vector<8xf32>
+// CHECK: scf.yield
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, f32)
+// CHECK: scf.for {{.*}} to %c768 step %c32{{.*}} -> (vector<8xf32>, f32)
+// CHECK: vector.reduction <add>
+func.func @bf16_projection(%x: memref<?x?x768xf32>, %w: memref<96x768xbf16>, %y: memref<?x?x96xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, t, n, k) -> (b, t, k)>,
+                                   affine_map<(b, t, n, k) -> (n, k)>,
+                                   affine_map<(b, t, n, k) -> (b, t, n)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x?x768xf32>, memref<96x768xbf16>)
+      outs(%y : memref<?x?x96xf32>) {
+  ^bb0(%a: f32, %b: bf16, %o: f32):
+    %e = arith.extf %b : bf16 to f32
+    %m = arith.mulf %a, %e : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A weight read down its columns (w[k, n]) has no contiguous row to read
+// in vectors: one element per lane, no run-time check.
+// CHECK-LABEL: func.func @columns
+// CHECK-NOT: vector.load
+// CHECK-NOT: memref.extract_aligned_pointer_as_index
+// CHECK: gpu.shuffle  xor
+func.func @columns(%x: memref<?x768xf32>, %w: memref<768x96xf32>, %y: memref<?x96xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, n, k) -> (t, k)>,
+                                   affine_map<(t, n, k) -> (k, n)>,
+                                   affine_map<(t, n, k) -> (t, n)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x768xf32>, memref<768x96xf32>)
+      outs(%y : memref<?x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
   return
 }
 
@@ -165,15 +237,22 @@ func.func @reduction_before_parallel(%p: memref<8x40xf32>, %latents: memref<40x3
 // RMSNorm: the sum of squares over each row of 768, then the row scaled
 // by it. With fuse-rows both run in one warp per row: after the
 // butterfly every lane holds the sum, lane 0 stores it, and each lane
-// scales the elements it summed (32 apart), using the sum from its
-// register rather than the stored one.
+// scales the elements it summed, using the sum from its register rather
+// than the stored one: in vectors where the rows are aligned, one at a
+// time otherwise.
 // FUSE-LABEL: func.func @rms_norm
 // FUSE: gpu.shuffle  xor
 // FUSE: scf.if
 // FUSE: memref.store %[[SUM:.*]], %arg1
+// FUSE: scf.if %{{.*}} {
+// FUSE: vector.load %arg0
+// FUSE-NOT: memref.load %arg1
+// FUSE: math.rsqrt %{{.*}} : vector<4xf32>
+// FUSE: vector.store %{{.*}}, %arg3[{{.*}}] {alignment = 16 : i64} : memref<?x768xf32>, vector<4xf32>
+// FUSE: } else {
 // FUSE: scf.for %[[K:.*]] = %{{.*}} to %c768 step %c32
 // FUSE-NOT: memref.load %arg1
-// FUSE: math.rsqrt
+// FUSE: math.rsqrt %{{.*}} : f32
 // FUSE: memref.store {{.*}}, %arg3[{{.*}}]
 // FUSE-NOT: scf.parallel
 // FUSE: return

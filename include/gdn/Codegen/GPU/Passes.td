@@ -141,6 +141,7 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
     "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
   ];
 }
 
