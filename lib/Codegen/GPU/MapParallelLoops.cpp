@@ -318,6 +318,55 @@ Operation *nextMemoryOp(Operation *op) {
   return nullptr;
 }
 
+/// The element-wise op right after a reduction that maps over the
+/// reduction's outputs with their values (a projection's activation, a
+/// residual add after it, a gate's sigmoid), which the thread that holds
+/// an output's total can run on it: an all-parallel op over the
+/// reduction's parallel loops, in order, that reads the output through
+/// the identity and through no other view, and writes its own output
+/// through the identity, not into a buffer the reduction reads (other
+/// warps may still be reading it) and into one of its inputs only in
+/// place. Null otherwise.
+linalg::LinalgOp epilogueOf(linalg::LinalgOp reduction, Operation *next) {
+  auto epilogue = dyn_cast_or_null<linalg::LinalgOp>(next);
+  int64_t rank = reduction.getNumLoops() - 1;
+  if (!epilogue || !epilogue.hasPureBufferSemantics() ||
+      epilogue.getNumLoops() != rank || epilogue.getNumReductionLoops() != 0 ||
+      epilogue.getNumDpsInits() != 1)
+    return nullptr;
+  MLIRContext *context = reduction.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, context);
+  OpOperand *result = reduction.getDpsInitOperand(0);
+  if (reduction.getMatchingIndexingMap(result) !=
+      AffineMap::getMultiDimIdentityMap(rank + 1, context).dropResult(rank))
+    return nullptr;
+  Value resultBuffer = bufferOf(result->get());
+  OpOperand *written = epilogue.getDpsInitOperand(0);
+  Value writtenBuffer = bufferOf(written->get());
+  if (epilogue.getMatchingIndexingMap(written) != identity ||
+      epilogue.payloadUsesValueFromOperand(written))
+    return nullptr;
+  for (OpOperand *read : reduction.getDpsInputOperands())
+    if (bufferOf(read->get()) == writtenBuffer)
+      return nullptr;
+  bool readsResult = false;
+  for (OpOperand *input : epilogue.getDpsInputOperands()) {
+    Value buffer = bufferOf(input->get());
+    AffineMap map = epilogue.getMatchingIndexingMap(input);
+    if (buffer == resultBuffer) {
+      if (input->get() != result->get() || map != identity)
+        return nullptr;
+      readsResult = true;
+    }
+    if (buffer == writtenBuffer && buffer != resultBuffer &&
+        (input->get() != written->get() || map != identity))
+      return nullptr;
+  }
+  if (writtenBuffer == resultBuffer && written->get() != result->get())
+    return nullptr;
+  return readsResult ? epilogue : nullptr;
+}
+
 /// `op`'s payload at the loop indices `dims`, cloned at `b`: each input
 /// loaded through its map (or `given` where the input is `givenFor`),
 /// linalg.index replaced by its index, every op but `skip` cloned. The
@@ -348,21 +397,25 @@ IRMapping payloadAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
   return mapping;
 }
 
-/// Rewrites a reduction (finalCombinerOf) into a warp per output element:
-/// lanes stride over the reduced dimension, a butterfly of xor shuffles
-/// combines the partial results, and lane 0 combines the total into the
-/// output element.
-void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
-                          Operation *combiner, linalg::GenericOp consumer,
-                          int64_t blockThreads) {
+/// Rewrites a reduction (finalCombinerOf) into `lanes` threads per output
+/// element, the total in a register: a warp (32 lanes) strides over the
+/// reduced dimension and combines its partial results with a butterfly of
+/// xor shuffles; a single lane walks the whole dimension. The first lane
+/// combines the total into the output element, and runs the epilogue
+/// (epilogueOf) on it.
+void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
+                    Operation *combiner, linalg::GenericOp consumer,
+                    linalg::LinalgOp epilogue, int64_t lanes,
+                    int64_t blockThreads) {
   Location loc = op.getLoc();
   Value out = op.getBlock()->getArguments().back();
   Value summand = combiner->getOperand(0) == out ? combiner->getOperand(1)
                                                  : combiner->getOperand(0);
-  // With a row consumer, at its place: what lies between (sizes, views,
-  // the consumer's allocation; nextMemoryOp) may define its operands.
-  rewriter.setInsertionPoint(consumer ? consumer.getOperation()
-                                      : op.getOperation());
+  // With a row consumer or an epilogue, at its place: what lies between
+  // (sizes, views, its allocation; nextMemoryOp) may define its operands.
+  rewriter.setInsertionPoint(consumer   ? consumer.getOperation()
+                             : epilogue ? epilogue.getOperation()
+                                        : op.getOperation());
   auto constant = [&](int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
   };
@@ -375,10 +428,11 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   Value total = one;
   for (Value size : sizes)
     total = arith::MulIOp::create(rewriter, loc, total, size);
-  int64_t warpsPerBlock = blockThreads / kWarpSize;
+  int64_t outputsPerBlock = blockThreads / lanes;
   Value blocks = arith::MaxUIOp::create(
       rewriter, loc,
-      arith::CeilDivUIOp::create(rewriter, loc, total, constant(warpsPerBlock)),
+      arith::CeilDivUIOp::create(rewriter, loc, total,
+                                 constant(outputsPerBlock)),
       one);
   auto grid = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
                                       ValueRange{blocks}, ValueRange{one});
@@ -388,12 +442,16 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                                        ValueRange{one});
   rewriter.setInsertionPointToStart(block.getBody());
   Value thread = block.getInductionVars()[0];
-  Value lane = arith::RemUIOp::create(rewriter, loc, thread, warp);
+  Value lane = lanes == 1 ? zero
+                          : arith::RemUIOp::create(rewriter, loc, thread, warp)
+                                .getResult();
   Value linear = arith::AddIOp::create(
       rewriter, loc,
       arith::MulIOp::create(rewriter, loc, grid.getInductionVars()[0],
-                            constant(warpsPerBlock)),
-      arith::DivUIOp::create(rewriter, loc, thread, warp));
+                            constant(outputsPerBlock)),
+      lanes == 1 ? thread
+                 : arith::DivUIOp::create(rewriter, loc, thread, warp)
+                       .getResult());
   // The condition is the same for the whole warp, so every lane of a warp
   // that sums meets the shuffles.
   Value inRange = arith::CmpIOp::create(
@@ -423,8 +481,15 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
     return next;
   };
   Value partial;
-  LaneWalk walk = laneWalkOf({op});
-  if (walk.width > 1) {
+  LaneWalk walk = lanes == 1 ? LaneWalk() : laneWalkOf({op});
+  if (lanes == 1) {
+    partial = scf::ForOp::create(
+                  rewriter, loc, zero, length, one, ValueRange{initial},
+                  [&](OpBuilder &b, Location l, Value k, ValueRange acc) {
+                    scf::YieldOp::create(b, l, narrowSum(b, l, k, acc));
+                  })
+                  .getResult(0);
+  } else if (walk.width > 1) {
     // Vectors where the rows start at 16-byte boundaries, known only at
     // run time; the same for the whole warp.
     auto aligned = scf::IfOp::create(rewriter, loc, TypeRange{elementType},
@@ -467,7 +532,7 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                        ValueRange{initial}, nullptr, narrowSum)
                   .front();
   }
-  for (int64_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
+  for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
     Value other = gpu::ShuffleOp::create(rewriter, loc, partial, offset,
                                          kWarpSize, gpu::ShuffleMode::XOR)
                       .getShuffleResult();
@@ -492,6 +557,17 @@ void lowerToWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   auto write = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
   rewriter.setInsertionPointToStart(write.thenBlock());
   memref::StoreOp::create(rewriter, loc, rowTotal, init->get(), outIndices);
+  if (epilogue) {
+    IRMapping mapping = payloadAt(rewriter, loc, epilogue, ivs,
+                                  /*skip=*/nullptr, init->get(), rowTotal);
+    auto yield = cast<linalg::YieldOp>(epilogue.getBlock()->getTerminator());
+    OpOperand *out = epilogue.getDpsInitOperand(0);
+    memref::StoreOp::create(
+        rewriter, loc, mapping.lookupOrDefault(yield.getOperand(0)),
+        out->get(),
+        indicesAt(rewriter, loc, epilogue.getMatchingIndexingMap(out), ivs));
+    rewriter.eraseOp(epilogue);
+  }
   if (consumer) {
     // The row consumer: each lane maps the elements it summed, with the
     // total from its register (lane 0's store is not visible to the
@@ -601,13 +677,22 @@ struct GdnGPUMapParallelLoopsPass
       if (!isInKernel(op))
         ops.push_back(op);
     });
-    struct WarpReduction {
+    struct Reduction {
       linalg::LinalgOp op;
       Operation *combiner;
       linalg::GenericOp consumer;
+      linalg::LinalgOp epilogue;
+      int64_t lanes;
     };
-    SmallVector<WarpReduction> reductions;
+    SmallVector<Reduction> reductions;
     llvm::SmallPtrSet<Operation *, 16> fused;
+    auto epilogueFor = [&](linalg::LinalgOp op) {
+      linalg::LinalgOp epilogue =
+          fuseEpilogues ? epilogueOf(op, nextMemoryOp(op)) : nullptr;
+      if (epilogue)
+        fused.insert(epilogue);
+      return epilogue;
+    };
     for (linalg::LinalgOp op : ops) {
       if (!op.hasPureBufferSemantics()) {
         op.emitOpError("on tensors: the GPU mapping runs after bufferization");
@@ -622,9 +707,17 @@ struct GdnGPUMapParallelLoopsPass
               fuseRows ? rowConsumerOf(op, nextMemoryOp(op)) : nullptr;
           if (consumer)
             fused.insert(consumer);
-          reductions.push_back({op, combiner, consumer});
+          linalg::LinalgOp epilogue = consumer ? nullptr : epilogueFor(op);
+          reductions.push_back({op, combiner, consumer, epilogue, kWarpSize});
           continue;
         }
+      }
+      // Any other reduction with a final combiner: a thread per output,
+      // the total in a register.
+      op = parallelDimensionsFirst(rewriter, op);
+      if (Operation *combiner = warpCombinerOf(op, /*minLength=*/0)) {
+        reductions.push_back({op, combiner, nullptr, epilogueFor(op), 1});
+        continue;
       }
       restoreFoldedFill(rewriter, op);
       if (failed(lowerToLoops(rewriter, op)))
@@ -640,9 +733,9 @@ struct GdnGPUMapParallelLoopsPass
         return signalPassFailure();
     // After the element loops, which would otherwise take these loops for
     // their own.
-    for (const WarpReduction &r : reductions)
-      lowerToWarpReduction(rewriter, r.op, r.combiner, r.consumer,
-                           blockThreads);
+    for (const Reduction &r : reductions)
+      lowerReduction(rewriter, r.op, r.combiner, r.consumer, r.epilogue,
+                     r.lanes, blockThreads);
   }
 };
 } // namespace

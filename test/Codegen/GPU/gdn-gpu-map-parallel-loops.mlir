@@ -6,17 +6,22 @@
 
 // A projection with a short sum (K = 16): its three parallel dimensions
 // become one index, the innermost fastest, split into blocks of 128
-// threads; the sum stays a loop in the thread.
+// threads; the sum stays a loop in the thread, its total in a register
+// until the one store.
 // CHECK-LABEL: func.func @short_projection
 // CHECK: %[[BLOCKS:.*]] = arith.maxui
 // CHECK: scf.parallel (%[[BLOCK:.*]]) = (%{{.*}}) to (%[[BLOCKS]])
-// CHECK: scf.parallel (%[[THREAD:.*]]) = (%{{.*}}) to (%c128)
+// CHECK: scf.parallel (%[[THREAD:.*]]) = (%{{.*}}) to (%c128{{.*}})
 // CHECK: %[[LINEAR:.*]] = arith.addi
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %[[LINEAR]], %{{.*}}
 // CHECK: scf.if %[[IN]]
 // CHECK: arith.remui %[[LINEAR]], %{{.*}}
-// CHECK: scf.for
+// CHECK: %[[TOTAL:.*]] = scf.for {{.*}} iter_args
+// CHECK-NOT: memref.store
+// CHECK: scf.yield
+// CHECK: arith.addf %{{.*}}, %[[TOTAL]]
 // CHECK: memref.store
+// CHECK-NOT: memref.store
 // CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]
 // CHECK: mapping = [#gpu.loop_dim_map<processor = block_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]
 // LAUNCH-LABEL: func.func @short_projection
@@ -142,6 +147,113 @@ func.func @columns(%x: memref<?x768xf32>, %w: memref<768x96xf32>, %y: memref<?x9
 
 // -----
 
+// Epilogues: the element-wise op over a reduction's outputs runs in the
+// thread that holds each total. A projection's SiLU in the warp's lane 0;
+// a short sum (the convolution's taps) with its activation in one thread
+// per output. An op that writes into a buffer the reduction reads is not
+// fused: other warps may still read the elements it overwrites.
+// CHECK-LABEL: func.func @projection_epilogue
+// CHECK: gpu.shuffle  xor
+// CHECK: scf.if
+// CHECK: memref.store %[[TOTAL:.*]], %arg2
+// CHECK: arith.negf %[[TOTAL]]
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %arg3
+// CHECK-NOT: scf.parallel
+// CHECK: return
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{fuse-epilogues=false}))' | FileCheck %s --check-prefix=NOEPILOGUE
+// NOEPILOGUE-LABEL: func.func @projection_epilogue
+// NOEPILOGUE: gpu.shuffle  xor
+// NOEPILOGUE: scf.parallel
+// NOEPILOGUE: math.exp
+func.func @projection_epilogue(%x: memref<?x768xf32>, %w: memref<96x768xf32>, %y: memref<?x96xf32>, %z: memref<?x96xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, n, k) -> (t, k)>,
+                                   affine_map<(t, n, k) -> (n, k)>,
+                                   affine_map<(t, n, k) -> (t, n)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x768xf32>, memref<96x768xf32>)
+      outs(%y : memref<?x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(t, n) -> (t, n)>, affine_map<(t, n) -> (t, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%y : memref<?x96xf32>) outs(%z : memref<?x96xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %v : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %r = arith.divf %v, %d : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @taps_epilogue
+// CHECK: scf.parallel
+// CHECK: %[[TOTAL:.*]] = scf.for %{{.*}} = %c0{{.*}} to %c4
+// CHECK: memref.store %{{.*}}, %arg2
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %arg3
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @taps_epilogue(%x: memref<?x8x4xf32>, %w: memref<8x4xf32>, %y: memref<?x8xf32>, %z: memref<?x8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, c, j) -> (t, c, j)>,
+                                   affine_map<(t, c, j) -> (c, j)>,
+                                   affine_map<(t, c, j) -> (t, c)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x8x4xf32>, memref<8x4xf32>)
+      outs(%y : memref<?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(t, c) -> (t, c)>, affine_map<(t, c) -> (t, c)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%y : memref<?x8xf32>) outs(%z : memref<?x8xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %e = math.exp %v : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @writes_what_it_reads
+// CHECK: gpu.shuffle  xor
+// CHECK-NOT: math.exp
+// CHECK: scf.parallel
+// CHECK: math.exp
+func.func @writes_what_it_reads(%x: memref<?x768xf32>, %w: memref<96x768xf32>, %y: memref<?x96xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, n, k) -> (t, k)>,
+                                   affine_map<(t, n, k) -> (n, k)>,
+                                   affine_map<(t, n, k) -> (t, n)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x768xf32>, memref<96x768xf32>)
+      outs(%y : memref<?x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %x, %c0 : memref<?x768xf32>
+  %head = memref.subview %x[0, 0] [%t, 96] [1, 1] : memref<?x768xf32> to memref<?x96xf32, strided<[768, 1]>>
+  linalg.generic {indexing_maps = [affine_map<(t, n) -> (t, n)>, affine_map<(t, n) -> (t, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%y : memref<?x96xf32>) outs(%head : memref<?x96xf32, strided<[768, 1]>>) {
+  ^bb0(%v: f32, %out: f32):
+    %e = math.exp %v : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// -----
+
 // A copy between buffers runs as a kernel too.
 // CHECK-LABEL: func.func @copy
 // CHECK-NOT: memref.copy
@@ -213,7 +325,7 @@ func.func @row_max(%s: memref<?x128xf32>, %m: memref<?xf32>) {
 // the thread.
 // CHECK-LABEL: func.func @reduction_before_parallel
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}})
-// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c128)
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c128{{.*}})
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c40
 // CHECK-NOT: scf.parallel
 // CHECK: memref.store

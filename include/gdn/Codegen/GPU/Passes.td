@@ -115,6 +115,20 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
     and lane 0 combines the total into the output, or into the op's
     `gdn.reduction_init` (gdn-gpu-fold-fills) without reading the output.
 
+    Lanes read 16 bytes each (8 bf16, 4 f32) per step, up to 8 steps in
+    flight, where every row they read or write is contiguous along the
+    reduced dimension and, checked at run time, starts at a 16-byte
+    boundary; one element per lane otherwise (and past the last whole
+    vector). Any other reduction whose result is combined last (a short
+    sum: the causal convolution's taps) gets a thread per output element
+    that keeps the total in a register.
+
+    With `fuse-epilogues`, the element-wise op right after a reduction
+    that maps over its outputs with their values (an activation, a gate,
+    a residual add: it reads the output through the identity map and
+    writes its own through the identity) runs in the thread that holds
+    each total, after storing it.
+
     With `fuse-rows`, the element-wise op right after such a reduction
     that maps the same rows with the reduction's result (it reads one of
     the reduction's inputs through the same indexing map, and the result
@@ -131,6 +145,10 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
     Option<"warpReductions", "warp-reductions", "bool", /*default=*/"true",
            "Reductions over a long last dimension with a warp per output "
            "element">,
+    Option<"fuseEpilogues", "fuse-epilogues", "bool", /*default=*/"true",
+           "Run the element-wise op over a reduction's outputs that follows "
+           "it (an activation, a residual add) in the thread that holds "
+           "each output's total">,
     Option<"fuseRows", "fuse-rows", "bool", /*default=*/"true",
            "Run the element-wise op that follows a warp reduction over the "
            "same rows (a norm's scaling, a softmax's exp and division) in "
