@@ -20,6 +20,7 @@
 #include "gdn/Codegen/GPU/Passes.h"
 
 #include "BufferViews.h"
+#include "Epilogues.h"
 #include "WideLanes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -307,64 +308,6 @@ linalg::GenericOp rowConsumerOf(linalg::LinalgOp reduction, Operation *next) {
              consumer.getMatchingIndexingMap(written)))
       return nullptr;
   return consumer;
-}
-
-/// The next op after `op` in its block that may touch memory (sizes and
-/// views of buffers, and allocations, are skipped).
-Operation *nextMemoryOp(Operation *op) {
-  for (Operation *next = op->getNextNode(); next; next = next->getNextNode())
-    if (!isMemoryEffectFree(next) && !isa<memref::AllocOp>(next))
-      return next;
-  return nullptr;
-}
-
-/// The element-wise op right after a reduction that maps over the
-/// reduction's outputs with their values (a projection's activation, a
-/// residual add after it, a gate's sigmoid), which the thread that holds
-/// an output's total can run on it: an all-parallel op over the
-/// reduction's parallel loops, in order, that reads the output through
-/// the identity and through no other view, and writes its own output
-/// through the identity, not into a buffer the reduction reads (other
-/// warps may still be reading it) and into one of its inputs only in
-/// place. Null otherwise.
-linalg::LinalgOp epilogueOf(linalg::LinalgOp reduction, Operation *next) {
-  auto epilogue = dyn_cast_or_null<linalg::LinalgOp>(next);
-  int64_t rank = reduction.getNumLoops() - 1;
-  if (!epilogue || !epilogue.hasPureBufferSemantics() ||
-      epilogue.getNumLoops() != rank || epilogue.getNumReductionLoops() != 0 ||
-      epilogue.getNumDpsInits() != 1)
-    return nullptr;
-  MLIRContext *context = reduction.getContext();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, context);
-  OpOperand *result = reduction.getDpsInitOperand(0);
-  if (reduction.getMatchingIndexingMap(result) !=
-      AffineMap::getMultiDimIdentityMap(rank + 1, context).dropResult(rank))
-    return nullptr;
-  Value resultBuffer = bufferOf(result->get());
-  OpOperand *written = epilogue.getDpsInitOperand(0);
-  Value writtenBuffer = bufferOf(written->get());
-  if (epilogue.getMatchingIndexingMap(written) != identity ||
-      epilogue.payloadUsesValueFromOperand(written))
-    return nullptr;
-  for (OpOperand *read : reduction.getDpsInputOperands())
-    if (bufferOf(read->get()) == writtenBuffer)
-      return nullptr;
-  bool readsResult = false;
-  for (OpOperand *input : epilogue.getDpsInputOperands()) {
-    Value buffer = bufferOf(input->get());
-    AffineMap map = epilogue.getMatchingIndexingMap(input);
-    if (buffer == resultBuffer) {
-      if (input->get() != result->get() || map != identity)
-        return nullptr;
-      readsResult = true;
-    }
-    if (buffer == writtenBuffer && buffer != resultBuffer &&
-        (input->get() != written->get() || map != identity))
-      return nullptr;
-  }
-  if (writtenBuffer == resultBuffer && written->get() != result->get())
-    return nullptr;
-  return readsResult ? epilogue : nullptr;
 }
 
 /// `op`'s payload at the loop indices `dims`, cloned at `b`: each input

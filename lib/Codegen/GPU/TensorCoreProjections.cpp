@@ -36,6 +36,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "gdn/Codegen/GPU/Passes.h"
+
+#include "Epilogues.h"
 #include "gdn/Utils/TensorBuilders.h"
 #include "gdn/Utils/TensorCoreBuilders.h"
 
@@ -460,12 +462,96 @@ void startFromFoldedFill(Operation *op, TileOperands &ops) {
   };
 }
 
+/// How an epilogue (epilogueOf) of a projection reads an input where the
+/// tile kernel stores C[row, col].
+enum class EpilogueRead { Output, Element, Column, Scalar };
+
+/// How each input of `epilogue` is read, if the tile kernel can run it as
+/// it stores C: its inputs are the projection's output, dense [B, T, N]
+/// buffers through the identity (collapsed like C), vectors over the
+/// columns through the last index, or scalars; it writes a dense buffer;
+/// its payload has no linalg.index.
+std::optional<SmallVector<EpilogueRead>>
+epilogueReads(linalg::LinalgOp epilogue, Value out) {
+  if (!epilogue || !isa<MemRefType>(epilogue.getDpsInits()[0].getType()) ||
+      !isDense(cast<MemRefType>(epilogue.getDpsInits()[0].getType())) ||
+      !epilogue.getBlock()->getOps<linalg::IndexOp>().empty())
+    return std::nullopt;
+  MLIRContext *context = epilogue.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(3, context);
+  AffineMap column =
+      AffineMap::get(3, 0, getAffineDimExpr(2, context), context);
+  SmallVector<EpilogueRead> reads;
+  for (OpOperand *input : epilogue.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    AffineMap map = epilogue.getMatchingIndexingMap(input);
+    if (input->get() == out)
+      reads.push_back(EpilogueRead::Output);
+    else if (!type)
+      reads.push_back(EpilogueRead::Scalar);
+    else if (map == identity && isDense(type))
+      reads.push_back(EpilogueRead::Element);
+    else if (map == column && type.getRank() == 1)
+      reads.push_back(EpilogueRead::Column);
+    else
+      return std::nullopt;
+  }
+  return reads;
+}
+
+/// The epilogue's value at C[row, col] = `value`, stored where it writes
+/// (its operands collapsed to rows like C where `collapsed` has them).
+void storeThroughEpilogue(OpBuilder &b, Location loc,
+                          linalg::LinalgOp epilogue,
+                          ArrayRef<EpilogueRead> reads,
+                          const DenseMap<Value, Value> &collapsed, Value value,
+                          Value row, Value col) {
+  Block *body = epilogue.getBlock();
+  IRMapping mapping;
+  for (auto [input, read] : llvm::zip_equal(epilogue.getDpsInputOperands(),
+                                            reads)) {
+    Value element = input->get();
+    if (read == EpilogueRead::Output)
+      element = value;
+    else if (read == EpilogueRead::Element)
+      element = memref::LoadOp::create(b, loc, collapsed.lookup(element),
+                                       ValueRange{row, col});
+    else if (read == EpilogueRead::Column)
+      element = memref::LoadOp::create(b, loc, element, ValueRange{col});
+    mapping.map(body->getArgument(input->getOperandNumber()), element);
+  }
+  for (Operation &payload : body->without_terminator())
+    b.clone(payload, mapping);
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  memref::StoreOp::create(b, loc, mapping.lookupOrDefault(yield.getOperand(0)),
+                          collapsed.lookup(epilogue.getDpsInits()[0]),
+                          ValueRange{row, col});
+}
+
 void rewriteProjection(linalg::ContractOp op, const Projection &p,
-                       bool splitActivations) {
-  OpBuilder b(op);
+                       bool splitActivations, bool fuseEpilogues) {
+  // The element-wise op after the projection runs in its kernels: as the
+  // tiles store C, and after the rest rows' reduction.
+  linalg::LinalgOp epilogue =
+      fuseEpilogues ? epilogueOf(op, nextMemoryOp(op)) : nullptr;
+  std::optional<SmallVector<EpilogueRead>> reads =
+      epilogueReads(epilogue, p.out);
+  if (!reads)
+    epilogue = nullptr;
+  // Before the epilogue's place: the views of its operands are defined
+  // after the projection.
+  OpBuilder b(epilogue ? epilogue.getOperation() : op.getOperation());
   Location loc = op.getLoc();
   Value x = collapseRows(b, loc, p.x);
   Value out = collapseRows(b, loc, p.out);
+  DenseMap<Value, Value> collapsed;
+  if (epilogue) {
+    collapsed[p.out] = out;
+    for (Value operand : epilogue->getOperands())
+      if (auto type = dyn_cast<MemRefType>(operand.getType());
+          type && type.getRank() == 3 && !collapsed.count(operand))
+        collapsed[operand] = collapseRows(b, loc, operand);
+  }
   Value rowCount = memref::DimOp::create(b, loc, x, 0);
   Value blockRows = arith::ConstantIndexOp::create(b, loc, kBlockRows);
   Value rowBlocks = arith::DivUIOp::create(b, loc, rowCount, blockRows);
@@ -492,6 +578,9 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
     ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
                      Value col) {
       memref::StoreOp::create(nb, nl, value, out, ValueRange{row, col});
+      if (epilogue)
+        storeThroughEpilogue(nb, nl, epilogue, *reads, collapsed, value, row,
+                             col);
     };
     ops.columns = arith::ConstantIndexOp::create(kb, loc, p.outputs);
     ops.raggedColumns = p.outputs % kBlockCols != 0;
@@ -511,6 +600,17 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
   // rest of its rows too.
   if (Attribute initial = op->getAttr(kReductionInitAttrName))
     rest->setAttr(kReductionInitAttrName, initial);
+  if (epilogue) {
+    // The epilogue of the rest rows, on the same views: right after their
+    // reduction, which gdn-gpu-map-parallel-loops fuses it into.
+    IRMapping views;
+    views.map(p.out, restOut);
+    for (Value operand : epilogue->getOperands())
+      if (collapsed.count(operand) && !views.contains(operand))
+        views.map(operand, rowsFrom(b, loc, collapsed[operand], wholeRows));
+    b.clone(*epilogue, views);
+    epilogue->erase();
+  }
   op.erase();
 }
 
@@ -894,7 +994,7 @@ struct GdnGPUTensorCoreProjectionsPass
         headProducts.emplace_back(generic, *h);
     });
     for (auto &[op, p] : projections)
-      rewriteProjection(op, p, splitActivations);
+      rewriteProjection(op, p, splitActivations, fuseEpilogues);
     for (auto &[op, s] : scores)
       rewriteScores(op, s, splitActivations);
     for (auto &[op, a] : attended)

@@ -295,3 +295,46 @@ func.func @folded_fill(%x: memref<?x?x64xf32>, %w: memref<100x64xbf16>, %y: memr
   linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : memref<?x?x64xf32>, memref<100x64xbf16>) outs(%y : memref<?x?x100xf32>) {gdn.reduction_init = 0.0 : f32}
   return
 }
+
+// -----
+
+// The residual add after a projection runs in its kernels: the tiles add
+// the residual to each value of C as they store it and write the sum, and
+// the rest rows get the add again on views of the same rows, right after
+// their contract (where the warp reduction runs it). A column vector (a
+// bias) is read by the column.
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+// CHECK-LABEL: func.func @residual
+// CHECK: gpu.launch
+// CHECK: nvvm.mma.sync
+// CHECK: memref.store %[[C:.*]], %collapse_shape{{.*}}[%[[ROW:.*]], %[[COL:.*]]]
+// CHECK: %[[RES:.*]] = memref.load %{{.*}}[%[[ROW]], %[[COL]]]
+// CHECK: %[[BIAS:.*]] = memref.load %arg4[%[[COL]]]
+// CHECK: %[[SUM:.*]] = arith.addf %[[C]], %[[RES]]
+// CHECK: arith.addf %[[SUM]], %[[BIAS]]
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK: linalg.contract {{.*}} outs(%[[REST:[a-z_0-9]+]] :
+// CHECK: linalg.generic {{.*}} ins(%[[REST]], %{{.*}}, %arg4 :
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// NOEPILOGUE-LABEL: func.func @residual
+// NOEPILOGUE: gpu.terminator
+// NOEPILOGUE: linalg.contract
+// NOEPILOGUE: linalg.generic {{.*}} ins(%arg2, %arg3, %arg4 :
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{fuse-epilogues=false}))' | FileCheck %s --check-prefix=NOEPILOGUE
+func.func @residual(%x: memref<?x?x64xf32>, %w: memref<128x64xbf16>, %y: memref<?x?x128xf32>, %r: memref<?x?x128xf32>, %bias: memref<128xf32>, %out: memref<?x?x128xf32>) {
+  linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : memref<?x?x64xf32>, memref<128x64xbf16>) outs(%y : memref<?x?x128xf32>)
+  linalg.generic {indexing_maps = [affine_map<(b, t, o) -> (b, t, o)>, affine_map<(b, t, o) -> (b, t, o)>,
+                                   affine_map<(b, t, o) -> (o)>, affine_map<(b, t, o) -> (b, t, o)>],
+                  iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%y, %r, %bias : memref<?x?x128xf32>, memref<?x?x128xf32>, memref<128xf32>) outs(%out : memref<?x?x128xf32>) {
+  ^bb0(%v: f32, %res: f32, %b: f32, %o: f32):
+    %s = arith.addf %v, %res : f32
+    %t = arith.addf %s, %b : f32
+    linalg.yield %t : f32
+  }
+  return
+}

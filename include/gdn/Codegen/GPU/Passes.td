@@ -223,6 +223,13 @@ def GdnGPUTensorCoreProjectionsPass
     the latent space) and `... w[n, o, k]` (the attended latents' values
     out of it), one product per sequence and head, K a multiple of 16.
 
+    With `fuse-epilogues`, the element-wise op right after a projection
+    that maps over its outputs (an activation, a gate, a residual add;
+    see gdn-gpu-map-parallel-loops) and reads besides them only dense
+    [B, T, N] buffers and vectors over the columns runs as the tiles
+    store C, and again on views of the rest rows right after their
+    contract, where the warp reduction runs it.
+
     With `split-activations` (the default) every f32 operand (x, and an
     f32 weight or keys) is split into two bf16 terms and the products of
     the terms accumulated (all but lo x lo), so that the result stays
@@ -230,6 +237,10 @@ def GdnGPUTensorCoreProjectionsPass
     (about 4e-3).
   }];
   let options = [
+    Option<"fuseEpilogues", "fuse-epilogues", "bool", /*default=*/"true",
+           "Run the element-wise op after a projection over its outputs "
+           "(an activation, a residual add) as the tiles store them, and "
+           "after the rest rows' reduction">,
     Option<"splitActivations", "split-activations", "bool", /*default=*/"true",
            "Split each f32 activation into two bf16 terms (16 significant "
            "bits) instead of rounding it to bf16">,
