@@ -34,13 +34,17 @@ linalg::LinalgOp mlir::gdn::epilogueOf(linalg::LinalgOp reduction,
   Value resultBuffer = bufferOf(result->get());
   OpOperand *written = epilogue.getDpsInitOperand(0);
   Value writtenBuffer = bufferOf(written->get());
+  // In place over the reduction's output (an activation applied to it),
+  // the output is what the epilogue reads.
+  bool inPlace = written->get() == result->get();
   if (epilogue.getMatchingIndexingMap(written) != identity ||
-      epilogue.payloadUsesValueFromOperand(written))
+      (!inPlace && epilogue.payloadUsesValueFromOperand(written)) ||
+      (!inPlace && writtenBuffer == resultBuffer))
     return nullptr;
   for (OpOperand *read : reduction.getDpsInputOperands())
     if (bufferOf(read->get()) == writtenBuffer)
       return nullptr;
-  bool readsResult = false;
+  bool readsResult = inPlace;
   for (OpOperand *input : epilogue.getDpsInputOperands()) {
     Value buffer = bufferOf(input->get());
     AffineMap map = epilogue.getMatchingIndexingMap(input);
@@ -53,7 +57,52 @@ linalg::LinalgOp mlir::gdn::epilogueOf(linalg::LinalgOp reduction,
         (input->get() != written->get() || map != identity))
       return nullptr;
   }
-  if (writtenBuffer == resultBuffer && written->get() != result->get())
-    return nullptr;
   return readsResult ? epilogue : nullptr;
+}
+
+namespace {
+/// The buffers `op` reads and writes; false for an op whose accesses are
+/// not known here.
+bool accessesOf(Operation *op, SmallVectorImpl<Value> &reads,
+                SmallVectorImpl<Value> &writes) {
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    reads.push_back(bufferOf(copy.getSource()));
+    writes.push_back(bufferOf(copy.getTarget()));
+    return true;
+  }
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || !linalgOp.hasPureBufferSemantics())
+    return false;
+  for (Value input : linalgOp.getDpsInputs())
+    if (isa<MemRefType>(input.getType()))
+      reads.push_back(bufferOf(input));
+  for (Value init : linalgOp.getDpsInits()) {
+    reads.push_back(bufferOf(init));
+    writes.push_back(bufferOf(init));
+  }
+  return true;
+}
+} // namespace
+
+linalg::LinalgOp mlir::gdn::findEpilogue(linalg::LinalgOp reduction) {
+  SmallVector<Value> reductionReads, reductionWrites;
+  if (!accessesOf(reduction, reductionReads, reductionWrites))
+    return nullptr;
+  for (Operation *next = nextMemoryOp(reduction); next;
+       next = nextMemoryOp(next)) {
+    if (linalg::LinalgOp epilogue = epilogueOf(reduction, next))
+      return epilogue;
+    // The reduction runs at the epilogue's place: past `next` only if
+    // neither writes what the other touches.
+    SmallVector<Value> reads, writes;
+    if (!accessesOf(next, reads, writes))
+      return nullptr;
+    for (Value written : writes)
+      if (llvm::is_contained(reductionReads, written))
+        return nullptr;
+    for (Value written : reductionWrites)
+      if (llvm::is_contained(reads, written))
+        return nullptr;
+  }
+  return nullptr;
 }

@@ -26,8 +26,16 @@ Operation *nextMemoryOp(Operation *op);
 /// the identity and through no other view, and writes its own output
 /// through the identity, not into a buffer the reduction reads (other
 /// threads may still be reading it) and into one of its inputs only in
-/// place. Null otherwise.
+/// place, or in place over the output itself (reading it through its
+/// output operand). Null otherwise.
 linalg::LinalgOp epilogueOf(linalg::LinalgOp reduction, Operation *next);
+
+/// The epilogue of `reduction` (epilogueOf): its next memory op, or a
+/// later one where the reduction can run after the ops between (copies
+/// and linalg ops that write nothing the reduction touches and read
+/// nothing it writes: a cache slot copied before the projection's output
+/// is). The reduction's kernel is then built at the epilogue's place.
+linalg::LinalgOp findEpilogue(linalg::LinalgOp reduction);
 
 } // namespace mlir::gdn
 

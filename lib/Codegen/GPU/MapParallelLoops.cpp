@@ -329,6 +329,10 @@ IRMapping payloadAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
           indicesAt(b, loc, op.getMatchingIndexingMap(input), dims));
     mapping.map(body->getArgument(input->getOperandNumber()), element);
   }
+  // An op in place over `givenFor` reads it through its output.
+  for (OpOperand &init : op.getDpsInitsMutable())
+    if (givenFor && init.get() == givenFor)
+      mapping.map(body->getArgument(init.getOperandNumber()), given);
   for (Operation &payload : body->without_terminator()) {
     if (auto index = dyn_cast<linalg::IndexOp>(payload)) {
       mapping.map(index.getResult(), dims[index.getDim()]);
@@ -631,9 +635,10 @@ struct GdnGPUMapParallelLoopsPass
     llvm::SmallPtrSet<Operation *, 16> fused;
     auto epilogueFor = [&](linalg::LinalgOp op) {
       linalg::LinalgOp epilogue =
-          fuseEpilogues ? epilogueOf(op, nextMemoryOp(op)) : nullptr;
-      if (epilogue)
-        fused.insert(epilogue);
+          fuseEpilogues ? findEpilogue(op) : nullptr;
+      // One reduction per epilogue (a later one may find it past the first).
+      if (!epilogue || !fused.insert(epilogue).second)
+        return linalg::LinalgOp();
       return epilogue;
     };
     for (linalg::LinalgOp op : ops) {

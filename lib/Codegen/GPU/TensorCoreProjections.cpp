@@ -502,7 +502,7 @@ epilogueReads(linalg::LinalgOp epilogue, Value out) {
 /// The epilogue's value at C[row, col] = `value`, stored where it writes
 /// (its operands collapsed to rows like C where `collapsed` has them).
 void storeThroughEpilogue(OpBuilder &b, Location loc,
-                          linalg::LinalgOp epilogue,
+                          linalg::LinalgOp epilogue, Value out,
                           ArrayRef<EpilogueRead> reads,
                           const DenseMap<Value, Value> &collapsed, Value value,
                           Value row, Value col) {
@@ -520,6 +520,10 @@ void storeThroughEpilogue(OpBuilder &b, Location loc,
       element = memref::LoadOp::create(b, loc, element, ValueRange{col});
     mapping.map(body->getArgument(input->getOperandNumber()), element);
   }
+  // In place over C, the epilogue reads the value through its output.
+  OpOperand &written = epilogue.getDpsInitsMutable()[0];
+  if (written.get() == out)
+    mapping.map(body->getArgument(written.getOperandNumber()), value);
   for (Operation &payload : body->without_terminator())
     b.clone(payload, mapping);
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
@@ -533,7 +537,7 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
   // The element-wise op after the projection runs in its kernels: as the
   // tiles store C, and after the rest rows' reduction.
   linalg::LinalgOp epilogue =
-      fuseEpilogues ? epilogueOf(op, nextMemoryOp(op)) : nullptr;
+      fuseEpilogues ? findEpilogue(op) : nullptr;
   std::optional<SmallVector<EpilogueRead>> reads =
       epilogueReads(epilogue, p.out);
   if (!reads)
@@ -579,8 +583,8 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
                      Value col) {
       memref::StoreOp::create(nb, nl, value, out, ValueRange{row, col});
       if (epilogue)
-        storeThroughEpilogue(nb, nl, epilogue, *reads, collapsed, value, row,
-                             col);
+        storeThroughEpilogue(nb, nl, epilogue, p.out, *reads, collapsed,
+                             value, row, col);
     };
     ops.columns = arith::ConstantIndexOp::create(kb, loc, p.outputs);
     ops.raggedColumns = p.outputs % kBlockCols != 0;

@@ -222,6 +222,68 @@ func.func @taps_epilogue(%x: memref<?x8x4xf32>, %w: memref<8x4xf32>, %y: memref<
   return
 }
 
+// An activation in place over the convolution's output (it reads the
+// total through its output operand), and the output copied into a cache
+// slot after an unrelated copy: the reduction runs past that copy, at
+// the epilogue's place.
+// CHECK-LABEL: func.func @in_place_epilogue
+// CHECK: %[[TOTAL:.*]] = scf.for %{{.*}} = %c0{{.*}} to %c4
+// CHECK: %[[SUM:.*]] = arith.addf %{{.*}}, %[[TOTAL]]
+// CHECK: memref.store %[[SUM]], %arg2
+// CHECK: %[[E:.*]] = math.exp %[[SUM]]
+// CHECK: memref.store %[[E]], %arg2
+// CHECK-LABEL: func.func @past_a_copy
+// CHECK: scf.parallel
+// CHECK: memref.load %arg3
+// CHECK: memref.store %{{.*}}, %subview[
+// CHECK: gpu.shuffle  xor
+// CHECK: memref.store %[[TOTAL:.*]], %arg2
+// CHECK: memref.store %[[TOTAL]], %subview_0
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @in_place_epilogue(%x: memref<?x8x4xf32>, %w: memref<8x4xf32>, %y: memref<?x8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, c, j) -> (t, c, j)>,
+                                   affine_map<(t, c, j) -> (c, j)>,
+                                   affine_map<(t, c, j) -> (t, c)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x8x4xf32>, memref<8x4xf32>)
+      outs(%y : memref<?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(t, c) -> (t, c)>],
+                  iterator_types = ["parallel", "parallel"]}
+      outs(%y : memref<?x8xf32>) {
+  ^bb0(%v: f32):
+    %e = math.exp %v : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+func.func @past_a_copy(%x: memref<?x768xf32>, %w: memref<96x768xf32>, %y: memref<?x96xf32>, %state: memref<?x96xf32>, %window: memref<?x2x96xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, n, k) -> (t, k)>,
+                                   affine_map<(t, n, k) -> (n, k)>,
+                                   affine_map<(t, n, k) -> (t, n)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x768xf32>, memref<96x768xf32>)
+      outs(%y : memref<?x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %x, %c0 : memref<?x768xf32>
+  %first = memref.subview %window[0, 0, 0] [%t, 1, 96] [1, 1, 1] : memref<?x2x96xf32> to memref<?x96xf32, strided<[192, 1]>>
+  %last = memref.subview %window[0, 1, 0] [%t, 1, 96] [1, 1, 1] : memref<?x2x96xf32> to memref<?x96xf32, strided<[192, 1], offset: 96>>
+  memref.copy %state, %first : memref<?x96xf32> to memref<?x96xf32, strided<[192, 1]>>
+  memref.copy %y, %last : memref<?x96xf32> to memref<?x96xf32, strided<[192, 1], offset: 96>>
+  return
+}
+
 // CHECK-LABEL: func.func @writes_what_it_reads
 // CHECK: gpu.shuffle  xor
 // CHECK-NOT: math.exp
