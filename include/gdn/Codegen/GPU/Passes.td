@@ -126,8 +126,11 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
     With `fuse-epilogues`, the element-wise op right after a reduction
     that maps over its outputs with their values (an activation, a gate,
     a residual add: it reads the output through the identity map and
-    writes its own through the identity) runs in the thread that holds
-    each total, after storing it.
+    writes its own through the identity, or works in place on the
+    output) runs in the thread that holds each total, after storing it.
+    Copies and linalg ops between them that write nothing the reduction
+    touches and read nothing it writes are stepped over: the reduction
+    is built at the epilogue's place.
 
     With `fuse-rows`, the element-wise op right after such a reduction
     that maps the same rows with the reduction's result (it reads one of
