@@ -18,7 +18,7 @@ Operation *mlir::gdn::nextMemoryOp(Operation *op) {
 }
 
 linalg::LinalgOp mlir::gdn::epilogueOf(linalg::LinalgOp reduction,
-                                        Operation *next) {
+                                       Operation *next) {
   auto epilogue = dyn_cast_or_null<linalg::LinalgOp>(next);
   int64_t rank = reduction.getNumLoops() - 1;
   if (!epilogue || !epilogue.hasPureBufferSemantics() ||

@@ -1,4 +1,4 @@
-//===- Epilogues.h - element-wise ops run where a reduction ends -*- C++ -*-===//
+//===- Epilogues.h - element-wise ops after a reduction ---------*- C++ -*-===//
 //
 // An element-wise op over a reduction's outputs (a projection's
 // activation, the residual add after it, a gate's sigmoid) is a kernel of

@@ -389,16 +389,17 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                                        ValueRange{one});
   rewriter.setInsertionPointToStart(block.getBody());
   Value thread = block.getInductionVars()[0];
-  Value lane = lanes == 1 ? zero
-                          : arith::RemUIOp::create(rewriter, loc, thread, warp)
-                                .getResult();
+  Value lane =
+      lanes == 1
+          ? zero
+          : arith::RemUIOp::create(rewriter, loc, thread, warp).getResult();
   Value linear = arith::AddIOp::create(
       rewriter, loc,
       arith::MulIOp::create(rewriter, loc, grid.getInductionVars()[0],
                             constant(outputsPerBlock)),
-      lanes == 1 ? thread
-                 : arith::DivUIOp::create(rewriter, loc, thread, warp)
-                       .getResult());
+      lanes == 1
+          ? thread
+          : arith::DivUIOp::create(rewriter, loc, thread, warp).getResult());
   // The condition is the same for the whole warp, so every lane of a warp
   // that sums meets the shuffles.
   Value inRange = arith::CmpIOp::create(
@@ -418,8 +419,7 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   Value initial = arith::ConstantOp::create(rewriter, loc, elementType,
                                             identityOf(combiner, elementType));
   // The lane's partial result; the scalar one is the last iteration value.
-  auto narrowSum = [&](OpBuilder &b, Location l, Value k,
-                             ValueRange acc) {
+  auto narrowSum = [&](OpBuilder &b, Location l, Value k, ValueRange acc) {
     SmallVector<Value> dims(ivs);
     dims.push_back(k);
     IRMapping mapping = payloadAt(b, l, op, dims, combiner);
@@ -449,7 +449,7 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
         rewriter, loc,
         DenseElementsAttr::get(vectorType, identityOf(combiner, elementType)));
     auto wideSum = [&](OpBuilder &b, Location l, ArrayRef<Value> starts,
-                            ValueRange acc) {
+                       ValueRange acc) {
       SmallVector<IRMapping> steps;
       for (Value start : starts) {
         SmallVector<Value> dims(ivs);
@@ -510,8 +510,7 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
     auto yield = cast<linalg::YieldOp>(epilogue.getBlock()->getTerminator());
     OpOperand *out = epilogue.getDpsInitOperand(0);
     memref::StoreOp::create(
-        rewriter, loc, mapping.lookupOrDefault(yield.getOperand(0)),
-        out->get(),
+        rewriter, loc, mapping.lookupOrDefault(yield.getOperand(0)), out->get(),
         indicesAt(rewriter, loc, epilogue.getMatchingIndexingMap(out), ivs));
     rewriter.eraseOp(epilogue);
   }
@@ -523,8 +522,7 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
     Block *mapped = consumer.getBlock();
     auto yield = cast<linalg::YieldOp>(mapped->getTerminator());
     Value total = init->get();
-    auto narrowMap = [&](OpBuilder &b, Location l, Value k,
-                               ValueRange) {
+    auto narrowMap = [&](OpBuilder &b, Location l, Value k, ValueRange) {
       SmallVector<Value> elementDims(ivs);
       elementDims.push_back(k);
       IRMapping mapping = payloadAt(b, l, consumer, elementDims,
@@ -537,14 +535,14 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
     };
     LaneWalk walk = laneWalkOf({consumer}, total);
     if (walk.width > 1) {
-      auto aligned = scf::IfOp::create(
-          rewriter, loc, TypeRange{},
-          rowsAreAligned(rewriter, loc, {consumer}, total),
-          /*withElse=*/true);
+      auto aligned =
+          scf::IfOp::create(rewriter, loc, TypeRange{},
+                            rowsAreAligned(rewriter, loc, {consumer}, total),
+                            /*withElse=*/true);
       OpBuilder::InsertionGuard guardInsertion(rewriter);
       rewriter.setInsertionPointToStart(aligned.thenBlock());
       auto wideMap = [&](OpBuilder &b, Location l, ArrayRef<Value> starts,
-                              ValueRange) {
+                         ValueRange) {
         // Every load of the group before the first store: a consumer may
         // write in place, and the stores would order the loads after them.
         SmallVector<SmallVector<Value>> dims;
@@ -634,8 +632,7 @@ struct GdnGPUMapParallelLoopsPass
     SmallVector<Reduction> reductions;
     llvm::SmallPtrSet<Operation *, 16> fused;
     auto epilogueFor = [&](linalg::LinalgOp op) {
-      linalg::LinalgOp epilogue =
-          fuseEpilogues ? findEpilogue(op) : nullptr;
+      linalg::LinalgOp epilogue = fuseEpilogues ? findEpilogue(op) : nullptr;
       // One reduction per epilogue (a later one may find it past the first).
       if (!epilogue || !fused.insert(epilogue).second)
         return linalg::LinalgOp();

@@ -501,15 +501,14 @@ epilogueReads(linalg::LinalgOp epilogue, Value out) {
 
 /// The epilogue's value at C[row, col] = `value`, stored where it writes
 /// (its operands collapsed to rows like C where `collapsed` has them).
-void storeThroughEpilogue(OpBuilder &b, Location loc,
-                          linalg::LinalgOp epilogue, Value out,
-                          ArrayRef<EpilogueRead> reads,
+void storeThroughEpilogue(OpBuilder &b, Location loc, linalg::LinalgOp epilogue,
+                          Value out, ArrayRef<EpilogueRead> reads,
                           const DenseMap<Value, Value> &collapsed, Value value,
                           Value row, Value col) {
   Block *body = epilogue.getBlock();
   IRMapping mapping;
-  for (auto [input, read] : llvm::zip_equal(epilogue.getDpsInputOperands(),
-                                            reads)) {
+  for (auto [input, read] :
+       llvm::zip_equal(epilogue.getDpsInputOperands(), reads)) {
     Value element = input->get();
     if (read == EpilogueRead::Output)
       element = value;
@@ -536,8 +535,7 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
                        bool splitActivations, bool fuseEpilogues) {
   // The element-wise op after the projection runs in its kernels: as the
   // tiles store C, and after the rest rows' reduction.
-  linalg::LinalgOp epilogue =
-      fuseEpilogues ? findEpilogue(op) : nullptr;
+  linalg::LinalgOp epilogue = fuseEpilogues ? findEpilogue(op) : nullptr;
   std::optional<SmallVector<EpilogueRead>> reads =
       epilogueReads(epilogue, p.out);
   if (!reads)
@@ -583,8 +581,8 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
                      Value col) {
       memref::StoreOp::create(nb, nl, value, out, ValueRange{row, col});
       if (epilogue)
-        storeThroughEpilogue(nb, nl, epilogue, p.out, *reads, collapsed,
-                             value, row, col);
+        storeThroughEpilogue(nb, nl, epilogue, p.out, *reads, collapsed, value,
+                             row, col);
     };
     ops.columns = arith::ConstantIndexOp::create(kb, loc, p.outputs);
     ops.raggedColumns = p.outputs % kBlockCols != 0;

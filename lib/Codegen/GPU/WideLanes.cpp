@@ -74,8 +74,8 @@ Value broadcast(OpBuilder &b, Location loc, Value scalar, int64_t width) {
 
 } // namespace
 
-SmallVector<Value> mlir::gdn::indicesAt(OpBuilder &b, Location loc, AffineMap map,
-                                         ValueRange dims) {
+SmallVector<Value> mlir::gdn::indicesAt(OpBuilder &b, Location loc,
+                                        AffineMap map, ValueRange dims) {
   SmallVector<Value> indices;
   for (AffineExpr expr : map.getResults())
     indices.push_back(affine::AffineApplyOp::create(
@@ -83,8 +83,7 @@ SmallVector<Value> mlir::gdn::indicesAt(OpBuilder &b, Location loc, AffineMap ma
   return indices;
 }
 
-LaneWalk mlir::gdn::laneWalkOf(ArrayRef<linalg::LinalgOp> ops,
-                               Value givenFor) {
+LaneWalk mlir::gdn::laneWalkOf(ArrayRef<linalg::LinalgOp> ops, Value givenFor) {
   int64_t narrowest = 0;
   int64_t length = ShapedType::kDynamic;
   for (linalg::LinalgOp op : ops) {
@@ -127,8 +126,8 @@ Value mlir::gdn::rowsAreAligned(OpBuilder &b, Location loc,
   Value aligned = arith::ConstantIntOp::create(b, loc, 1, 1);
   auto require = [&](Value bytes) {
     Value rest = arith::RemUIOp::create(b, loc, bytes, boundary);
-    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rest,
-                                     zero);
+    Value ok =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rest, zero);
     aligned = arith::AndIOp::create(b, loc, aligned, ok);
   };
   for (linalg::LinalgOp op : ops)
@@ -143,8 +142,7 @@ Value mlir::gdn::rowsAreAligned(OpBuilder &b, Location loc,
       auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
       Value base =
           memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-      Value offset =
-          arith::MulIOp::create(b, loc, metadata.getOffset(), size);
+      Value offset = arith::MulIOp::create(b, loc, metadata.getOffset(), size);
       require(arith::AddIOp::create(b, loc, base, offset));
       for (Value stride : metadata.getStrides().drop_back())
         require(arith::MulIOp::create(b, loc, stride, size));
@@ -230,9 +228,8 @@ IRMapping mlir::gdn::loadWideInputs(OpBuilder &b, Location loc,
             b, loc, VectorType::get({width}, type.getElementType()), value,
             indices, /*nontemporal=*/false, llvm::Align(kVectorBytes));
       else
-        element =
-            broadcast(b, loc, memref::LoadOp::create(b, loc, value, indices),
-                      width);
+        element = broadcast(
+            b, loc, memref::LoadOp::create(b, loc, value, indices), width);
     } else {
       element = broadcast(b, loc, value, width);
     }
@@ -261,9 +258,8 @@ void mlir::gdn::cloneWidePayload(OpBuilder &b, Location loc,
   }
 }
 
-void mlir::gdn::storeWideOutput(OpBuilder &b, Location loc,
-                                linalg::LinalgOp op, Value value,
-                                ValueRange dims, int64_t width) {
+void mlir::gdn::storeWideOutput(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                                Value value, ValueRange dims, int64_t width) {
   OpOperand *out = op.getDpsInitOperand(0);
   // A payload may yield a value from outside it.
   if (!isa<VectorType>(value.getType()))

@@ -1,4 +1,4 @@
-//===- WideLanes.h - warp lanes that read rows in vectors --------*- C++ -*-===//
+//===- WideLanes.h - lanes that read rows in vectors ------------*- C++ -*-===//
 //
 // A warp per output row (a projection's dot product, a norm, a softmax)
 // reads the row along the op's last loop dimension. Lanes that read one
@@ -41,8 +41,8 @@ LaneWalk laneWalkOf(ArrayRef<linalg::LinalgOp> ops, Value givenFor = Value());
 /// Whether every row that `walk` reads or writes in vectors starts at a
 /// 16-byte boundary, as an i1 computed where the rows are walked: the
 /// buffers' addresses and strides are only known at run time.
-Value rowsAreAligned(OpBuilder &b, Location loc,
-                     ArrayRef<linalg::LinalgOp> ops, Value givenFor = Value());
+Value rowsAreAligned(OpBuilder &b, Location loc, ArrayRef<linalg::LinalgOp> ops,
+                     Value givenFor = Value());
 
 /// One step of a wide walk: for each start, the payload over the `width`
 /// elements from it; the iteration values in and out.
