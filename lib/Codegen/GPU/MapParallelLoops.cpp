@@ -650,8 +650,9 @@ struct GdnGPUMapParallelLoopsPass
         if (Operation *combiner = warpCombinerOf(op, 2 * kWarpSize)) {
           linalg::GenericOp consumer =
               fuseRows ? rowConsumerOf(op, nextMemoryOp(op)) : nullptr;
-          if (consumer)
-            fused.insert(consumer);
+          // An op an earlier reduction took as its epilogue stays there.
+          if (consumer && !fused.insert(consumer).second)
+            consumer = nullptr;
           linalg::LinalgOp epilogue = consumer ? nullptr : epilogueFor(op);
           reductions.push_back({op, combiner, consumer, epilogue, kWarpSize});
           continue;

@@ -473,8 +473,13 @@ enum class EpilogueRead { Output, Element, Column, Scalar };
 /// its payload has no linalg.index.
 std::optional<SmallVector<EpilogueRead>>
 epilogueReads(linalg::LinalgOp epilogue, Value out) {
-  if (!epilogue || !isa<MemRefType>(epilogue.getDpsInits()[0].getType()) ||
-      !isDense(cast<MemRefType>(epilogue.getDpsInits()[0].getType())) ||
+  auto writtenType =
+      epilogue ? dyn_cast<MemRefType>(epilogue.getDpsInits()[0].getType())
+               : MemRefType();
+  // Rows of the written buffer are views like C's (rowsFrom): dense, with
+  // a static row length.
+  if (!writtenType || !isDense(writtenType) || writtenType.getRank() != 3 ||
+      writtenType.isDynamicDim(2) ||
       !epilogue.getBlock()->getOps<linalg::IndexOp>().empty())
     return std::nullopt;
   MLIRContext *context = epilogue.getContext();
@@ -489,7 +494,7 @@ epilogueReads(linalg::LinalgOp epilogue, Value out) {
       reads.push_back(EpilogueRead::Output);
     else if (!type)
       reads.push_back(EpilogueRead::Scalar);
-    else if (map == identity && isDense(type))
+    else if (map == identity && isDense(type) && !type.isDynamicDim(2))
       reads.push_back(EpilogueRead::Element);
     else if (map == column && type.getRank() == 1)
       reads.push_back(EpilogueRead::Column);

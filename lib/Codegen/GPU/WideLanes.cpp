@@ -95,7 +95,11 @@ LaneWalk mlir::gdn::laneWalkOf(ArrayRef<linalg::LinalgOp> ops, Value givenFor) {
       if (givenFor && operand.get() == givenFor)
         continue;
       int64_t bytes = rowAccess(op, operand);
-      if (bytes == 0)
+      // An op that writes rows writes each along them (a reduction's
+      // output does not depend on the reduced dimension).
+      bool writesRows =
+          op.isDpsInit(&operand) && op.getNumReductionLoops() == 0;
+      if (bytes == 0 || (writesRows && bytes < 0))
         return {};
       if (bytes > 0)
         narrowest = narrowest ? std::min(narrowest, bytes) : bytes;

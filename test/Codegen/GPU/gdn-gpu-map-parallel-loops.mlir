@@ -124,6 +124,30 @@ func.func @bf16_projection(%x: memref<?x?x768xf32>, %w: memref<96x768xbf16>, %y:
 
 // -----
 
+// A row of 70 floats: 17 whole vectors of 4 per lane, then the last two
+// elements one per lane.
+// CHECK-LABEL: func.func @ragged_row
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: %[[VECTORS:.*]] = arith.divui %c70{{.*}}, %c4
+// CHECK: scf.for %{{.*}} to %[[VECTORS]] step %c32{{.*}} -> (vector<4xf32>, f32)
+// CHECK: %[[WHOLE:.*]] = arith.muli %[[VECTORS]], %c4
+// CHECK: %[[REST:.*]] = arith.addi %[[WHOLE]]
+// CHECK: scf.for %{{.*}} = %[[REST]] to %c70{{.*}} step %c32{{.*}} -> (vector<4xf32>, f32)
+// CHECK: memref.load %arg0
+// CHECK: vector.reduction <maxnumf>
+func.func @ragged_row(%s: memref<?x70xf32>, %m: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%s : memref<?x70xf32>) outs(%m : memref<?xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.maxnumf %acc, %x : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // A weight read down its columns (w[k, n]) has no contiguous row to read
 // in vectors: one element per lane, no run-time check.
 // CHECK-LABEL: func.func @columns

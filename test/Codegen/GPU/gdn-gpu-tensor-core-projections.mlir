@@ -338,3 +338,27 @@ func.func @residual(%x: memref<?x?x64xf32>, %w: memref<128x64xbf16>, %y: memref<
   }
   return
 }
+
+// -----
+
+// An epilogue whose other rows have a dynamic length cannot be viewed
+// like C's rows: it stays an op of its own after the rest rows.
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+// CHECK-LABEL: func.func @dynamic_residual
+// CHECK: gpu.terminator
+// CHECK: linalg.contract
+// CHECK: linalg.generic {{.*}} ins(%arg2, %arg3 :
+func.func @dynamic_residual(%x: memref<?x?x64xf32>, %w: memref<128x64xbf16>, %y: memref<?x?x128xf32>, %r: memref<?x?x?xf32>, %out: memref<?x?x?xf32>) {
+  linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : memref<?x?x64xf32>, memref<128x64xbf16>) outs(%y : memref<?x?x128xf32>)
+  linalg.generic {indexing_maps = [affine_map<(b, t, o) -> (b, t, o)>, affine_map<(b, t, o) -> (b, t, o)>,
+                                   affine_map<(b, t, o) -> (b, t, o)>],
+                  iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%y, %r : memref<?x?x128xf32>, memref<?x?x?xf32>) outs(%out : memref<?x?x?xf32>) {
+  ^bb0(%v: f32, %res: f32, %o: f32):
+    %s = arith.addf %v, %res : f32
+    linalg.yield %s : f32
+  }
+  return
+}
