@@ -344,6 +344,37 @@ IRMapping payloadAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
   return mapping;
 }
 
+/// `op`'s value at the loop indices `dims` (payloadAt, `given` for
+/// `givenFor`), stored where its output map puts it.
+void storePayloadAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                    ValueRange dims, Value givenFor, Value given) {
+  IRMapping mapping =
+      payloadAt(b, loc, op, dims, /*skip=*/nullptr, givenFor, given);
+  auto yield = cast<linalg::YieldOp>(op.getBlock()->getTerminator());
+  OpOperand *out = op.getDpsInitOperand(0);
+  memref::StoreOp::create(
+      b, loc, mapping.lookupOrDefault(yield.getOperand(0)), out->get(),
+      indicesAt(b, loc, op.getMatchingIndexingMap(out), dims));
+}
+
+using BranchBuilder = function_ref<SmallVector<Value>(OpBuilder &, Location)>;
+
+/// An scf.if on `aligned` (rowsAreAligned) whose branches yield what
+/// `wide` and `narrow` build: vectors where the rows start at 16-byte
+/// boundaries, known only at run time and the same for the whole warp.
+ValueRange ifAligned(OpBuilder &b, Location loc, Value aligned,
+                     BranchBuilder wide, BranchBuilder narrow) {
+  return scf::IfOp::create(
+             b, loc, aligned,
+             [&](OpBuilder &nb, Location nl) {
+               scf::YieldOp::create(nb, nl, wide(nb, nl));
+             },
+             [&](OpBuilder &nb, Location nl) {
+               scf::YieldOp::create(nb, nl, narrow(nb, nl));
+             })
+      .getResults();
+}
+
 /// Rewrites a reduction (finalCombinerOf) into `lanes` threads per output
 /// element, the total in a register: a warp (32 lanes) strides over the
 /// reduced dimension and combines its partial results with a butterfly of
@@ -437,17 +468,6 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                   })
                   .getResult(0);
   } else if (walk.width > 1) {
-    // Vectors where the rows start at 16-byte boundaries, known only at
-    // run time; the same for the whole warp.
-    auto aligned = scf::IfOp::create(rewriter, loc, TypeRange{elementType},
-                                     rowsAreAligned(rewriter, loc, {op}),
-                                     /*withElse=*/true);
-    OpBuilder::InsertionGuard guardInsertion(rewriter);
-    rewriter.setInsertionPointToStart(aligned.thenBlock());
-    auto vectorType = VectorType::get({walk.width}, elementType);
-    Value vectorInitial = arith::ConstantOp::create(
-        rewriter, loc,
-        DenseElementsAttr::get(vectorType, identityOf(combiner, elementType)));
     auto wideSum = [&](OpBuilder &b, Location l, ArrayRef<Value> starts,
                        ValueRange acc) {
       SmallVector<IRMapping> steps;
@@ -463,17 +483,24 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
       }
       return SmallVector<Value>{sum, acc.back()};
     };
-    SmallVector<Value> sums =
-        walkLane(rewriter, loc, lane, length, walk,
-                 ValueRange{vectorInitial, initial}, wideSum, narrowSum);
-    Value laneTotal = vector::ReductionOp::create(
-        rewriter, loc, combiningKindOf(combiner), sums.front(), sums.back());
-    scf::YieldOp::create(rewriter, loc, laneTotal);
-    rewriter.setInsertionPointToStart(aligned.elseBlock());
-    scf::YieldOp::create(rewriter, loc,
-                         walkLane(rewriter, loc, lane, length, LaneWalk(),
-                                  ValueRange{initial}, nullptr, narrowSum));
-    partial = aligned.getResult(0);
+    partial = ifAligned(
+        rewriter, loc, rowsAreAligned(rewriter, loc, {op}),
+        [&](OpBuilder &b, Location l) -> SmallVector<Value> {
+          auto vectorType = VectorType::get({walk.width}, elementType);
+          Value vectorInitial = arith::ConstantOp::create(
+              b, l,
+              DenseElementsAttr::get(vectorType,
+                                     identityOf(combiner, elementType)));
+          SmallVector<Value> sums =
+              walkLane(b, l, lane, length, walk,
+                       ValueRange{vectorInitial, initial}, wideSum, narrowSum);
+          return {vector::ReductionOp::create(b, l, combiningKindOf(combiner),
+                                              sums.front(), sums.back())};
+        },
+        [&](OpBuilder &b, Location l) {
+          return walkLane(b, l, lane, length, LaneWalk(), ValueRange{initial},
+                          nullptr, narrowSum);
+        })[0];
   } else {
     partial = walkLane(rewriter, loc, lane, length, LaneWalk(),
                        ValueRange{initial}, nullptr, narrowSum)
@@ -505,13 +532,7 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   rewriter.setInsertionPointToStart(write.thenBlock());
   memref::StoreOp::create(rewriter, loc, rowTotal, init->get(), outIndices);
   if (epilogue) {
-    IRMapping mapping = payloadAt(rewriter, loc, epilogue, ivs,
-                                  /*skip=*/nullptr, init->get(), rowTotal);
-    auto yield = cast<linalg::YieldOp>(epilogue.getBlock()->getTerminator());
-    OpOperand *out = epilogue.getDpsInitOperand(0);
-    memref::StoreOp::create(
-        rewriter, loc, mapping.lookupOrDefault(yield.getOperand(0)), out->get(),
-        indicesAt(rewriter, loc, epilogue.getMatchingIndexingMap(out), ivs));
+    storePayloadAt(rewriter, loc, epilogue, ivs, init->get(), rowTotal);
     rewriter.eraseOp(epilogue);
   }
   if (consumer) {
@@ -519,28 +540,20 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
     // total from its register (lane 0's store is not visible to the
     // others without a fence).
     rewriter.setInsertionPointAfter(write);
-    Block *mapped = consumer.getBlock();
-    auto yield = cast<linalg::YieldOp>(mapped->getTerminator());
     Value total = init->get();
     auto narrowMap = [&](OpBuilder &b, Location l, Value k, ValueRange) {
       SmallVector<Value> elementDims(ivs);
       elementDims.push_back(k);
-      IRMapping mapping = payloadAt(b, l, consumer, elementDims,
-                                    /*skip=*/nullptr, total, rowTotal);
-      OpOperand *out = consumer.getDpsInitOperand(0);
-      memref::StoreOp::create(
-          b, l, mapping.lookupOrDefault(yield.getOperand(0)), out->get(),
-          indicesAt(b, l, consumer.getMatchingIndexingMap(out), elementDims));
+      storePayloadAt(b, l, consumer, elementDims, total, rowTotal);
       return SmallVector<Value>();
+    };
+    auto narrowRow = [&](OpBuilder &b, Location l) {
+      return walkLane(b, l, lane, length, LaneWalk(), ValueRange{}, nullptr,
+                      narrowMap);
     };
     LaneWalk walk = laneWalkOf({consumer}, total);
     if (walk.width > 1) {
-      auto aligned =
-          scf::IfOp::create(rewriter, loc, TypeRange{},
-                            rowsAreAligned(rewriter, loc, {consumer}, total),
-                            /*withElse=*/true);
-      OpBuilder::InsertionGuard guardInsertion(rewriter);
-      rewriter.setInsertionPointToStart(aligned.thenBlock());
+      auto yield = cast<linalg::YieldOp>(consumer.getBlock()->getTerminator());
       auto wideMap = [&](OpBuilder &b, Location l, ArrayRef<Value> starts,
                          ValueRange) {
         // Every load of the group before the first store: a consumer may
@@ -561,14 +574,15 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
         }
         return SmallVector<Value>();
       };
-      walkLane(rewriter, loc, lane, length, walk, ValueRange{}, wideMap,
-               narrowMap);
-      rewriter.setInsertionPointToStart(aligned.elseBlock());
-      walkLane(rewriter, loc, lane, length, LaneWalk(), ValueRange{}, nullptr,
-               narrowMap);
+      ifAligned(
+          rewriter, loc, rowsAreAligned(rewriter, loc, {consumer}, total),
+          [&](OpBuilder &b, Location l) {
+            return walkLane(b, l, lane, length, walk, ValueRange{}, wideMap,
+                            narrowMap);
+          },
+          narrowRow);
     } else {
-      walkLane(rewriter, loc, lane, length, LaneWalk(), ValueRange{}, nullptr,
-               narrowMap);
+      narrowRow(rewriter, loc);
     }
     rewriter.eraseOp(consumer);
   }

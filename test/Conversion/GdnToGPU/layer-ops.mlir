@@ -7,6 +7,7 @@
 // CHECK-LABEL: llvm.func @norm(
 // CHECK: llvm.call @mgpuMemAlloc
 // CHECK-COUNT-2: gpu.launch_func <%{{.*}} : !llvm.ptr> @norm_kernel{{.*}}::@norm_kernel
+// CHECK-NOT: gpu.launch_func
 // CHECK: llvm.call @mgpuMemFree
 // CHECK: gpu.binary @norm_kernel
 
