@@ -31,6 +31,7 @@ gpuOptionsOf(const CUDAPipelineOptions &options) {
   ConvertGdnToGPUPassOptions gpuOptions;
   gpuOptions.blockColumns = options.blockColumns;
   gpuOptions.keySplits = options.keySplits;
+  gpuOptions.splitAttentionOperands = options.splitActivations;
   return gpuOptions;
 }
 
@@ -118,6 +119,10 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
                           StringRef(options.binaryFormat)))
     return llvm::createStringError("binary-format: '" + options.binaryFormat +
                                    "' is not one of fatbin, bin, isa");
+  if (options.attentionBlock < 0 || options.attentionBlock > 1024)
+    return llvm::createStringError(
+        "attention-block: expected 0 (off) or 1..1024 tokens, got " +
+        llvm::Twine(options.attentionBlock));
   if (options.bf16ScanMinTokens < 1)
     return llvm::createStringError(
         "bf16-scan-min-tokens: expected at least 1 token, got " +
@@ -139,7 +144,16 @@ void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
   // that continues a cache in the absorbed form.
   if (options.mlaAbsorbedDecode)
     pm.addNestedPass<func::FuncOp>(createGdnAbsorbMlaDecodePass());
-  pm.addNestedPass<func::FuncOp>(createGdnDecomposeLayersPass());
+  // Prompts' MLA attention as one fused kernel (gdn.causal_attention, kept
+  // for convert-gdn-to-gpu) where its heads fit it.
+  GdnBlockAttentionPassOptions blockOptions;
+  blockOptions.blockSize = options.attentionBlock;
+  blockOptions.tensorCoreOnly = true;
+  pm.addNestedPass<func::FuncOp>(createGdnBlockAttentionPass(blockOptions));
+  GdnDecomposeLayersPassOptions decomposeOptions;
+  decomposeOptions.keepTensorCoreAttention = true;
+  pm.addNestedPass<func::FuncOp>(
+      createGdnDecomposeLayersPass(decomposeOptions));
   // Every decision of the chunked scan, as an attribute the lowering reads.
   pm.addNestedPass<func::FuncOp>(
       createGdnChooseScanStrategyPass(strategyOptionsOf(options)));

@@ -4,6 +4,8 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 
@@ -22,4 +24,22 @@ void mlir::gdn::multiplyAccumulateBf16(OpBuilder &b, Location loc,
                                      NVVM::MMALayout::col});
   for (int64_t e = 0; e < 4; ++e)
     acc[e] = LLVM::ExtractValueOp::create(b, loc, result, e);
+}
+
+SmallVector<Value> mlir::gdn::loadMatrixFragments(OpBuilder &b, Location loc,
+                                                  Value tile,
+                                                  ValueRange indices,
+                                                  int64_t count,
+                                                  bool transpose) {
+  Value matrices = nvgpu::LdMatrixOp::create(
+      b, loc, VectorType::get({count, 2}, b.getBF16Type()), tile, indices,
+      transpose, count);
+  auto wordType = VectorType::get({1}, b.getI32Type());
+  SmallVector<Value> registers;
+  for (int64_t i = 0; i < count; ++i) {
+    Value pair = vector::ExtractOp::create(b, loc, matrices, i);
+    Value word = vector::BitCastOp::create(b, loc, wordType, pair);
+    registers.push_back(vector::ExtractOp::create(b, loc, word, 0));
+  }
+  return registers;
 }

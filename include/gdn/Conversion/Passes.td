@@ -81,6 +81,20 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
     launches with the strategy's `value_tile` and its `narrow_value_tile`
     are emitted and chosen at run time (scf.if on the batch size): the
     wide one when its grid has at least `narrow_below_blocks` blocks.
+
+    `gdn.causal_attention` becomes one kernel (AttentionToGPU.cpp), its
+    launch marked `gdn.tensor_core_attention`: a block of four warps per
+    (64 queries, head, sequence), each warp 16 query rows; per block of 64
+    keys, q and k staged as bf16 in workgroup memory (head dimensions
+    zero-padded to 16), the scores on mma.sync into registers, an online
+    softmax (a running maximum and sum per row, in the exp2 domain) in
+    registers, and the probabilities, repacked as A fragments without
+    leaving registers, times v on mma.sync into the output accumulators.
+    Key blocks past the block's last query are never visited; no score
+    leaves the registers. With `split-attention-operands` each f32 operand
+    is the sum of two bf16 numbers and three products are accumulated per
+    product (as gdn-gpu-tensor-core-projections' split-activations), about
+    1e-5 from f32 instead of bf16's 4e-3.
   }];
   let options = [
     Option<"blockColumns", "block-columns", "int64_t", /*default=*/"32",
@@ -89,6 +103,10 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
            "Threads (warps, with 32 columns) that share one column's K "
            "rows; partial sums meet in workgroup memory. More splits mean "
            "fewer registers per thread and more resident warps">,
+    Option<"splitAttentionOperands", "split-attention-operands", "bool",
+           /*default=*/"true",
+           "The tensor-core attention kernel splits each f32 operand into "
+           "two bf16 terms instead of rounding it to bf16">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

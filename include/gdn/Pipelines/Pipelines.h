@@ -219,6 +219,14 @@ struct CUDAPipelineOptions
                      "absorbed form (gdn-absorb-mla-decode): scores against "
                      "the cached latents, not keys expanded from them"),
       llvm::cl::init(true)};
+  Option<int64_t> attentionBlock{
+      *this, "attention-block",
+      llvm::cl::desc("Prompts of at least this many tokens run gdn.mla's "
+                     "attention in the expanded form as one tensor-core "
+                     "kernel with an online softmax (gdn-block-attention "
+                     "tensor-core-only); fewer, and decode, in the absorbed "
+                     "form. 0 keeps the absorbed form for every call"),
+      llvm::cl::init(64)};
   Option<bool> tensorCoreProjections{
       *this, "tensor-core-projections",
       llvm::cl::desc("Projections and MLA attention scores as mma.sync "

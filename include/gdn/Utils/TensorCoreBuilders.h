@@ -19,6 +19,13 @@ void multiplyAccumulateBf16(OpBuilder &b, Location loc, ArrayRef<Value> a,
                             ArrayRef<Value> bFragment,
                             MutableArrayRef<Value> acc);
 
+/// ldmatrix of `count` 8 x 8 bf16 matrices of the workgroup-memory tile
+/// `tile` (transposed with `transpose`), this lane giving the address
+/// `indices` of its row: one 32-bit fragment register per matrix.
+SmallVector<Value> loadMatrixFragments(OpBuilder &b, Location loc, Value tile,
+                                       ValueRange indices, int64_t count,
+                                       bool transpose);
+
 } // namespace mlir::gdn
 
 #endif // GDN_UTILS_TENSORCOREBUILDERS_H

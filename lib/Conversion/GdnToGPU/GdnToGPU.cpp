@@ -358,6 +358,7 @@ struct ConvertGdnToGPUPass
     RewritePatternSet patterns(&getContext());
     populateGdnToGPURecurrencePatterns(patterns, blockColumns, keySplits);
     populateGdnToGPUChunkedScanPatterns(patterns, blockColumns, keySplits);
+    populateGdnToGPUAttentionPatterns(patterns, splitAttentionOperands);
     // The walk driver neither folds nor hoists constants: the greedy driver
     // would move the kernel's index constants into the host function.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
@@ -366,6 +367,16 @@ struct ConvertGdnToGPUPass
     WalkResult left = getOperation().walk([&](Operation *op) {
       if (!isa<GdnDialect>(op->getDialect()))
         return WalkResult::advance();
+      if (auto attention = dyn_cast<CausalAttentionOp>(op)) {
+        op->emitOpError()
+            << "has no CUDA lowering for heads of "
+            << cast<RankedTensorType>(attention.getQ().getType()).getDimSize(3)
+            << " query/key and "
+            << cast<RankedTensorType>(attention.getV().getType()).getDimSize(3)
+            << " value elements: the tensor-core kernel takes at most 256 "
+               "and 128 (gdn-decompose-layers decomposes the others)";
+        return WalkResult::interrupt();
+      }
       op->emitOpError()
           << "has no CUDA lowering: the CUDA pipeline lowers gdn.delta_rule "
              "and gdn.delta_rule_step; layer ops compile for the CPU "

@@ -41,18 +41,8 @@ SmallVector<Value> ScanKernel::loadMatrices(OpBuilder &nb, Location nl,
                                             const HalfTile &tile, Value row,
                                             Value col, int64_t count,
                                             bool transpose) {
-  Type half = nb.getBF16Type();
-  Value matrices = nvgpu::LdMatrixOp::create(
-      nb, nl, VectorType::get({count, 2}, half), tile.halves, tile.at(row, col),
-      transpose, count);
-  auto wordType = VectorType::get({1}, nb.getI32Type());
-  SmallVector<Value> registers;
-  for (int64_t i = 0; i < count; ++i) {
-    Value pair = vector::ExtractOp::create(nb, nl, matrices, i);
-    Value word = vector::BitCastOp::create(nb, nl, wordType, pair);
-    registers.push_back(vector::ExtractOp::create(nb, nl, word, 0));
-  }
-  return registers;
+  return loadMatrixFragments(nb, nl, tile.halves, tile.at(row, col), count,
+                             transpose);
 }
 
 // The PTX ISA's fragment layouts of mma.m16n8k16: A registers are the 8 x 8

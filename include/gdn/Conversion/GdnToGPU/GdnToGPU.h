@@ -32,6 +32,13 @@ void populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
                                          int64_t blockColumns,
                                          int64_t keySplits);
 
+/// Adds the pattern that rewrites gdn.causal_attention whose heads fit
+/// (CausalAttentionOp::fitsTensorCoreKernel) into one tensor-core kernel
+/// with an online softmax (AttentionToGPU.cpp); with `splitOperands`, each
+/// f32 operand is two bf16 terms.
+void populateGdnToGPUAttentionPatterns(RewritePatternSet &patterns,
+                                       bool splitOperands);
+
 /// The column recurrence of `op` as one launch that writes o into `om` and
 /// the final state into `sm`.
 gpu::LaunchOp buildDeltaRuleRecurrence(OpBuilder &b, DeltaRuleOp op, Value om,

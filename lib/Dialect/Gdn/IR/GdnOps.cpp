@@ -449,6 +449,48 @@ LogicalResult LmHeadOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// CausalAttentionOp
+//===----------------------------------------------------------------------===//
+
+bool CausalAttentionOp::fitsTensorCoreKernel(int64_t qkDim, int64_t valueDim) {
+  return qkDim >= 1 && qkDim <= 256 && valueDim >= 1 && valueDim <= 128;
+}
+
+LogicalResult CausalAttentionOp::verify() {
+  ShapeContract contract(*this, {"d", "e"});
+  if (failed(contract.check("operand", "q", getQ().getType(),
+                            {"B", "T", "n", "d"})) ||
+      failed(contract.check("operand", "k", getK().getType(),
+                            {"B", "S", "nk", "d"})) ||
+      failed(contract.check("operand", "v", getV().getType(),
+                            {"B", "S", "nk", "e"})) ||
+      failed(contract.check("result", "o", getO().getType(),
+                            {"B", "T", "n", "e"})))
+    return failure();
+  int64_t heads = contract.lookup("n"), keyHeads = contract.lookup("nk");
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(keyHeads))
+    return emitOpError() << "the head counts n and nk must be static, but got "
+                         << getQ().getType() << " and " << getK().getType();
+  if (keyHeads < 1 || heads % keyHeads != 0)
+    return emitOpError() << "the query heads (n = " << heads
+                         << ") must be a multiple of the key heads (nk = "
+                         << keyHeads << ")";
+  int64_t tokens = contract.lookup("T"), keys = contract.lookup("S");
+  if (!ShapedType::isDynamic(tokens) && !ShapedType::isDynamic(keys) &&
+      tokens > keys)
+    return emitOpError() << "the queries are the last T of the S positions, "
+                            "so T <= S, but got T = "
+                         << tokens << " and S = " << keys;
+  float scale = getScale().convertToFloat();
+  if (!std::isfinite(scale))
+    return emitOpError() << "scale must be finite, but got " << scale;
+  if (getBlock() < 1 || getBlock() > 1024)
+    return emitOpError() << "block must be 1..1024, but got " << getBlock();
+  return verifyF32(
+      *this, {{"q", getQ()}, {"k", getK()}, {"v", getV()}, {"o", getO()}});
+}
+
+//===----------------------------------------------------------------------===//
 // MlaOp
 //===----------------------------------------------------------------------===//
 

@@ -36,10 +36,17 @@ struct GdnBlockAttentionPass
     Builder builder(&getContext());
     IntegerAttr block = builder.getI64IntegerAttr(blockSize);
     getOperation().walk([&](Operation *op) {
-      if (auto mla = dyn_cast<MlaOp>(op))
-        mla.setAttentionBlockAttr(block);
-      else if (auto attention = dyn_cast<GatedAttentionOp>(op))
-        attention.setAttentionBlockAttr(block);
+      if (auto mla = dyn_cast<MlaOp>(op)) {
+        int64_t qkDim = static_cast<int64_t>(mla.getQkNopeHeadDim() +
+                                             mla.getQkRopeHeadDim());
+        if (!tensorCoreOnly ||
+            CausalAttentionOp::fitsTensorCoreKernel(
+                qkDim, static_cast<int64_t>(mla.getVHeadDim())))
+          mla.setAttentionBlockAttr(block);
+      } else if (auto attention = dyn_cast<GatedAttentionOp>(op)) {
+        if (!tensorCoreOnly)
+          attention.setAttentionBlockAttr(block);
+      }
     });
   }
 };

@@ -13,7 +13,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
 
-
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNDECOMPOSELAYERSPASS
 #include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
@@ -23,6 +22,17 @@ using namespace mlir;
 using namespace mlir::gdn;
 
 namespace {
+/// A gdn.causal_attention that the GPU's fused kernel takes.
+bool keepsForTensorCores(Operation *op) {
+  auto attention = dyn_cast<CausalAttentionOp>(op);
+  if (!attention)
+    return false;
+  auto q = cast<RankedTensorType>(attention.getQ().getType());
+  auto v = cast<RankedTensorType>(attention.getV().getType());
+  return CausalAttentionOp::fitsTensorCoreKernel(q.getDimSize(3),
+                                                 v.getDimSize(3));
+}
+
 struct GdnDecomposeLayersPass
     : gdn::impl::GdnDecomposeLayersPassBase<GdnDecomposeLayersPass> {
   using Base::Base;
@@ -34,6 +44,8 @@ struct GdnDecomposeLayersPass
     while (true) {
       SmallVector<linalg::AggregatedOpInterface> pending;
       getOperation().walk([&](linalg::AggregatedOpInterface op) {
+        if (keepTensorCoreAttention && keepsForTensorCores(op))
+          return;
         pending.push_back(op);
       });
       if (pending.empty())

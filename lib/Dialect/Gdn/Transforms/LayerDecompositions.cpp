@@ -129,60 +129,101 @@ struct MlaDecomposition : LayerDecomposition<MlaDecomposition, MlaOp> {
     }
     Value kvB = w[next++];
     float scale = 1.0f / std::sqrt(static_cast<float>(nope + rope));
-    auto absorbed = [&] {
-      return ab.absorbedAttention(
-          qNope, qRope, allLatent, allKRope, ab.headRows(kvB, heads, 0, nope),
-          ab.headRows(kvB, heads, nope, vDim), scale, past);
+    // The first `rows` rows along the tokens of [B, T, ...] `x`.
+    auto leading = [&](Value x, OpFoldResult rows) -> Value {
+      auto type = cast<RankedTensorType>(x.getType());
+      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+      SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+      sizes[1] = rows;
+      return tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
     };
-    auto expanded = [&](std::optional<uint64_t> block) {
-      Value kv = ab.splitHeads(ab.linear(allLatent, kvB, Value()), heads);
+    auto absorbed = [&](Value queriesNope, Value queriesRope) {
+      return ab.absorbedAttention(queriesNope, queriesRope, allLatent, allKRope,
+                                  ab.headRows(kvB, heads, 0, nope),
+                                  ab.headRows(kvB, heads, nope, vDim), scale,
+                                  past);
+    };
+    // The keys of the expanded form are the latents through kv_b_proj; its
+    // queries the last of them.
+    auto expanded = [&](std::optional<uint64_t> block, Value queriesNope,
+                        Value queriesRope, Value latents,
+                        Value kRopes) -> Value {
+      Value kv = ab.splitHeads(ab.linear(latents, kvB, Value()), heads);
       Value kNope = ab.sliceLast(kv, 0, nope);
       Value values = ab.sliceLast(kv, nope, vDim);
       if (!block) {
         Value probabilities = ab.causalSoftmax(
-            ab.scores(qNope, kNope, qRope, allKRope), scale, past);
+            ab.scores(queriesNope, kNope, queriesRope, kRopes), scale, past);
         return ab.weightedValues(probabilities, values);
       }
       // Per head: queries [nope | rope], keys [k_nope | the shared k_rope].
-      Value queries = concatAlong(b, loc, {qNope, qRope}, 3);
+      Value queries = concatAlong(b, loc, {queriesNope, queriesRope}, 3);
       Value keys =
-          concatAlong(b, loc, {kNope, ab.broadcastHeads(allKRope, heads)}, 3);
-      return buildBlockedCausalAttention(b, loc, queries, keys, values, scale,
-                                         past, static_cast<int64_t>(*block));
+          concatAlong(b, loc, {kNope, ab.broadcastHeads(kRopes, heads)}, 3);
+      auto type = RankedTensorType::get(
+          {ShapedType::kDynamic, ShapedType::kDynamic, heads, vDim},
+          b.getF32Type());
+      return CausalAttentionOp::create(b, loc, type, queries, keys, values,
+                                       b.getF32FloatAttr(scale),
+                                       b.getI64IntegerAttr(*block))
+          .getO();
     };
     std::optional<uint64_t> block = op.getAttentionBlock();
     Value attended;
     if (op.getAbsorbed() && block) {
       // Chosen per call: a few new tokens (decode) in the absorbed form, a
-      // prompt in blocks.
+      // prompt in blocks. Not an scf.if: each form takes a leading slice of
+      // the queries (and the expanded one of the keys), all or nothing, so
+      // that the form not chosen has empty operands. The step then has no
+      // control flow on the host, which a GPU's one stream of launches (and
+      // a CUDA graph of it) needs: the empty form's kernels have no blocks
+      // and are not launched.
       Value tokens = tensor::DimOp::create(b, loc, x, 1);
       Value few = arith::CmpIOp::create(
           b, loc, arith::CmpIPredicate::ult, tokens,
           arith::ConstantIndexOp::create(b, loc, static_cast<int64_t>(*block)));
-      auto type = RankedTensorType::get(
-          {ShapedType::kDynamic, ShapedType::kDynamic, heads, vDim},
-          b.getF32Type());
-      auto choice = scf::IfOp::create(b, loc, TypeRange{type}, few,
-                                      /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(choice.thenBlock());
-        scf::YieldOp::create(b, loc, castToTypes(b, loc, absorbed(), type));
-        b.setInsertionPointToStart(choice.elseBlock());
-        scf::YieldOp::create(b, loc,
-                             castToTypes(b, loc, expanded(block), type));
-      }
-      attended = choice.getResult(0);
+      Value none = arith::ConstantIndexOp::create(b, loc, 0);
+      Value fewTokens = arith::SelectOp::create(b, loc, few, tokens, none);
+      Value manyTokens = arith::SubIOp::create(b, loc, tokens, fewTokens);
+      Value keys = arith::SelectOp::create(
+          b, loc, few, none, tensor::DimOp::create(b, loc, allLatent, 1));
+      Value fewNope = leading(qNope, fewTokens);
+      Value fewRope = leading(qRope, fewTokens);
+      Value fewForm = absorbed(fewNope, fewRope);
+      Value manyNope = leading(qNope, manyTokens);
+      Value manyRope = leading(qRope, manyTokens);
+      Value keyLatents = leading(allLatent, keys);
+      Value keyRopes = leading(allKRope, keys);
+      Value manyForm =
+          expanded(block, manyNope, manyRope, keyLatents, keyRopes);
+      attended = concatAlong(b, loc, {fewForm, manyForm}, 1);
     } else if (op.getAbsorbed()) {
-      attended = absorbed();
+      attended = absorbed(qNope, qRope);
     } else {
-      attended = expanded(block);
+      attended = expanded(block, qNope, qRope, allLatent, allKRope);
     }
     Value y = ab.linear(ab.mergeHeads(attended), w[next++], Value());
     if (op.getInPlaceCache())
       return castToTypes(b, loc, {y, allLatent, allKRope},
                          op->getResultTypes());
     return castToTypes(b, loc, {y, latent, kRope}, op->getResultTypes());
+  }
+};
+
+/// Causal attention in blocks with an online softmax; the queries are the
+/// last of the key positions.
+struct CausalAttentionDecomposition
+    : LayerDecomposition<CausalAttentionDecomposition, CausalAttentionOp> {
+  static SmallVector<Value> decompose(CausalAttentionOp op, OpBuilder &b) {
+    Location loc = op.getLoc();
+    Value offset = arith::SubIOp::create(
+        b, loc, tensor::DimOp::create(b, loc, op.getK(), 1),
+        tensor::DimOp::create(b, loc, op.getQ(), 1));
+    Value o = buildBlockedCausalAttention(
+        b, loc, op.getQ(), op.getK(), op.getV(), op.getScale().convertToFloat(),
+        offset, op.getBlock());
+    return castToTypes(b, loc, {o}, op->getResultTypes());
   }
 };
 
@@ -250,6 +291,7 @@ void mlir::gdn::registerGdnDecompositionInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, GdnDialect *) {
     GatedDeltaNetOp::attachInterface<GatedDeltaNetDecomposition>(*context);
     MlaOp::attachInterface<MlaDecomposition>(*context);
+    CausalAttentionOp::attachInterface<CausalAttentionDecomposition>(*context);
     RmsNormOp::attachInterface<RmsNormDecomposition>(*context);
     SwiGluMlpOp::attachInterface<SwiGluMlpDecomposition>(*context);
     LmHeadOp::attachInterface<LmHeadDecomposition>(*context);

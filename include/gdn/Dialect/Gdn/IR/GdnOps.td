@@ -335,6 +335,48 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Gdn_CausalAttentionOp : Gdn_Op<"causal_attention", [Pure]> {
+  let summary = "causal softmax attention of new queries over every key";
+  let description = [{
+    `o = softmax_causal(scale q k^T) v` for `T` queries `q` `[B, T, n, d]`
+    against `S` keys `k` `[B, S, nk, d]` and values `v` `[B, S, nk, e]`
+    (f32). The queries are the last `T` of the `S` positions: query `t`
+    sits at position `S - T + t` and sees the keys `s <= S - T + t`, so a
+    prompt that continues `P` cached tokens passes the `P + T` keys. Query
+    head `h` reads key and value head `h / (n / nk)` (grouped heads).
+
+    The attention of `gdn.mla`'s expanded form (prompts), computed in
+    blocks with an online softmax: no `T x S` score matrix is ever formed,
+    and key blocks that causality hides are skipped. On the CPU it
+    decomposes into a task per (sequence, head, block of `block` queries)
+    over blocks of `block` keys; on the GPU it becomes one tensor-core
+    kernel (`gdn-convert-gdn-to-gpu`, tiles of 64 queries by 64 keys
+    recorded on its launch) where the head dimensions allow it
+    (`fitsTensorCoreKernel`).
+
+    ```mlir
+    %o = gdn.causal_attention %q, %k, %v {scale = 0.102 : f32, block = 64}
+        : (tensor<?x?x12x96xf32>, tensor<?x?x12x96xf32>,
+           tensor<?x?x12x64xf32>) -> tensor<?x?x12x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k,
+                   AnyRankedTensor:$v, F32Attr:$scale,
+                   DefaultValuedAttr<I64Attr, "64">:$block);
+  let results = (outs AnyRankedTensor:$o);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// Whether the GPU's tensor-core kernel takes heads of `qkDim` query
+    /// and key elements and `valueDim` value elements: padded to 16 and 8,
+    /// at most 256 and 128 (the products' fragments and the output stay in
+    /// registers).
+    static bool fitsTensorCoreKernel(int64_t qkDim, int64_t valueDim);
+  }];
+  let hasVerifier = 1;
+}
+
 def Gdn_RmsNormOp : Gdn_Op<"rms_norm", [Pure, AllTypesMatch<["x", "y"]>]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{

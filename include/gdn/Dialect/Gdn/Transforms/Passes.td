@@ -106,11 +106,20 @@ def GdnBlockAttentionPass : Pass<"gdn-block-attention", "func::FuncOp"> {
     `gdn.mla` (a model's step, which serves both decode and prompts) then
     chooses per call: fewer than `block-size` new tokens in the absorbed
     form, more in blocks. 0 leaves the ops alone (the whole score matrix).
+
+    With `tensor-core-only` (the GPU pipeline), only `gdn.mla` ops whose
+    heads fit the GPU's fused attention kernel are marked
+    (`gdn.causal_attention`'s `fitsTensorCoreKernel`); the others keep the
+    whole score matrix, whose products run on tensor cores there, rather
+    than blocks that would run as scalar loops.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"64",
            "Queries and keys per block (1 to 1024), or 0 to leave the "
            "ops alone">,
+    Option<"tensorCoreOnly", "tensor-core-only", "bool", /*default=*/"false",
+           "Mark only the gdn.mla ops whose attention the GPU's fused "
+           "tensor-core kernel takes">,
   ];
 }
 
@@ -132,7 +141,18 @@ def GdnDecomposeLayersPass : Pass<"gdn-decompose-layers", "func::FuncOp"> {
     `linalg.matmul` over the B x T rows with the weight transposed in its
     indexing map; how they are tiled is the target's decision
     (gdn-cpu-tile-projections).
+
+    With `keep-tensor-core-attention`, `gdn.causal_attention` ops whose
+    head dimensions the GPU's fused kernel takes stay as they are, for
+    gdn-convert-gdn-to-gpu to lower (the GPU pipeline sets it); the others
+    decompose into their blocks.
   }];
+  let options = [
+    Option<"keepTensorCoreAttention", "keep-tensor-core-attention", "bool",
+           /*default=*/"false",
+           "Leave gdn.causal_attention ops that fit the GPU's tensor-core "
+           "attention kernel undecomposed">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
