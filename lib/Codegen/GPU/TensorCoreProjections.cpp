@@ -72,10 +72,14 @@ constexpr int64_t kWarps = (kBlockRows / kWarpRows) * (kBlockCols / kWarpCols);
 /// The operands of a projection that the kernel takes: x [B, T, I] f32,
 /// w [O, I] bf16 or f32 and out [B, T, O] f32, all with identity layouts (dense
 /// rows starting at aligned addresses: the vector loads rely on it), and I
-/// a multiple of the reduction step.
+/// a multiple of the reduction step. An x of another layout (a view of a
+/// cache's rows, whose sequences are the cache's room apart) is first
+/// copied into a dense buffer (`copyX`): a pass over B x T x I elements,
+/// against the warp per output that the projection would get otherwise.
 struct Projection {
   Value x, weight, out;
   int64_t inputs, outputs;
+  bool copyX = false;
 };
 
 bool isDense(MemRefType type) { return type.getLayout().isIdentity(); }
@@ -92,7 +96,7 @@ std::optional<Projection> matchProjection(linalg::ContractOp op,
   auto weightType = dyn_cast<MemRefType>(weight.getType());
   auto outType = dyn_cast<MemRefType>(out.getType());
   if (!xType || !weightType || !outType || xType.getRank() != 3 ||
-      weightType.getRank() != 2 || outType.getRank() != 3 || !isDense(xType) ||
+      weightType.getRank() != 2 || outType.getRank() != 3 ||
       !isDense(weightType) || !isDense(outType) ||
       !xType.getElementType().isF32() ||
       !(weightType.getElementType().isBF16() ||
@@ -106,7 +110,24 @@ std::optional<Projection> matchProjection(linalg::ContractOp op,
   if (outputs < kBlockCols || inputs % kStep != 0 ||
       xType.getDimSize(2) != inputs || outType.getDimSize(2) != outputs)
     return std::nullopt;
-  return Projection{x, weight, out, inputs, outputs};
+  return Projection{x, weight, out, inputs, outputs, !isDense(xType)};
+}
+
+/// Makes `p.x` a dense copy of the projection's input, which the op then
+/// reads.
+void copyInputDense(linalg::ContractOp op, Projection &p) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto type = cast<MemRefType>(p.x.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(memref::DimOp::create(b, loc, p.x, d));
+  Value dense = memref::AllocOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()), sizes);
+  memref::CopyOp::create(b, loc, p.x, dense);
+  op.getDpsInputOperand(0)->set(dense);
+  p.x = dense;
 }
 
 /// How a kernel reaches its operands, built inside the launch: A [M, K]
@@ -1000,8 +1021,11 @@ struct GdnGPUTensorCoreProjectionsPass
       if (std::optional<HeadProduct> h = matchHeadProduct(generic, f32Weights))
         headProducts.emplace_back(generic, *h);
     });
-    for (auto &[op, p] : projections)
+    for (auto &[op, p] : projections) {
+      if (p.copyX)
+        copyInputDense(op, p);
       rewriteProjection(op, p, splitActivations, fuseEpilogues);
+    }
     for (auto &[op, s] : scores)
       rewriteScores(op, s, splitActivations);
     for (auto &[op, a] : attended)

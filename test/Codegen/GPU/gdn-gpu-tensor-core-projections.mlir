@@ -43,14 +43,34 @@
 // COUNT-LABEL: func.func @projection
 // COUNT-COUNT-64: nvvm.mma.sync
 // COUNT-NOT: nvvm.mma.sync
-// COUNT-LABEL: func.func @even
+// COUNT-LABEL: func.func @cache_rows
 // ROUNDED-LABEL: func.func @projection
 // ROUNDED-COUNT-32: nvvm.mma.sync
 // ROUNDED-NOT: nvvm.mma.sync
 // ROUNDED: split_activations = false
-// ROUNDED-LABEL: func.func @even
+// ROUNDED-LABEL: func.func @cache_rows
 func.func @projection(%x: memref<?x?x64xf32>, %w: memref<100x64xbf16>, %y: memref<?x?x100xf32>) {
   linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : memref<?x?x64xf32>, memref<100x64xbf16>) outs(%y : memref<?x?x100xf32>)
+  return
+}
+
+// -----
+
+#x = affine_map<(b, t, o, i) -> (b, t, i)>
+#w = affine_map<(b, t, o, i) -> (o, i)>
+#y = affine_map<(b, t, o, i) -> (b, t, o)>
+
+// The rows of a cache (sequences the cache's room apart) are copied into a
+// dense buffer first, which the kernel and the rest rows read.
+// CHECK-LABEL: func.func @cache_rows
+// CHECK-SAME: (%[[X:.*]]: memref<?x?x64xf32, strided<[?, 64, 1]>>
+// CHECK: %[[DENSE:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x64xf32>
+// CHECK: memref.copy %[[X]], %[[DENSE]]
+// CHECK: memref.collapse_shape %[[DENSE]]
+// CHECK: gpu.launch
+// CHECK: linalg.contract {{.*}} ins(%{{.*}}, %{{.*}} : memref<1x?x64xf32, strided<[?, 64, 1], offset: ?>>
+func.func @cache_rows(%x: memref<?x?x64xf32, strided<[?, 64, 1]>>, %w: memref<100x64xbf16>, %y: memref<?x?x100xf32>) {
+  linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : memref<?x?x64xf32, strided<[?, 64, 1]>>, memref<100x64xbf16>) outs(%y : memref<?x?x100xf32>)
   return
 }
 
