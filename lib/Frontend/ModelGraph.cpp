@@ -279,6 +279,15 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
     argTypes.push_back(RankedTensorType::get(shape, element));
     allWeights.push_back({name, argTypes.back()});
   }
+  // The step returns the logits of the new tokens at these positions
+  // (i64 [L], 0..T-1): all of them, or only the last where the caller
+  // samples from it, which spares a prompt's LM head (its largest
+  // product) and norm for every other position.
+  std::optional<unsigned> logitRowsArg;
+  if (withCaches) {
+    logitRowsArg = argTypes.size();
+    argTypes.push_back(RankedTensorType::get({dyn}, b.getI64Type()));
+  }
   auto hidden = RankedTensorType::get({dyn, dyn, config.dModel}, f32);
   auto logitsType = RankedTensorType::get({dyn, dyn, config.vocabSize}, f32);
   SmallVector<Type> resultTypes = {logitsType};
@@ -407,6 +416,28 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
   for (auto &[key, function] : functionOf)
     function->setAttr("gdn.layers", b.getDenseI64ArrayAttr(layersOf[key]));
 
+  if (logitRowsArg) {
+    // x[b, rows[l], :] for the rows whose logits are returned.
+    Value rows = body->getArgument(*logitRowsArg);
+    Value hiddenRows = x;
+    SmallVector<OpFoldResult> sizes = {tensor::getMixedSizes(b, loc, x)[0],
+                                       tensor::getMixedSizes(b, loc, rows)[0],
+                                       b.getIndexAttr(config.dModel)};
+    AffineMap byRow =
+        AffineMap::get(3, 0, {b.getAffineDimExpr(1)}, b.getContext());
+    x = buildElementwise(
+        b, loc, rows, createEmpty(b, loc, sizes, f32), byRow,
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value row =
+              arith::IndexCastOp::create(nb, nl, nb.getIndexType(), args[0]);
+          Value sequence = linalg::IndexOp::create(nb, nl, 0);
+          Value column = linalg::IndexOp::create(nb, nl, 2);
+          return tensor::ExtractOp::create(nb, nl, hiddenRows,
+                                           ValueRange{sequence, row, column})
+              .getResult();
+        });
+    x = tensor::CastOp::create(b, loc, hidden, x);
+  }
   Value last =
       RmsNormOp::create(b, loc, hidden, x, weight(model + "norm.weight"), eps,
                         zeroCentered)

@@ -195,6 +195,9 @@ class CompiledModel:
         return np.ctypeslib.as_array(pointer, shape=shape).copy()
 
     def _call(self, function, ids, *sizes, last_only=False):
+        # The step computes the logits of the last positions alone when
+        # that is all the caller reads.
+        self._api.gdn_model_set_last_logits_only(self._handle, int(last_only))
         pointer = ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
         if function(self._handle, pointer, *sizes) != 0:
             message = self._error()
@@ -215,8 +218,9 @@ class CompiledModel:
     def prefill(self, token_ids, last_only=False):
         """Logits [B, T, vocab] (float32) of new sequences token_ids [B, T];
         the caches then hold them. With last_only=True, the logits [B, vocab]
-        of each sequence's last position alone (on a GPU, the only ones
-        copied to the host)."""
+        of each sequence's last position alone: the LM head runs for those
+        positions only (and on a GPU they are the only ones copied to the
+        host)."""
         ids = self._ids(token_ids, 2)
         return self._call(self._api.gdn_model_prefill, ids, *ids.shape,
                           last_only=last_only)
@@ -267,6 +271,8 @@ def _load_api(library_path):
                                   [handle, ctypes.POINTER(i64)]),
         "gdn_model_set_check_numerics": (ctypes.c_int, [handle,
                                                         ctypes.c_int]),
+        "gdn_model_set_last_logits_only": (ctypes.c_int, [handle,
+                                                          ctypes.c_int]),
         "gdn_model_position": (i64, [handle]),
         "gdn_model_vocab_size": (i64, [handle]),
         "gdn_model_batch": (i64, [handle]),

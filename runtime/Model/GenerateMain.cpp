@@ -544,6 +544,8 @@ int main(int argc, char **argv) {
   for (int64_t b = 0; b < batch; ++b)
     ids.insert(ids.end(), promptIds.begin(), promptIds.end());
 
+  // Generation samples from each sequence's last position only.
+  gdn_model_set_last_logits_only(model, 1);
   auto prefillStart = Clock::now();
   if (gdn_model_prefill(model, ids.data(), batch, promptLength))
     return error(gdn_model_last_error());

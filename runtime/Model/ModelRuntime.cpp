@@ -277,8 +277,13 @@ struct gdn_model {
   mutable const float *hostLastLogits = nullptr;
   /// The numerics check's view of the caches and logits.
   mutable HostCopy numericsOnHost;
-  /// The step's token ids, where it can read them.
-  Buffer<int64_t> ids;
+  /// The step's token ids, where it can read them, and the positions among
+  /// the new tokens whose logits it returns.
+  Buffer<int64_t> ids, logitRows;
+  /// gdn_model_set_last_logits_only: prefill and extend return the logits
+  /// of each sequence's last position only.
+  bool lastLogitsOnly = false;
+  /// `tokens`: the positions per sequence of the last step's logits.
   int64_t batch = 0, tokens = 0, position = 0;
   /// gdn_model_set_check_numerics: every step's caches and logits are
   /// scanned for NaN and Inf.
@@ -520,13 +525,14 @@ static int64_t firstNonFinite(const float *values, int64_t count) {
 }
 
 /// After a step of `tokens` tokens into `model.next` (the fixed-size
-/// caches), the growing caches' new rows and `model.nextLogits`: fails,
+/// caches), the growing caches' new rows and `model.nextLogits` (of the last
+/// `logitTokens` positions): fails,
 /// naming the first layer (in order) whose new caches hold NaN or Inf, with
 /// the sequence and position, or else the first logits that do. The caches
 /// and the position stay as before the step (a growing cache's rows past
 /// the position are not part of it).
 static int checkNumerics(const gdn_model &model, int64_t batch, int64_t tokens,
-                         int64_t total) {
+                         int64_t logitTokens, int64_t total) {
   std::vector<CacheLayout> layouts = cacheLayouts(model.config);
   auto kind = [](float x) { return std::isnan(x) ? "NaN" : "Inf"; };
   HostCopy &onHost = model.numericsOnHost;
@@ -577,16 +583,24 @@ static int checkNumerics(const gdn_model &model, int64_t batch, int64_t tokens,
   }
   int64_t vocab = model.config.vocabSize;
   const float *logits =
-      onHost.of(model.nextLogits.data(), batch * tokens * vocab);
+      onHost.of(model.nextLogits.data(), batch * logitTokens * vocab);
   if (!logits)
     return unreadable("logits");
-  int64_t bad = firstNonFinite(logits, batch * tokens * vocab);
+  int64_t bad = firstNonFinite(logits, batch * logitTokens * vocab);
   if (bad >= 0)
-    return fail(std::string("numerics: ") + kind(logits[bad]) +
-                " in the logits of sequence " +
-                std::to_string(bad / (tokens * vocab)) + ", position " +
-                std::to_string(total - tokens + (bad / vocab) % tokens) +
-                " (the caches are finite)");
+    return fail(
+        std::string("numerics: ") + kind(logits[bad]) +
+        " in the logits of sequence " +
+        std::to_string(bad / (logitTokens * vocab)) + ", position " +
+        std::to_string(total - logitTokens + (bad / vocab) % logitTokens) +
+        " (the caches are finite)");
+  return 0;
+}
+
+extern "C" int gdn_model_set_last_logits_only(gdn_model *model, int enabled) {
+  if (!model)
+    return fail("model is NULL");
+  model->lastLogitsOnly = enabled != 0;
   return 0;
 }
 
@@ -652,7 +666,10 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
     if (!cache.data.resize(checkedProduct(shape)))
       return failAllocation("cache", shape);
   }
-  llvm::SmallVector<int64_t> logitsShape = {batch, tokens, config.vocabSize};
+  // The logits of every new token, or of the last one.
+  int64_t logitTokens = model->lastLogitsOnly ? 1 : tokens;
+  llvm::SmallVector<int64_t> logitsShape = {batch, logitTokens,
+                                            config.vocabSize};
   if (!model->nextLogits.resize(checkedProduct(logitsShape)))
     return failAllocation("logits", logitsShape);
   int64_t idCount = batch * tokens; // checked by checkStep
@@ -664,10 +681,19 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
                               idCount * sizeof(int64_t)))
     return fail("cannot copy the token ids to the device: " +
                 gdn::model::memoryError());
+  std::vector<int64_t> rows(logitTokens);
+  for (int64_t i = 0; i < logitTokens; ++i)
+    rows[i] = tokens - logitTokens + i;
+  if (!model->logitRows.resize(logitTokens) ||
+      !gdn::model::copyToStep(model->logitRows.data(), rows.data(),
+                              logitTokens * sizeof(int64_t)))
+    return fail("cannot place the logits' positions [" +
+                std::to_string(logitTokens) +
+                "] (i64) for the step: " + gdn::model::memoryError());
 
   // The step's arguments: ids, the caches (the growing ones with their new
-  // rows), the weights, then the outputs (logits and the new fixed-size
-  // caches).
+  // rows), the weights, the logits' positions, then the outputs (logits and
+  // the new fixed-size caches).
   std::vector<Descriptor> inputs, outputs;
   inputs.emplace_back(model->ids.data(),
                       llvm::ArrayRef<int64_t>{batch, tokens});
@@ -680,13 +706,17 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
   for (Cache &cache : model->next)
     if (!cache.growsWithTokens)
       outputs.emplace_back(cache.data.data(), cache.shape(batch, total));
+  std::vector<Descriptor> positions;
+  positions.emplace_back(model->logitRows.data(),
+                         llvm::ArrayRef<int64_t>{logitTokens});
   std::vector<void *> addresses;
-  for (auto *group : {&inputs, &model->weights, &outputs})
+  for (auto *group : {&inputs, &model->weights, &positions, &outputs})
     for (Descriptor &d : *group)
       addresses.push_back(d.address());
   _gdn_packed_gdn_forward_step(addresses.data());
   gdn::model::finishStep();
-  if (model->checkNumerics && checkNumerics(*model, batch, tokens, total))
+  if (model->checkNumerics &&
+      checkNumerics(*model, batch, tokens, logitTokens, total))
     return -1;
   for (auto [cache, next] : llvm::zip_equal(model->caches, model->next))
     if (!cache.growsWithTokens)
@@ -695,7 +725,7 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
   model->hostLogits = nullptr;
   model->hostLastLogits = nullptr;
   model->batch = batch;
-  model->tokens = tokens;
+  model->tokens = logitTokens;
   model->position = total;
   return 0;
 }

@@ -86,7 +86,8 @@ GDN_MODEL_API int gdn_model_extend(gdn_model *model, const int64_t *ids,
 GDN_MODEL_API int gdn_model_decode(gdn_model *model, const int64_t *ids);
 
 /* The logits [batch, tokens, vocab] of the last prefill, extend or decode
- * (tokens = 1 after decode); valid until the next call on `model`. On a
+ * (tokens = 1 after decode, and with gdn_model_set_last_logits_only: the
+ * last position's); valid until the next call on `model`. On a
  * GPU the first call after a step copies them to the host; NULL (batch and
  * tokens 0) if that fails, with the reason in gdn_model_last_error. */
 GDN_MODEL_API const float *gdn_model_logits(const gdn_model *model,
@@ -98,6 +99,14 @@ GDN_MODEL_API const float *gdn_model_logits(const gdn_model *model,
  * `model`; NULL (batch 0) as gdn_model_logits. */
 GDN_MODEL_API const float *gdn_model_last_logits(const gdn_model *model,
                                                  int64_t *batch);
+
+/* With `enabled` != 0, later prefills and extends compute the logits of
+ * each sequence's last position only (what generation samples from): the
+ * LM head and final norm of the other positions, a prompt's largest
+ * product, are skipped. Off by default (the logits of every position, which
+ * perplexity needs). */
+GDN_MODEL_API int gdn_model_set_last_logits_only(gdn_model *model,
+                                                 int enabled);
 
 /* With `enabled` != 0, every later prefill, extend and decode scans the new
  * caches (layer by layer) and the logits for NaN and Inf, and fails on the

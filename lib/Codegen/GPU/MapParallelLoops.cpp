@@ -127,11 +127,11 @@ LogicalResult mapToGrid(RewriterBase &rewriter, scf::ParallelOp loop,
     total = arith::MulIOp::create(rewriter, loc, total, trips);
   }
   Value threadsPerBlock = constant(blockThreads);
-  // At least one block: a launch of zero blocks is an error, and empty
-  // loops occur (the copy of an MLA cache before the first token).
-  Value blocks = arith::MaxUIOp::create(
-      rewriter, loc,
-      arith::CeilDivUIOp::create(rewriter, loc, total, threadsPerBlock), one);
+  // No blocks for an empty loop (the copy of an MLA cache before the first
+  // token, the attention form a call does not take): the runtime skips a
+  // launch of no blocks, which the driver would reject.
+  Value blocks =
+      arith::CeilDivUIOp::create(rewriter, loc, total, threadsPerBlock);
   auto grid = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
                                       ValueRange{blocks}, ValueRange{one});
   rewriter.setInsertionPointToStart(grid.getBody());
@@ -407,11 +407,8 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   for (Value size : sizes)
     total = arith::MulIOp::create(rewriter, loc, total, size);
   int64_t outputsPerBlock = blockThreads / lanes;
-  Value blocks = arith::MaxUIOp::create(
-      rewriter, loc,
-      arith::CeilDivUIOp::create(rewriter, loc, total,
-                                 constant(outputsPerBlock)),
-      one);
+  Value blocks = arith::CeilDivUIOp::create(rewriter, loc, total,
+                                            constant(outputsPerBlock));
   auto grid = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
                                       ValueRange{blocks}, ValueRange{one});
   rewriter.setInsertionPointToStart(grid.getBody());

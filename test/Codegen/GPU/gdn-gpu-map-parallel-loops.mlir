@@ -9,7 +9,8 @@
 // threads; the sum stays a loop in the thread, its total in a register
 // until the one store.
 // CHECK-LABEL: func.func @short_projection
-// CHECK: %[[BLOCKS:.*]] = arith.maxui
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %{{.*}}, %c128
+// CHECK-NOT: arith.maxui
 // CHECK: scf.parallel (%[[BLOCK:.*]]) = (%{{.*}}) to (%[[BLOCKS]])
 // CHECK: scf.parallel (%[[THREAD:.*]]) = (%{{.*}}) to (%c128{{.*}})
 // CHECK: %[[LINEAR:.*]] = arith.addi

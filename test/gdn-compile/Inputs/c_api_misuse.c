@@ -6,6 +6,7 @@
 
 #include "gdn_model.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,8 @@ int main(int argc, char **argv) {
   expectError(gdn_model_decode(NULL, one), "NULL", "decode(NULL)");
   expectError(gdn_model_set_check_numerics(NULL, 1), "NULL",
               "set_check_numerics(NULL)");
+  expectError(gdn_model_set_last_logits_only(NULL, 1), "NULL",
+              "set_last_logits_only(NULL)");
   gdn_model_free(NULL);
 
   expect(gdn_model_load("/nonexistent/model.safetensors") == NULL &&
@@ -153,6 +156,28 @@ int main(int argc, char **argv) {
              gdn_model_decode(model, next) == 0,
          "decode with the numerics check");
   gdn_model_set_check_numerics(model, 0);
+  // The last position's logits alone: the last row of every position's.
+  expect(gdn_model_prefill(model, prompt, 2, 3) == 0, "prefill of 2 x 3");
+  const float *all = gdn_model_logits(model, &batch, &tokens);
+  float *lastRows = malloc(2 * vocab * sizeof(float));
+  for (int64_t b = 0; all && b < 2; ++b)
+    memcpy(lastRows + b * vocab, all + (b * 3 + 2) * vocab,
+           vocab * sizeof(float));
+  expect(gdn_model_set_last_logits_only(model, 1) == 0 &&
+             gdn_model_prefill(model, prompt, 2, 3) == 0,
+         "prefill with the last logits only");
+  const float *lastOnly = gdn_model_logits(model, &batch, &tokens);
+  int close = lastOnly && batch == 2 && tokens == 1;
+  for (int64_t i = 0; close && i < 2 * vocab; ++i)
+    close =
+        fabsf(lastOnly[i] - lastRows[i]) <= 1e-4f * (1 + fabsf(lastRows[i]));
+  expect(close, "the last logits only equal the last rows of all of them");
+  const float *sampled = gdn_model_last_logits(model, &batch);
+  expect(sampled && batch == 2 && memcmp(sampled, lastOnly,
+                                         2 * vocab * sizeof(float)) == 0,
+         "last_logits with the last logits only");
+  free(lastRows);
+  gdn_model_set_last_logits_only(model, 0);
   // A second model of the same weights, freed first.
   gdn_model *other = gdn_model_load(argv[1]);
   expect(other != NULL && gdn_model_prefill(other, prompt, 1, 1) == 0,
