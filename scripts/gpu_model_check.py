@@ -99,6 +99,14 @@ def check_model(results, name, entry, dtype, timings):
         what = f"{label}: prefill B={batch} T={tokens}"
         results.check(error <= tol and greedy_agrees(got, want), what,
                       f"relative error {error:.2e}")
+        # The same prompt again with the last position's logits alone (the
+        # LM head of that row only): the last row of the reference's, and
+        # the caches the decode steps below continue from.
+        last = compiled.prefill(ids, last_only=True)
+        error = relative_error(last, want[:, -1])
+        results.check(error <= tol and greedy_agrees(last, want[:, -1]),
+                      f"{what}: last logits only",
+                      f"relative error {error:.2e}")
         worst, agree = 0.0, True
         for _ in range(DECODE_STEPS):
             step = want[:, -1].argmax(-1) if want.ndim == 3 else \

@@ -29,6 +29,7 @@
 #include <set>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 using namespace mlir::gdn;
@@ -280,6 +281,8 @@ struct gdn_model {
   /// The step's token ids, where it can read them, and the positions among
   /// the new tokens whose logits it returns.
   Buffer<int64_t> ids, logitRows;
+  /// (tokens, positions) that `logitRows` holds the positions for.
+  std::pair<int64_t, int64_t> logitRowsFor = {-1, -1};
   /// gdn_model_set_last_logits_only: prefill and extend return the logits
   /// of each sequence's last position only.
   bool lastLogitsOnly = false;
@@ -681,15 +684,22 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
                               idCount * sizeof(int64_t)))
     return fail("cannot copy the token ids to the device: " +
                 gdn::model::memoryError());
-  std::vector<int64_t> rows(logitTokens);
-  for (int64_t i = 0; i < logitTokens; ++i)
-    rows[i] = tokens - logitTokens + i;
-  if (!model->logitRows.resize(logitTokens) ||
-      !gdn::model::copyToStep(model->logitRows.data(), rows.data(),
-                              logitTokens * sizeof(int64_t)))
-    return fail("cannot place the logits' positions [" +
-                std::to_string(logitTokens) +
-                "] (i64) for the step: " + gdn::model::memoryError());
+  // The positions are those of the last step in decode: copied only when
+  // they change (a copy to a GPU is a synchronous transfer).
+  std::pair<int64_t, int64_t> rowsFor = {tokens, logitTokens};
+  if (model->logitRowsFor != rowsFor) {
+    model->logitRowsFor = {-1, -1};
+    std::vector<int64_t> rows(logitTokens);
+    for (int64_t i = 0; i < logitTokens; ++i)
+      rows[i] = tokens - logitTokens + i;
+    if (!model->logitRows.resize(logitTokens) ||
+        !gdn::model::copyToStep(model->logitRows.data(), rows.data(),
+                                logitTokens * sizeof(int64_t)))
+      return fail("cannot place the logits' positions [" +
+                  std::to_string(logitTokens) +
+                  "] (i64) for the step: " + gdn::model::memoryError());
+    model->logitRowsFor = rowsFor;
+  }
 
   // The step's arguments: ids, the caches (the growing ones with their new
   // rows), the weights, the logits' positions, then the outputs (logits and
