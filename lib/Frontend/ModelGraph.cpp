@@ -248,7 +248,9 @@ static std::string layerKey(const ModelConfig &config, size_t index,
   return key;
 }
 
-/// Builds @name: (ids, [caches,] weights) -> (logits[, caches]). A cache
+/// Builds @name: (ids, [caches,] weights[, logit rows]) -> (logits[,
+/// caches]); the step (with caches) returns the logits of the positions in
+/// its logit rows. A cache
 /// that grows with the tokens (MLA latents and RoPE keys, attention keys
 /// and values) comes in with room for this call's tokens after the cached
 /// ones, and the step writes them in place (markInPlaceCache) rather than

@@ -43,8 +43,10 @@ struct ModelFunctions {
 /// and, over the same weights, the step that continues sequences from their
 /// caches (decode is T = 1; a longer T continues a prefill in chunks):
 ///
-///   func.func @gdn_forward_step(%ids: tensor<?x?xi64>, <caches>, <weights>)
-///       -> (logits, <fixed-size caches>)
+///   func.func @gdn_forward_step(%ids: tensor<?x?xi64>, <caches>, <weights>,
+///                               %logit_rows: tensor<?xi64>)
+///       -> (logits [B, L, vocab] at the L positions of %logit_rows among
+///           the T new tokens, <fixed-size caches>)
 ///
 /// with two caches per layer, in layer order (modelCacheTypes): for a GDN
 /// layer the conv state [B, conv_size - 1, 3 d_out] and the delta-rule

@@ -73,6 +73,12 @@ bool accessesOf(Operation *op, SmallVectorImpl<Value> &reads,
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   if (!linalgOp || !linalgOp.hasPureBufferSemantics())
     return false;
+  // A body that reads memory of its own (a gather: the embedding, the
+  // logits' rows) touches buffers its operands do not name.
+  bool readsCaptured = false;
+  linalgOp->walk([&](memref::LoadOp) { readsCaptured = true; });
+  if (readsCaptured)
+    return false;
   for (Value input : linalgOp.getDpsInputs())
     if (isa<MemRefType>(input.getType()))
       reads.push_back(bufferOf(input));

@@ -344,6 +344,9 @@ def Gdn_CausalAttentionOp : Gdn_Op<"causal_attention", [Pure]> {
     sits at position `S - T + t` and sees the keys `s <= S - T + t`, so a
     prompt that continues `P` cached tokens passes the `P + T` keys. Query
     head `h` reads key and value head `h / (n / nk)` (grouped heads).
+    `T <= S` is verified where both are static; dynamic sizes with `T > S`
+    are undefined behaviour (the op's producers, `gdn.mla`'s
+    decompositions, always pass the P + T keys).
 
     The attention of `gdn.mla`'s expanded form (prompts), computed in
     blocks with an online softmax: no `T x S` score matrix is ever formed,
@@ -371,7 +374,8 @@ def Gdn_CausalAttentionOp : Gdn_Op<"causal_attention", [Pure]> {
     /// Whether the GPU's tensor-core kernel takes heads of `qkDim` query
     /// and key elements and `valueDim` value elements: padded to 16 and 8,
     /// at most 256 and 128 (the products' fragments and the output stay in
-    /// registers).
+    /// registers). Its workgroup memory at the widest, 166 KiB with split
+    /// operands, fits sm_90's 227 KiB, not every older chip's.
     static bool fitsTensorCoreKernel(int64_t qkDim, int64_t valueDim);
   }];
   let hasVerifier = 1;
