@@ -93,13 +93,6 @@ private:
   Value lessThan(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
   }
-  /// 2^x on the hardware's ex2.approx (2^-inf = 0).
-  Value exp2(Value x) {
-    return LLVM::CallIntrinsicOp::create(
-               b, loc, f32, b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
-               ValueRange{x})
-        .getResult(0);
-  }
   /// The maximum (or sum) of `x` over the four lanes of a quad, which hold
   /// one accumulator row between them.
   Value quadReduce(Value x, bool maximum) {
@@ -271,22 +264,14 @@ std::pair<Value, Value> AttentionKernel::pack(Value first, Value second) {
 void AttentionKernel::build(gpu::LaunchOp launch, Value q, Value k, Value v,
                             Value o, float scale) {
   tid = launch.getThreadIds().x;
-  warp = arith::DivUIOp::create(b, loc, tid, c(32));
-  Value lane = arith::RemUIOp::create(b, loc, tid, c(32));
-  group = arith::DivUIOp::create(b, loc, lane, c(4));
-  quad = arith::RemUIOp::create(b, loc, lane, c(4));
-  matrixRow = arith::RemUIOp::create(b, loc, lane, c(8));
-  matrixColumn =
-      mul(arith::RemUIOp::create(
-              b, loc, arith::DivUIOp::create(b, loc, lane, c(8)), c(2)),
-          c(8));
-  matrixHalf = mul(arith::DivUIOp::create(b, loc, lane, c(16)), c(8));
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  sharedBase = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                      MemRefLayoutAttrInterface(), workgroup));
+  MmaLane lane = mmaLaneOf(b, loc, tid);
+  warp = lane.warp;
+  group = lane.group;
+  quad = lane.quad;
+  matrixRow = lane.matrixRow;
+  matrixColumn = lane.matrixColumn;
+  matrixHalf = lane.matrixHalf;
+  sharedBase = dynamicWorkgroupMemory(b, loc);
   int64_t offset = 0;
   SplitTile qTile = carve(kQueryBlock, s.qkWidth, offset);
   SplitTile kTile = carve(kKeyBlock, s.qkWidth, offset);
@@ -370,13 +355,15 @@ void AttentionKernel::build(gpu::LaunchOp launch, Value q, Value k, Value v,
     for (int64_t r = 0; r < 2; ++r) {
       maximum[r] = arith::MaximumFOp::create(b, loc, carried[r],
                                              quadReduce(rowMax[r], true));
-      rescale[r] = exp2(arith::SubFOp::create(b, loc, carried[r], maximum[r]));
+      rescale[r] = exponent2(
+          b, loc, arith::SubFOp::create(b, loc, carried[r], maximum[r]));
       sums[r] = arith::MulFOp::create(b, loc, carried[2 + r], rescale[r]);
     }
     for (int64_t t = 0; t < kScoreTiles; ++t) {
       for (int64_t e = 0; e < 4; ++e) {
-        scores[t][e] =
-            exp2(arith::SubFOp::create(b, loc, scores[t][e], maximum[e / 2]));
+        scores[t][e] = exponent2(
+            b, loc,
+            arith::SubFOp::create(b, loc, scores[t][e], maximum[e / 2]));
         sums[e / 2] = arith::AddFOp::create(b, loc, sums[e / 2], scores[t][e]);
       }
     }

@@ -27,11 +27,45 @@ Value mlir::gdn::multiplyAdd(OpBuilder &b, Location loc, Value x, Value y,
 Value mlir::gdn::exponential(OpBuilder &b, Location loc, Value x) {
   Value log2e =
       arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.4426950408889634f));
-  Value scaled = arith::MulFOp::create(b, loc, x, log2e);
+  return exponent2(b, loc, arith::MulFOp::create(b, loc, x, log2e));
+}
+
+Value mlir::gdn::exponent2(OpBuilder &b, Location loc, Value x) {
   return LLVM::CallIntrinsicOp::create(
              b, loc, b.getF32Type(),
-             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), ValueRange{scaled})
+             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), ValueRange{x})
       .getResult(0);
+}
+
+mlir::gdn::MmaLane mlir::gdn::mmaLaneOf(OpBuilder &b, Location loc, Value tid) {
+  auto c = [&](int64_t v) { return indexConstant(b, loc, v); };
+  auto div = [&](Value x, int64_t d) {
+    return arith::DivUIOp::create(b, loc, x, c(d)).getResult();
+  };
+  auto rem = [&](Value x, int64_t d) {
+    return arith::RemUIOp::create(b, loc, x, c(d)).getResult();
+  };
+  auto mul = [&](Value x, int64_t d) {
+    return arith::MulIOp::create(b, loc, x, c(d)).getResult();
+  };
+  MmaLane lane;
+  lane.warp = div(tid, 32);
+  Value inWarp = rem(tid, 32);
+  lane.group = div(inWarp, 4);
+  lane.quad = rem(inWarp, 4);
+  lane.matrixRow = rem(inWarp, 8);
+  lane.matrixColumn = mul(rem(div(inWarp, 8), 2), 8);
+  lane.matrixHalf = mul(div(inWarp, 16), 8);
+  return lane;
+}
+
+Value mlir::gdn::dynamicWorkgroupMemory(OpBuilder &b, Location loc) {
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  return gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
 }
 
 Value mlir::gdn::indexConstant(OpBuilder &b, Location loc, int64_t value) {

@@ -20,7 +20,22 @@ Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value z);
 /// only linked when the CUDA toolkit is found in the environment.
 Value exponential(OpBuilder &b, Location loc, Value x);
 
+/// 2^x through ex2.approx (2^-inf = 0).
+Value exponent2(OpBuilder &b, Location loc, Value x);
+
 Value indexConstant(OpBuilder &b, Location loc, int64_t value);
+
+/// What a lane of an mma.sync kernel works with, from its thread id: its
+/// warp; its accumulator rows' group (lane / 4) and its quad (lane % 4)
+/// (PTX ISA, mma.m16n8k16); and the row (lane % 8) and column (8 x (lane
+/// / 8 % 2), 8 x (lane / 16)) offsets of the address it gives ldmatrix.
+struct MmaLane {
+  Value warp, group, quad, matrixRow, matrixColumn, matrixHalf;
+};
+MmaLane mmaLaneOf(OpBuilder &b, Location loc, Value tid);
+
+/// The block's dynamic workgroup memory, as bytes to carve views from.
+Value dynamicWorkgroupMemory(OpBuilder &b, Location loc);
 
 /// Makes the built body of `launch` run only where `condition` (a host i1,
 /// the same for every thread) holds; otherwise the kernel returns at once.

@@ -278,25 +278,14 @@ void ScanKernel::forEachThread(
 
 void ScanKernel::setUp(gpu::LaunchOp launch) {
   tid = launch.getThreadIds().x;
-  warp = arith::DivUIOp::create(b, loc, tid, c(b, loc, 32));
-  Value lane = arith::RemUIOp::create(b, loc, tid, c(b, loc, 32));
-  group = arith::DivUIOp::create(b, loc, lane, c(b, loc, 4));
-  quad = arith::RemUIOp::create(b, loc, lane, c(b, loc, 4));
-  matrixRow = arith::RemUIOp::create(b, loc, lane, c(b, loc, 8));
-  matrixColumn =
-      mul(b, loc,
-          arith::RemUIOp::create(
-              b, loc, arith::DivUIOp::create(b, loc, lane, c(b, loc, 8)),
-              c(b, loc, 2)),
-          c(b, loc, 8));
-  matrixHalf = mul(b, loc, arith::DivUIOp::create(b, loc, lane, c(b, loc, 16)),
-                   c(b, loc, 8));
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  sharedBase = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                      MemRefLayoutAttrInterface(), workgroup));
+  MmaLane lane = mmaLaneOf(b, loc, tid);
+  warp = lane.warp;
+  group = lane.group;
+  quad = lane.quad;
+  matrixRow = lane.matrixRow;
+  matrixColumn = lane.matrixColumn;
+  matrixHalf = lane.matrixHalf;
+  sharedBase = dynamicWorkgroupMemory(b, loc);
 }
 
 std::pair<Value, Value> ScanKernel::token(OpBuilder &nb, Location nl,
