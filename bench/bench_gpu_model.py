@@ -132,6 +132,12 @@ def main():
     stored = safetensors.load(weights_path)
     compiled = CompiledModel(config_path, weights_path, library_path=os.path.join(
         args.folder, "compiled", "libgdn-model.so"))
+    # The same library with every decode kernel launched from the host: the
+    # A/B of the decode graphs.
+    direct = CompiledModel(config_path, weights_path,
+                           library_path=os.path.join(args.folder, "compiled",
+                                                     "libgdn-model.so"),
+                           decode_graphs=False)
     bandwidth, rate = copy_bandwidth(), matmul_rate()
     print(f"device: {torch.cuda.get_device_name()}; copy bandwidth "
           f"{bandwidth / 1e9:.0f} GB/s; bf16 matmul {rate / 1e12:.0f} TFLOP/s")
@@ -167,6 +173,8 @@ def main():
         step_ids = rng.integers(0, vocab, size=batch)
         compiled.prefill(prompt)
         gdn_ms = wall_ms(lambda: compiled.decode(step_ids), args.steps)
+        direct.prefill(prompt)
+        direct_ms = wall_ms(lambda: direct.decode(step_ids), args.steps)
         # The baseline's MLA cache is allocated for this context, as the
         # graph attends over the whole allocation.
         sized = copy.deepcopy(config)
@@ -187,6 +195,9 @@ def main():
         rows.append((f"decode B={batch} at {context}", gdn_ms, torch_ms,
                      floor_ms, f"{batch / gdn_ms * 1e3:.0f} / "
                      f"{batch / torch_ms * 1e3:.0f} tokens/s"))
+        rows.append((f"decode B={batch} at {context}, no graph", direct_ms,
+                     torch_ms, floor_ms, f"{batch / direct_ms * 1e3:.0f} / "
+                     f"{batch / torch_ms * 1e3:.0f} tokens/s"))
         del graph_model, step
         torch.cuda.empty_cache()
 
@@ -196,6 +207,8 @@ def main():
     print("relative difference of the two's logits (last prefill position "
           "per prompt, then the first decode step per batch): "
           + ", ".join(f"{e:.1e}" for e in agreement))
+    print("decode graphs (recorded, replays, kernel nodes updated): "
+          f"{compiled.decode_graph_counts}")
     print("| case | gdn ms | PyTorch ms | floor ms | gdn / PyTorch | "
           "gdn / floor | tokens/s (gdn / PyTorch) |")
     print("|---|---|---|---|---|---|---|")

@@ -157,10 +157,46 @@ def check_model(results, name, entry, dtype, timings):
             results.check(False, f"{label}: refuses {what}", "accepted")
         except ValueError as error:
             results.check(True, f"{label}: refuses {what}", str(error))
+    check_decode_graphs(results, label, compiled,
+                        CompiledModel(config_path, weights_path,
+                                      library_path=library,
+                                      decode_graphs=False),
+                        rng, vocab, limit)
     # Timing (informative): prefill of the longest prompt and decode.
     tokens = min(300, limit)
     ids = rng.integers(0, vocab, size=(1, tokens))
     timings.append((label, tokens, *time_calls(compiled, ids)))
+
+
+def check_decode_graphs(results, label, graphs, direct, rng, vocab, limit):
+    """Decode steps replayed as CUDA graphs give the logits of the same
+    steps launched from the host: per batch size, over a cache that grows
+    past a power of two (temporaries sized by the context outgrow their
+    graph nodes there), after a new prefill (the caches move), and across
+    batch sizes (a graph each)."""
+    before = graphs.decode_graph_counts
+    worst = 0.0
+    for batch, tokens in [(1, 7), (3, 250), (1, 250), (3, 40)]:
+        tokens = min(tokens, limit - DECODE_STEPS)
+        ids = rng.integers(0, vocab, size=(batch, tokens))
+        graphs.prefill(ids, last_only=True)
+        direct.prefill(ids, last_only=True)
+        for _ in range(DECODE_STEPS):
+            step = rng.integers(0, vocab, size=batch)
+            got, want = graphs.decode(step), direct.decode(step)
+            worst = max(worst, float(np.abs(got - want).max()) /
+                        max(float(np.abs(want).max()), 1e-30))
+    after = graphs.decode_graph_counts
+    recorded, replayed, updated = (a - b for a, b in zip(after, before))
+    # 64 steps: replays but for the few that (re)record a graph.
+    results.check(worst <= 1e-6 and replayed >= 4 * DECODE_STEPS - 4,
+                  f"{label}: decode as CUDA graphs equals host launches",
+                  f"worst relative difference {worst:.1e}; {recorded} "
+                  f"graphs recorded, {replayed} replays, {updated} kernel "
+                  f"nodes updated")
+    results.check(direct.decode_graph_counts == (0, 0, 0),
+                  f"{label}: decode_graphs=False records no graph",
+                  str(direct.decode_graph_counts))
 
 
 def check_checkpoint(results, name, entry):

@@ -122,10 +122,13 @@ class CompiledModel:
     (gdn.cache.pipeline_options). With check_numerics=True every call scans
     the new caches and the logits and raises FloatingPointError naming the
     first layer, cache, sequence and position holding a NaN or Inf (the
-    caches then stay as before the call)."""
+    caches then stay as before the call). On a GPU, decode steps replay one
+    CUDA graph per batch size (`decode_graphs=False` launches every kernel
+    from the host instead; `decode_graph_counts` tells how steps ran)."""
 
     def __init__(self, config_path, weights_path=None, library_path=None,
-                 compile_options=None, check_numerics=False):
+                 compile_options=None, check_numerics=False,
+                 decode_graphs=True):
         checkpoint = checkpoint_config(config_path)
         if checkpoint is not None:
             # gdn-compile validates the checkpoint; the folder holds the
@@ -153,6 +156,8 @@ class CompiledModel:
             raise ValueError(self._error())
         if check_numerics:
             self._api.gdn_model_set_check_numerics(self._handle, 1)
+        if not decode_graphs:
+            self._api.gdn_model_set_decode_graphs(self._handle, 0)
         self.vocab_size = self._api.gdn_model_vocab_size(self._handle)
 
     def __del__(self):
@@ -172,6 +177,15 @@ class CompiledModel:
     def position(self):
         """Tokens per sequence so far."""
         return self._api.gdn_model_position(self._handle)
+
+    @property
+    def decode_graph_counts(self):
+        """(graphs recorded, replays, kernel nodes updated by replays) of
+        the one-token steps so far; zeros on a CPU."""
+        counts = [ctypes.c_int64() for _ in range(3)]
+        self._api.gdn_model_decode_graph_counts(
+            self._handle, *[ctypes.byref(c) for c in counts])
+        return tuple(c.value for c in counts)
 
     @property
     def batch(self):
@@ -273,6 +287,11 @@ def _load_api(library_path):
                                                         ctypes.c_int]),
         "gdn_model_set_last_logits_only": (ctypes.c_int, [handle,
                                                           ctypes.c_int]),
+        "gdn_model_set_decode_graphs": (ctypes.c_int, [handle,
+                                                       ctypes.c_int]),
+        "gdn_model_decode_graph_counts": (ctypes.c_int, [
+            handle, ctypes.POINTER(i64), ctypes.POINTER(i64),
+            ctypes.POINTER(i64)]),
         "gdn_model_position": (i64, [handle]),
         "gdn_model_vocab_size": (i64, [handle]),
         "gdn_model_batch": (i64, [handle]),

@@ -2,6 +2,8 @@
 
 #include "gdn/Runtime/CudaRuntime.h"
 
+#include "StepGraphRecording.h"
+
 #include <cuda.h>
 
 #include <cstdio>
@@ -98,6 +100,13 @@ void collectTimings() {
 }
 } // namespace
 
+bool gdn::cuda::launchesAreTimed() {
+  std::lock_guard<std::mutex> lock(timingMutex);
+  return timingEnabled;
+}
+
+void gdn::cuda::makeContextCurrent() { ensureContext(); }
+
 /// What Python's gdn.cuda calls in a CUDA library: the stream and timing
 /// controls. The mgpu* functions are for the generated code only and stay
 /// hidden (the archive is built with hidden visibility).
@@ -140,7 +149,7 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t sharedMemoryBytes, void *stream,
-                      void **params, void **extra, size_t /*paramsCount*/) {
+                      void **params, void **extra, size_t paramsCount) {
   // A grid of no blocks has nothing to run (a decode step's rows fill no
   // tensor-core block; an empty cache has nothing to copy), and the driver
   // rejects it: the launch is skipped.
@@ -154,6 +163,14 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     GDN_CUDA_CHECK(cuFuncSetAttribute(
         cuFunction, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         sharedMemoryBytes));
+  if (gdn::cuda::StepGraph::Recording *recording =
+          gdn::cuda::activeRecording()) {
+    unsigned grid[3] = {unsigned(gridX), unsigned(gridY), unsigned(gridZ)};
+    unsigned block[3] = {unsigned(blockX), unsigned(blockY), unsigned(blockZ)};
+    gdn::cuda::recordLaunch(*recording, cuFunction, grid, block,
+                            sharedMemoryBytes, params, paramsCount);
+    return;
+  }
   TimedLaunch timed{nullptr, nullptr};
   bool timing;
   {
@@ -177,6 +194,9 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 
 void *mgpuStreamCreate() {
   ensureContext();
+  // A recorded function's work goes into its graph, not onto a stream.
+  if (gdn::cuda::activeRecording())
+    return nullptr;
   if (borrowed.active)
     return borrowed.stream;
   CUstream stream;
@@ -188,7 +208,7 @@ void *mgpuStreamCreate() {
 
 void mgpuStreamDestroy(void *stream) {
   ensureContext();
-  if (isBorrowed(stream))
+  if (gdn::cuda::activeRecording() || isBorrowed(stream))
     return;
   // Pending timings keep their events: a destroyed stream's work still
   // completes.
@@ -197,7 +217,7 @@ void mgpuStreamDestroy(void *stream) {
 
 void mgpuStreamSynchronize(void *stream) {
   ensureContext();
-  if (isBorrowed(stream))
+  if (gdn::cuda::activeRecording() || isBorrowed(stream))
     return;
   GDN_CUDA_CHECK(cuStreamSynchronize(static_cast<CUstream>(stream)));
 }
@@ -211,6 +231,9 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
   CUdeviceptr pointer = 0;
   if (bytes == 0)
     return nullptr;
+  if (gdn::cuda::StepGraph::Recording *recording =
+          gdn::cuda::activeRecording())
+    return gdn::cuda::recordAllocation(*recording, bytes, isHostShared);
   if (isHostShared) {
     GDN_CUDA_CHECK(cuMemAllocManaged(&pointer, bytes, CU_MEM_ATTACH_GLOBAL));
     std::lock_guard<std::mutex> lock(managedMutex);
@@ -235,6 +258,9 @@ void mgpuMemFree(void *pointer, void *stream) {
   ensureContext();
   if (!pointer)
     return;
+  if (gdn::cuda::StepGraph::Recording *recording =
+          gdn::cuda::activeRecording())
+    return gdn::cuda::recordFree(*recording, pointer);
   auto address = reinterpret_cast<CUdeviceptr>(pointer);
   bool managed;
   {
@@ -249,6 +275,9 @@ void mgpuMemFree(void *pointer, void *stream) {
 
 void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
   ensureContext();
+  if (gdn::cuda::StepGraph::Recording *recording =
+          gdn::cuda::activeRecording())
+    return gdn::cuda::recordCopy(*recording, destination, source, bytes);
   GDN_CUDA_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(destination),
                                reinterpret_cast<CUdeviceptr>(source), bytes,
                                orBorrowed(stream)));
@@ -257,6 +286,9 @@ void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
 void mgpuMemset32(void *destination, unsigned int value, size_t count,
                   void *stream) {
   ensureContext();
+  if (gdn::cuda::StepGraph::Recording *recording =
+          gdn::cuda::activeRecording())
+    return gdn::cuda::recordFill32(*recording, destination, value, count);
   GDN_CUDA_CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(destination),
                                   value, count, orBorrowed(stream)));
 }

@@ -14,8 +14,11 @@
 
 #include "ModelMemory.h"
 
+#include "gdn/Runtime/CudaStepGraph.h"
+
 #include <cuda.h>
 
+#include <map>
 #include <mutex>
 
 namespace {
@@ -153,6 +156,41 @@ bool gdn::model::stepReadsMappedFiles() { return false; }
 void gdn::model::finishStep() {
   if (device().status == CUDA_SUCCESS)
     cuCtxSynchronize();
+}
+
+namespace {
+/// A CUDA graph per batch size. The graphs launch on the legacy default
+/// stream, after the copies of the token ids and before those of the
+/// logits (both on that stream).
+class CudaStepGraphs : public gdn::model::StepReplays {
+public:
+  bool run(int64_t batch, void (*step)(void **), void **descriptors) override {
+    std::unique_ptr<gdn::cuda::StepGraph> &graph = graphs[batch];
+    if (!graph)
+      graph = std::make_unique<gdn::cuda::StepGraph>();
+    return graph->run(step, descriptors) !=
+           gdn::cuda::StepGraph::Outcome::Unsupported;
+  }
+  void counts(int64_t &recorded, int64_t &replayed,
+              int64_t &updated) const override {
+    recorded = replayed = updated = 0;
+    for (const auto &[batch, graph] : graphs) {
+      gdn::cuda::StepGraph::Statistics s = graph->statistics();
+      recorded += s.builds;
+      replayed += s.replays;
+      updated += s.updatedNodes;
+    }
+  }
+
+private:
+  std::map<int64_t, std::unique_ptr<gdn::cuda::StepGraph>> graphs;
+};
+} // namespace
+
+std::unique_ptr<gdn::model::StepReplays> gdn::model::makeStepReplays() {
+  if (!memoryUnavailable().empty())
+    return nullptr;
+  return std::make_unique<CudaStepGraphs>();
 }
 
 std::string gdn::model::deviceName() {

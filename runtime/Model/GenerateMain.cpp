@@ -107,6 +107,11 @@ static cl::opt<bool> checkNumerics(
     cl::desc("Fail on the first NaN or Inf in a layer's caches or in the "
              "logits, naming the layer and position (slower)"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> noDecodeGraphs(
+    "no-decode-graphs",
+    cl::desc("On a GPU, launch every kernel of a decode step from the host "
+             "instead of replaying the step as one CUDA graph"),
+    cl::init(false), cl::cat(category));
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -460,6 +465,8 @@ int main(int argc, char **argv) {
   if (!model)
     return error(gdn_model_last_error());
   double loadSeconds = secondsSince(loadStart);
+  if (noDecodeGraphs)
+    gdn_model_set_decode_graphs(model, 0);
   if (checkNumerics)
     gdn_model_set_check_numerics(model, 1);
   int64_t vocab = gdn_model_vocab_size(model);

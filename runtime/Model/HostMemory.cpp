@@ -51,4 +51,9 @@ bool gdn::model::stepReadsMappedFiles() { return true; }
 
 void gdn::model::finishStep() {}
 
+// A CPU step is one call: there are no launches to replay.
+std::unique_ptr<gdn::model::StepReplays> gdn::model::makeStepReplays() {
+  return nullptr;
+}
+
 std::string gdn::model::deviceName() { return "CPU"; }

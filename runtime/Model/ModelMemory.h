@@ -14,6 +14,8 @@
 #define GDN_RUNTIME_MODEL_MODELMEMORY_H
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 
 namespace gdn::model {
@@ -47,6 +49,24 @@ bool zeroStepBytes(void *stepDestination, size_t bytes);
 bool stepReadsMappedFiles();
 /// Waits for the step's work on the device, before the host reads results.
 void finishStep();
+/// Decode steps run from a recording of the step's work, one per batch
+/// size: on a GPU, a CUDA graph (gdn/Runtime/CudaStepGraph.h) instead of
+/// about 400 launches from the host; on a CPU there is none (makeStepReplays
+/// returns null).
+class StepReplays {
+public:
+  virtual ~StepReplays() = default;
+  /// Runs `step(descriptors)`, a step of `batch` sequences, through the
+  /// recording of that batch size; false if it did not run (a step the
+  /// recording cannot hold), and the caller runs it directly.
+  virtual bool run(int64_t batch, void (*step)(void **),
+                   void **descriptors) = 0;
+  /// Recordings made, replays, and kernels whose arguments a replay
+  /// updated, over all batch sizes.
+  virtual void counts(int64_t &recorded, int64_t &replayed,
+                      int64_t &updated) const = 0;
+};
+std::unique_ptr<StepReplays> makeStepReplays();
 /// The device the step runs on, for people ("CPU", "NVIDIA H200 (CUDA
 /// device 0)").
 std::string deviceName();

@@ -291,6 +291,11 @@ struct gdn_model {
   /// gdn_model_set_check_numerics: every step's caches and logits are
   /// scanned for NaN and Inf.
   bool checkNumerics = false;
+  /// gdn_model_set_decode_graphs, and the recordings of one-token steps
+  /// (made at the first; null on a CPU). Last, so that they go first: their
+  /// graphs hold the addresses of the buffers above.
+  bool replayDecode = true;
+  std::unique_ptr<gdn::model::StepReplays> replays;
 };
 
 extern "C" const char *gdn_model_description(void) {
@@ -607,6 +612,28 @@ extern "C" int gdn_model_set_last_logits_only(gdn_model *model, int enabled) {
   return 0;
 }
 
+extern "C" int gdn_model_set_decode_graphs(gdn_model *model, int enabled) {
+  if (!model)
+    return fail("model is NULL");
+  model->replayDecode = enabled != 0;
+  return 0;
+}
+
+extern "C" int gdn_model_decode_graph_counts(const gdn_model *model,
+                                             int64_t *recorded,
+                                             int64_t *replayed,
+                                             int64_t *updatedNodes) {
+  int64_t counts[3] = {0, 0, 0};
+  if (model && model->replays)
+    model->replays->counts(counts[0], counts[1], counts[2]);
+  for (auto [out, value] : {std::pair{recorded, counts[0]},
+                            std::pair{replayed, counts[1]},
+                            std::pair{updatedNodes, counts[2]}})
+    if (out)
+      *out = value;
+  return model ? 0 : fail("model is NULL");
+}
+
 extern "C" int gdn_model_set_check_numerics(gdn_model *model, int enabled) {
   if (!model)
     return fail("model is NULL");
@@ -723,7 +750,16 @@ static int runStep(gdn_model *model, const int64_t *ids, int64_t batch,
   for (auto *group : {&inputs, &model->weights, &positions, &outputs})
     for (Descriptor &d : *group)
       addresses.push_back(d.address());
-  _gdn_packed_gdn_forward_step(addresses.data());
+  bool replayed = false;
+  if (tokens == 1 && model->replayDecode) {
+    if (!model->replays)
+      model->replays = gdn::model::makeStepReplays();
+    replayed = model->replays &&
+               model->replays->run(batch, _gdn_packed_gdn_forward_step,
+                                   addresses.data());
+  }
+  if (!replayed)
+    _gdn_packed_gdn_forward_step(addresses.data());
   gdn::model::finishStep();
   if (model->checkNumerics &&
       checkNumerics(*model, batch, tokens, logitTokens, total))

@@ -115,6 +115,22 @@ GDN_MODEL_API int gdn_model_set_last_logits_only(gdn_model *model,
  * by default: the scan reads every cache once per step. */
 GDN_MODEL_API int gdn_model_set_check_numerics(gdn_model *model, int enabled);
 
+/* Steps of one token per sequence (decode, and prefills or extends of one
+ * token) run on a GPU as one CUDA graph per batch size: recorded at the
+ * first such step and replayed after, with the kernels' arguments updated
+ * where the caches moved or grew. On by default; `enabled` == 0 launches
+ * every kernel from the host instead. No effect on a CPU. */
+GDN_MODEL_API int gdn_model_set_decode_graphs(gdn_model *model, int enabled);
+
+/* How decode steps ran so far: graphs recorded (one per batch size, again
+ * where a step's work changed shape, as when a temporary outgrew its
+ * node), graph replays, and kernel nodes whose arguments a replay updated.
+ * All zero on a CPU or with decode graphs off. Any pointer may be NULL. */
+GDN_MODEL_API int gdn_model_decode_graph_counts(const gdn_model *model,
+                                                int64_t *recorded,
+                                                int64_t *replayed,
+                                                int64_t *updated_nodes);
+
 /* Tokens per sequence so far (prompt and generated). */
 GDN_MODEL_API int64_t gdn_model_position(const gdn_model *model);
 GDN_MODEL_API int64_t gdn_model_batch(const gdn_model *model);

@@ -58,6 +58,14 @@ int main(int argc, char **argv) {
               "set_check_numerics(NULL)");
   expectError(gdn_model_set_last_logits_only(NULL, 1), "NULL",
               "set_last_logits_only(NULL)");
+  expectError(gdn_model_set_decode_graphs(NULL, 1), "NULL",
+              "set_decode_graphs(NULL)");
+  int64_t recorded = 7, replayed = 7, updated = 7;
+  expectError(
+      gdn_model_decode_graph_counts(NULL, &recorded, &replayed, &updated),
+      "NULL", "decode_graph_counts(NULL)");
+  expect(recorded == 0 && replayed == 0 && updated == 0,
+         "decode_graph_counts(NULL) gives zeros");
   gdn_model_free(NULL);
 
   expect(gdn_model_load("/nonexistent/model.safetensors") == NULL &&
@@ -146,6 +154,10 @@ int main(int argc, char **argv) {
   expect(gdn_model_decode(model, next) == 0 &&
              gdn_model_decode(model, next) == 0,
          "two decodes");
+  expect(gdn_model_decode_graph_counts(model, &recorded, &replayed,
+                                       &updated) == 0 &&
+             recorded == 0 && replayed == 0 && updated == 0,
+         "a CPU build records no decode graphs");
   int64_t gdnBytes = -1, mlaBytes = -1;
   expect(gdn_model_cache_bytes(model, &gdnBytes, &mlaBytes) ==
                  gdnBytes + mlaBytes &&
