@@ -161,7 +161,7 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
         b.getI64IntegerAttr(m.qkRopeHeadDim), b.getI64IntegerAttr(m.vHeadDim),
         b.getF32FloatAttr(static_cast<float>(m.ropeTheta)), eps,
         /*absorbed=*/UnitAttr(), /*in_place_cache=*/UnitAttr(),
-        /*attention_block=*/IntegerAttr());
+        /*attention_block=*/IntegerAttr(), /*key_split=*/IntegerAttr());
     x = add(x, mixer.getY());
     if (withCaches) {
       mixer.setInPlaceCache(true);

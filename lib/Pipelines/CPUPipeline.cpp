@@ -58,6 +58,10 @@ mlir::gdn::verifyCPUPipelineOptions(const CPUPipelineOptions &options) {
                                    llvm::toString(std::move(error)));
   if (llvm::Error error = checkCPUVectorizeOptions(vectorizeOptionsOf(options)))
     return error;
+  if (options.mlaKeySplit < 0 || options.mlaKeySplit > 1024)
+    return llvm::createStringError(
+        "mla-key-split must be 0 (off) or 1..1024, but got " +
+        llvm::Twine(options.mlaKeySplit));
   if (options.attentionBlock < 0 || options.attentionBlock > 1024)
     return llvm::createStringError(
         "attention-block must be 0 (off) or 1..1024, but got " +
@@ -74,8 +78,11 @@ void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
                                          const CPUPipelineOptions &options) {
   // Layer ops become core ops and linalg first; attention that continues a
   // cache in the absorbed form.
-  if (options.mlaAbsorbedDecode)
-    pm.addNestedPass<func::FuncOp>(createGdnAbsorbMlaDecodePass());
+  if (options.mlaAbsorbedDecode) {
+    GdnAbsorbMlaDecodePassOptions absorbOptions;
+    absorbOptions.keySplit = options.mlaKeySplit;
+    pm.addNestedPass<func::FuncOp>(createGdnAbsorbMlaDecodePass(absorbOptions));
+  }
   // Prefill attention in blocks, without the T x T scores.
   GdnBlockAttentionPassOptions blockOptions;
   blockOptions.blockSize = options.attentionBlock;

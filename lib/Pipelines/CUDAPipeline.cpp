@@ -119,6 +119,10 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
                           StringRef(options.binaryFormat)))
     return llvm::createStringError("binary-format: '" + options.binaryFormat +
                                    "' is not one of fatbin, bin, isa");
+  if (options.mlaKeySplit < 0 || options.mlaKeySplit > 1024)
+    return llvm::createStringError(
+        "mla-key-split: expected 0 (off) or 1..1024 keys, got " +
+        llvm::Twine(options.mlaKeySplit));
   if (options.attentionBlock < 0 || options.attentionBlock > 1024)
     return llvm::createStringError(
         "attention-block: expected 0 (off) or 1..1024 tokens, got " +
@@ -142,8 +146,11 @@ void mlir::gdn::buildGdnToGPUPipeline(OpPassManager &pm,
                                       const CUDAPipelineOptions &options) {
   // Layer ops become the delta rule and linalg, as for the CPU; attention
   // that continues a cache in the absorbed form.
-  if (options.mlaAbsorbedDecode)
-    pm.addNestedPass<func::FuncOp>(createGdnAbsorbMlaDecodePass());
+  if (options.mlaAbsorbedDecode) {
+    GdnAbsorbMlaDecodePassOptions absorbOptions;
+    absorbOptions.keySplit = options.mlaKeySplit;
+    pm.addNestedPass<func::FuncOp>(createGdnAbsorbMlaDecodePass(absorbOptions));
+  }
   // Prompts' MLA attention as one fused kernel (gdn.causal_attention, kept
   // for convert-gdn-to-gpu) where its heads fit it.
   GdnBlockAttentionPassOptions blockOptions;

@@ -154,6 +154,26 @@ def test_blocked_attention_matches_reference(tmp_path, block):
     _close(compiled.extend(ids[:, 45:]), whole[:, 45:], "extend")
 
 
+@pytest.mark.parametrize("split", [1, 4, 32])
+def test_absorbed_decode_in_key_groups_matches_reference(tmp_path, split):
+    """The absorbed MLA attention with its attended latents summed over
+    groups of `split` keys first (mla-key-split, the GPU pipeline's
+    choice): decode steps from 1 to 40 cached tokens, so that the keys
+    fill no group, whole groups, and groups with keys left over, against
+    the float64 reference."""
+    config_path, weights = _write(tmp_path, hybrid_config(12, 4), seed=19)
+    compiled = compiled_model.CompiledModel(
+        config_path, compile_options={"mla_key_split": split})
+    expected = model.ModelReference(model.load_config(config_path), weights)
+    rng = np.random.default_rng(19)
+    ids = rng.integers(0, 64, size=(2, 1))
+    _close(compiled.prefill(ids), expected.prefill(ids), "prefill")
+    for step in range(39):
+        token = rng.integers(0, 64, size=2)
+        _close(compiled.decode(token), expected.decode(token),
+               f"decode step {step}")
+
+
 def test_bad_token_ids(tmp_path):
     config_path, _ = _write(tmp_path, hybrid_config(0, 4), seed=1)
     compiled = compiled_model.CompiledModel(config_path)

@@ -113,6 +113,12 @@ struct CPUPipelineOptions : public ListablePipelineOptions<CPUPipelineOptions> {
                      "absorbed form (gdn-absorb-mla-decode): scores against "
                      "the cached latents, not keys expanded from them"),
       llvm::cl::init(true)};
+  Option<int64_t> mlaKeySplit{
+      *this, "mla-key-split",
+      llvm::cl::desc("Keys per partial sum of the absorbed MLA attention's "
+                     "attended latents (gdn-absorb-mla-decode key-split); "
+                     "0: one sum over all keys"),
+      llvm::cl::init(0)};
   Option<int64_t> attentionBlock{
       *this, "attention-block",
       llvm::cl::desc("Causal attention of gdn.mla (expanded form) and "
@@ -219,6 +225,13 @@ struct CUDAPipelineOptions
                      "absorbed form (gdn-absorb-mla-decode): scores against "
                      "the cached latents, not keys expanded from them"),
       llvm::cl::init(true)};
+  Option<int64_t> mlaKeySplit{
+      *this, "mla-key-split",
+      llvm::cl::desc("Keys per partial sum of the absorbed MLA attention's "
+                     "attended latents (gdn-absorb-mla-decode key-split), "
+                     "so that threads read neighbouring latent channels; "
+                     "0: one sum over all keys, a warp per output"),
+      llvm::cl::init(32)};
   Option<int64_t> attentionBlock{
       *this, "attention-block",
       llvm::cl::desc("Prompts of at least this many tokens run gdn.mla's "

@@ -1,5 +1,35 @@
 // RUN: gdn-opt %s -split-input-file -gdn-absorb-mla-decode | FileCheck %s --check-prefix=MARK
 // RUN: gdn-opt %s -split-input-file -gdn-absorb-mla-decode -gdn-decompose-layers | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -gdn-absorb-mla-decode=key-split=4 | FileCheck %s --check-prefix=SPLITMARK
+// RUN: gdn-opt %s -split-input-file -gdn-absorb-mla-decode=key-split=4 -gdn-decompose-layers | FileCheck %s --check-prefix=SPLIT
+// RUN: not gdn-opt %s -split-input-file -gdn-absorb-mla-decode=key-split=2000 2>&1 | FileCheck %s --check-prefix=BADSPLIT
+
+// With key-split, the cached op carries the grouping too; the prefill op
+// nothing.
+// SPLITMARK-LABEL: func.func @cached
+// SPLITMARK: gdn.mla {{.+}} cache({{.+}}) {absorbed, key_split = 4 : i64,
+// SPLITMARK-LABEL: func.func @prefill
+// SPLITMARK-NOT: key_split
+// BADSPLIT: gdn-absorb-mla-decode: key-split must be 0 (off) or 1..1024, got 2000
+
+// The attended latents in groups of 4 keys: the keys of whole groups
+// (S / 4 of them, times 4) as [B, G, 4, r] and the probabilities as
+// [B, n, T, G, 4]; a partial sum per group with a latent channel innermost
+// among the parallel loops, stored [B, T, n, r, G]; their sum over the
+// groups; then the keys from G * 4 on, added to it.
+// SPLIT-LABEL: func.func @cached
+// SPLIT: %[[GROUPS:.+]] = arith.divui %{{.+}}, %c4
+// SPLIT: %[[WHOLE:.+]] = arith.muli %[[GROUPS]], %c4
+// SPLIT: tensor.extract_slice %{{.+}}[0, 0, 0, 0] [%{{.+}}, 2, %{{.+}}, %[[WHOLE]]]
+// SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] output_shape [%{{.+}}, 2, %{{.+}}, %[[GROUPS]], 4] : tensor<?x2x?x?xf32> into tensor<?x2x?x?x4xf32>
+// SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1, 2], [3]] output_shape [%{{.+}}, %[[GROUPS]], 4, 16] : tensor<?x?x16xf32> into tensor<?x?x4x16xf32>
+// SPLIT: linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}}, %{{.+}} : tensor<?x2x?x?x4xf32>, tensor<?x?x4x16xf32>) outs(%{{.+}} : tensor<?x?x2x16x?xf32>)
+// SPLIT: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<?x?x2x16x?xf32>) outs(%{{.+}} : tensor<?x?x2x16xf32>)
+// SPLIT: tensor.extract_slice %{{.+}}[0, 0, 0, %[[WHOLE]]]
+// SPLIT: tensor.extract_slice %{{.+}}[0, %[[WHOLE]], 0]
+// SPLIT: linalg.generic {{.+}} ins(%{{.+}}, %{{.+}} : tensor<?x2x?x?xf32>, tensor<?x?x16xf32>) outs(%{{.+}} : tensor<?x?x2x16xf32>)
+// SPLIT-LABEL: func.func @prefill
+// SPLIT-NOT: arith.divui
 
 // Only the op that continues a cache is marked.
 // MARK-LABEL: func.func @cached

@@ -505,6 +505,12 @@ LogicalResult MlaOp::verify() {
     return emitOpError() << "q_lora_rank must be >= 0, but got " << qLora;
   if (failed(verifyAttentionBlock(*this, getAttentionBlockAttr())))
     return failure();
+  // A group's keys are one thread's serial sum: more only cost time.
+  constexpr int64_t kMaxKeySplit = 1024;
+  if (std::optional<uint64_t> split = getKeySplit();
+      split && (*split < 1 || *split > kMaxKeySplit))
+    return emitOpError() << "key_split must be 1.." << kMaxKeySplit
+                         << ", but got " << static_cast<int64_t>(*split);
   if (failed(verifySizeAttrs(*this,
                              {{"num_heads", n},
                               {"q_lora_rank", qLora},

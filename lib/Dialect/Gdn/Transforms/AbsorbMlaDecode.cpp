@@ -24,9 +24,19 @@ struct GdnAbsorbMlaDecodePass
   using Base::Base;
 
   void runOnOperation() override {
-    getOperation().walk([](MlaOp op) {
-      if (op.getPastLatent())
-        op.setAbsorbed(true);
+    if (keySplit < 0 || keySplit > 1024) {
+      getOperation().emitError()
+          << "gdn-absorb-mla-decode: key-split must be 0 (off) or 1..1024, "
+             "got "
+          << static_cast<int64_t>(keySplit);
+      return signalPassFailure();
+    }
+    getOperation().walk([&](MlaOp op) {
+      if (!op.getPastLatent())
+        return;
+      op.setAbsorbed(true);
+      if (keySplit > 0)
+        op.setKeySplit(static_cast<uint64_t>(keySplit));
     });
   }
 };

@@ -501,13 +501,81 @@ public:
         });
   }
 
+  /// sum_s p[b, n, t, s] latents[b, s, r] over the keys s < `whole` =
+  /// `groups` x `split`, as [B, T, n, r]: a partial sum per group of `split`
+  /// keys (loops (b, t, n, g, r, i): a latent channel r innermost among the
+  /// parallel loops, the group's keys i the reduction), then the sum over
+  /// the groups (loops (b, t, n, r, g), the partial sums stored with g
+  /// contiguous for it).
+  Value groupedLatentSum(Value probabilities, Value latents, int64_t split,
+                         Value groups, Value whole) {
+    auto latType = cast<RankedTensorType>(latents.getType());
+    auto pType = cast<RankedTensorType>(probabilities.getType());
+    SmallVector<OpFoldResult> latSizes = tensor::getMixedSizes(b, loc, latents);
+    SmallVector<OpFoldResult> pSizes =
+        tensor::getMixedSizes(b, loc, probabilities);
+    OpFoldResult batch = latSizes[0], rank = latSizes[2];
+    OpFoldResult heads = pSizes[1], tokens = pSizes[2];
+    auto grouped = [&](Value x, RankedTensorType type, unsigned keyDim) {
+      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+      SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+      sizes[keyDim] = whole;
+      Value slice =
+          tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
+      SmallVector<int64_t> shape(type.getShape());
+      shape[keyDim] = ShapedType::kDynamic;
+      shape.insert(shape.begin() + keyDim + 1, split);
+      sizes[keyDim] = groups;
+      sizes.insert(sizes.begin() + keyDim + 1, b.getIndexAttr(split));
+      SmallVector<ReassociationIndices> reassociation;
+      for (unsigned d = 0, e = type.getRank(); d < e; ++d) {
+        unsigned first = d <= keyDim ? d : d + 1;
+        reassociation.push_back(d == keyDim
+                                    ? ReassociationIndices{first, first + 1}
+                                    : ReassociationIndices{first});
+      }
+      return tensor::ExpandShapeOp::create(
+                 b, loc, RankedTensorType::get(shape, type.getElementType()),
+                 slice, reassociation, sizes)
+          .getResult();
+    };
+    Value pGroups = grouped(probabilities, pType, 3); // [B, n, T, G, N]
+    Value latGroups = grouped(latents, latType, 1);   // [B, G, N, r]
+    auto mulAdd = [](OpBuilder &nb, Location nl, ValueRange args) {
+      Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
+      return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+    };
+    SmallVector<IteratorType> iterators(5, IteratorType::parallel);
+    iterators.push_back(IteratorType::reduction);
+    // Loops (b, t, n, g, r, i); partial[b, t, n, r, g].
+    Value partial = buildGeneric(
+        b, loc, ValueRange{pGroups, latGroups},
+        createZeros(b, loc, {batch, tokens, heads, rank, groups}, f32),
+        {map(6, {0, 2, 1, 3, 5}), map(6, {0, 3, 5, 4}),
+         map(6, {0, 1, 2, 4, 3})},
+        iterators, mulAdd);
+    SmallVector<IteratorType> sumIterators(4, IteratorType::parallel);
+    sumIterators.push_back(IteratorType::reduction);
+    return buildGeneric(
+        b, loc, ValueRange{partial},
+        createZeros(b, loc, {batch, tokens, heads, rank}, f32),
+        {map(5, {0, 1, 2, 3, 4}), map(5, {0, 1, 2, 3})}, sumIterators,
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          return arith::AddFOp::create(nb, nl, args[1], args[0]).getResult();
+        });
+  }
+
   /// The absorbed attention of gdn.mla: queries q_nope [B, T, n, nope] and
   /// q_rope [B, T, n, rope] against the latents [B, S, r] and RoPE keys
   /// [B, S, rope] themselves, with kv_b_proj's key part w_uk [n, nope, r]
   /// applied to the queries and its value part w_uv [n, v, r] to the
-  /// attended latents. Returns [B, T, n, v].
+  /// attended latents. Returns [B, T, n, v]. With `keySplit` > 0 the
+  /// attended latents are summed over whole groups of that many keys
+  /// first (groupedLatentSum), then over the keys left.
   Value absorbedAttention(Value qNope, Value qRope, Value latents, Value kRopes,
-                          Value wUk, Value wUv, float scale, Value offset) {
+                          Value wUk, Value wUv, float scale, Value offset,
+                          int64_t keySplit = 0) {
     auto dims = [&](Value x) { return tensor::getMixedSizes(b, loc, x); };
     OpFoldResult batch = dims(qNope)[0], tokens = dims(qNope)[1];
     OpFoldResult keys = dims(latents)[1];
@@ -529,11 +597,35 @@ public:
         qRope, kRopes, scores,
         {map(5, {0, 2, 1, 4}), map(5, {0, 3, 4}), map(5, {0, 1, 2, 3})});
     Value probabilities = causalSoftmax(scores, scale, offset);
-    // Loops (b, t, n, s, r): the attended latents, the reduction over the
-    // keys outside the loop over a latent's contiguous channels.
+    Value attendedInit = createZeros(b, loc, {batch, tokens, heads, rank}, f32);
+    Value restP = probabilities, restLatents = latents;
+    if (keySplit > 0) {
+      Value keyCount = getValueOrCreateConstantIndexOp(b, loc, keys);
+      Value groups = arith::DivUIOp::create(
+          b, loc, keyCount, arith::ConstantIndexOp::create(b, loc, keySplit));
+      Value whole = arith::MulIOp::create(
+          b, loc, groups, arith::ConstantIndexOp::create(b, loc, keySplit));
+      attendedInit =
+          groupedLatentSum(probabilities, latents, keySplit, groups, whole);
+      Value rest = arith::SubIOp::create(b, loc, keyCount, whole);
+      auto keysFrom = [&](Value x, unsigned keyDim) -> Value {
+        auto type = cast<RankedTensorType>(x.getType());
+        SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+        SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+        SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+        offsets[keyDim] = whole;
+        sizes[keyDim] = rest;
+        return tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes,
+                                              strides);
+      };
+      restP = keysFrom(probabilities, 3);
+      restLatents = keysFrom(latents, 1);
+    }
+    // Loops (b, t, n, s, r): the attended latents (of the keys no group
+    // took), the reduction over the keys outside the loop over a latent's
+    // contiguous channels.
     Value attended = contract5(
-        probabilities, latents,
-        createZeros(b, loc, {batch, tokens, heads, rank}, f32),
+        restP, restLatents, attendedInit,
         {map(5, {0, 2, 1, 3}), map(5, {0, 3, 4}), map(5, {0, 1, 2, 4})},
         /*reduced=*/3);
     // Loops (b, t, n, e, r): through the value part.

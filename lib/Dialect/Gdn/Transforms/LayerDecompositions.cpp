@@ -142,7 +142,7 @@ struct MlaDecomposition : LayerDecomposition<MlaDecomposition, MlaOp> {
       return ab.absorbedAttention(queriesNope, queriesRope, allLatent, allKRope,
                                   ab.headRows(kvB, heads, 0, nope),
                                   ab.headRows(kvB, heads, nope, vDim), scale,
-                                  past);
+                                  past, op.getKeySplit().value_or(0));
     };
     // The keys of the expanded form are the latents through kv_b_proj; its
     // queries the last of them.

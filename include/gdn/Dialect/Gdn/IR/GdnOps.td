@@ -307,6 +307,16 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
     of its own (`gdn-block-attention` sets it). With `absorbed` too, the
     form is chosen when the op runs: absorbed for fewer than N new tokens,
     blocked for more.
+
+    With `absorbed` and `key_split = N` (1 to 1024), the absorbed form sums
+    the attended latents over the keys in two steps: over the keys of each
+    whole group of N (a partial sum per group and latent channel), then
+    over the groups and the last keys that fill no group. The sum is the
+    same up to f32 rounding; the grouping is for GPUs, where every thread of
+    the first step walks N keys down one latent channel, neighbouring
+    threads reading neighbouring channels, instead of a warp per output
+    that reads the keys of one channel a latent row apart
+    (`gdn-absorb-mla-decode` sets it).
   }];
   let arguments = (ins
     AnyRankedTensor:$x,
@@ -323,7 +333,8 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<F32Attr, "1.0e-6">:$eps,
     UnitAttr:$absorbed,
     UnitAttr:$in_place_cache,
-    OptionalAttr<I64Attr>:$attention_block
+    OptionalAttr<I64Attr>:$attention_block,
+    OptionalAttr<I64Attr>:$key_split
   );
   let results = (outs AnyRankedTensor:$y, AnyRankedTensor:$latent,
                       AnyRankedTensor:$k_rope);

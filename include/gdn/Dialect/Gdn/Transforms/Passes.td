@@ -92,7 +92,16 @@ def GdnAbsorbMlaDecodePass : Pass<"gdn-absorb-mla-decode", "func::FuncOp"> {
     and values through `kv_b_proj` on every call (see `gdn.mla`). Prefill
     ops (no cache) keep the expanded form, which is cheaper when the
     queries are as many as the keys.
+
+    With `key-split = N` (the GPU pipeline: 32), it also sets `key_split =
+    N` on them: the attended latents are summed over groups of N keys
+    first (see `gdn.mla`). 0 leaves the one sum over all keys.
   }];
+  let options = [
+    Option<"keySplit", "key-split", "int64_t", /*default=*/"0",
+           "Keys per partial sum of the absorbed attention's attended "
+           "latents (1 to 1024), or 0 for one sum over all keys">,
+  ];
 }
 
 def GdnBlockAttentionPass : Pass<"gdn-block-attention", "func::FuncOp"> {
