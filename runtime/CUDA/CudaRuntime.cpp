@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
@@ -140,9 +141,15 @@ void mgpuModuleUnload(void *module) {
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
   ensureContext();
-  CUfunction function;
-  GDN_CUDA_CHECK(
-      cuModuleGetFunction(&function, static_cast<CUmodule>(module), name));
+  // The host code asks before every launch, with the kernel's name as a
+  // constant of the library: the answer is kept per (module, name).
+  static std::mutex mutex;
+  static std::map<std::pair<void *, const char *>, CUfunction> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  CUfunction &function = known[{module, name}];
+  if (!function)
+    GDN_CUDA_CHECK(
+        cuModuleGetFunction(&function, static_cast<CUmodule>(module), name));
   return function;
 }
 
@@ -158,11 +165,20 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   ensureContext();
   auto cuFunction = static_cast<CUfunction>(function);
   CUstream cuStream = orBorrowed(stream);
-  // Above the 48 KiB default, dynamic shared memory needs an opt-in.
-  if (sharedMemoryBytes > 48 * 1024)
-    GDN_CUDA_CHECK(cuFuncSetAttribute(
-        cuFunction, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        sharedMemoryBytes));
+  // Above the 48 KiB default, dynamic shared memory needs an opt-in, once
+  // per function and size.
+  if (sharedMemoryBytes > 48 * 1024) {
+    static std::mutex mutex;
+    static std::map<CUfunction, int32_t> optedIn;
+    std::lock_guard<std::mutex> lock(mutex);
+    int32_t &allowed = optedIn[cuFunction];
+    if (allowed < sharedMemoryBytes) {
+      GDN_CUDA_CHECK(cuFuncSetAttribute(
+          cuFunction, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+          sharedMemoryBytes));
+      allowed = sharedMemoryBytes;
+    }
+  }
   if (gdn::cuda::StepGraph::Recording *recording =
           gdn::cuda::activeRecording()) {
     unsigned grid[3] = {unsigned(gridX), unsigned(gridY), unsigned(gridZ)};

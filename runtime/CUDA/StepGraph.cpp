@@ -306,6 +306,23 @@ void StepGraph::Recording::launch(CUfunction function, const unsigned grid[3],
     unsupported = diverged = true;
     return;
   }
+  // The common case of a replay, without copying the arguments: the node
+  // at the cursor runs this kernel as it is.
+  if (mode == Mode::Compare && !diverged && cursor < calls.size() &&
+      call.sameShape(calls[cursor]) &&
+      std::memcmp(call.grid, calls[cursor].grid, sizeof(call.grid)) == 0) {
+    const RecordedCall &recorded = calls[cursor];
+    bool same = true;
+    for (size_t i = 0; same && i < paramsCount; ++i) {
+      auto [offset, size] = call.layout->offsetAndSize[i];
+      same = std::memcmp(recorded.arguments.data() + offset, params[i],
+                         size) == 0;
+    }
+    if (same) {
+      ++cursor;
+      return;
+    }
+  }
   call.arguments.resize(call.layout->bytes);
   for (size_t i = 0; i < paramsCount; ++i) {
     auto [offset, size] = call.layout->offsetAndSize[i];

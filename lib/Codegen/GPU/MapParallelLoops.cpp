@@ -375,34 +375,6 @@ ValueRange ifAligned(OpBuilder &b, Location loc, Value aligned,
       .getResults();
 }
 
-/// The order in which the outputs of a reduction with `parallel` parallel
-/// loops are dealt to warps (or threads), slowest first: the loops that
-/// index its largest input of static shape (a projection's weight) outer,
-/// the others (the batch and token rows) inner, each group in loop order.
-/// Neighbouring warps then take one weight row for every input row, and
-/// the row comes from DRAM once: with the rows outer, an LM head larger
-/// than the L2 cache was read once per sequence of a batch.
-SmallVector<int64_t> dealingOrder(linalg::LinalgOp op, unsigned parallel) {
-  SmallVector<int64_t> order = llvm::to_vector(llvm::seq<int64_t>(0, parallel));
-  OpOperand *largest = nullptr;
-  int64_t most = 0;
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    auto type = dyn_cast<ShapedType>(input->get().getType());
-    if (!type || !type.hasStaticShape() || type.getNumElements() <= most)
-      continue;
-    most = type.getNumElements();
-    largest = input;
-  }
-  if (!largest)
-    return order;
-  AffineMap map = op.getMatchingIndexingMap(largest);
-  SmallVector<int64_t> indexing, others;
-  for (int64_t d : order)
-    (map.isFunctionOfDim(d) ? indexing : others).push_back(d);
-  indexing.append(others);
-  return indexing;
-}
-
 /// Rewrites a reduction (finalCombinerOf) into `lanes` threads per output
 /// element, the total in a register: a warp (32 lanes) strides over the
 /// reduced dimension and combines its partial results with a butterfly of
@@ -463,12 +435,10 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElse=*/false);
   rewriter.setInsertionPointToStart(guard.thenBlock());
   SmallVector<Value> ivs(sizes.size());
-  SmallVector<int64_t> order = dealingOrder(op, sizes.size());
   Value rest = linear;
-  for (int64_t i = static_cast<int64_t>(order.size()) - 1; i >= 0; --i) {
-    int64_t d = order[i];
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
     ivs[d] = rest;
-    if (i > 0) {
+    if (d > 0) {
       ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, sizes[d]);
       rest = arith::DivUIOp::create(rewriter, loc, rest, sizes[d]);
     }

@@ -543,25 +543,3 @@ func.func @through_a_view(%s: memref<?x?xf32>, %m: memref<?xf32>) {
   }
   return
 }
-
-// -----
-
-// Warps are dealt the outputs with the rows of the input innermost: the
-// warps of one weight row (an LM head's, larger than the L2 cache) run
-// side by side, so the row is read from memory once for all the batch's
-// rows instead of once per row.
-// CHECK-LABEL: func.func @rows_inner
-// CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0
-// CHECK: %[[LINEAR:.*]] = arith.addi
-// CHECK: scf.if
-// CHECK-NEXT: %[[ROW:.*]] = arith.remui %[[LINEAR]], %[[ROWS]]
-// CHECK-NEXT: %[[OUTPUT:.*]] = arith.divui %[[LINEAR]], %[[ROWS]]
-func.func @rows_inner(%x: memref<?x64xf32>, %w: memref<1000x64xf32>, %y: memref<?x1000xf32>) {
-  linalg.contract
-      indexing_maps = [affine_map<(b, o, k) -> (b, k)>,
-                       affine_map<(b, o, k) -> (o, k)>,
-                       affine_map<(b, o, k) -> (b, o)>]
-      ins(%x, %w : memref<?x64xf32>, memref<1000x64xf32>)
-      outs(%y : memref<?x1000xf32>)
-  return
-}
