@@ -120,6 +120,10 @@ def main():
                         help="decode context (default: %(default)s)")
     parser.add_argument("--steps", type=int, default=16,
                         help="decode steps timed (default: %(default)s)")
+    parser.add_argument("--decode-cases", default="",
+                        help="decode cases as BATCH@CONTEXT, comma-separated "
+                        "(1@2048,64@2048,1@32768); instead of --batches at "
+                        "--context")
     args = parser.parse_args()
 
     config_path = os.path.join(args.folder, "model.json")
@@ -150,14 +154,15 @@ def main():
     for tokens in (int(t) for t in args.prompts.split(",")):
         ids = rng.integers(0, vocab, size=(1, tokens))
         ids_t = torch.as_tensor(ids, device="cuda")
-        # gdn's wall time includes copying the last position's logits to
-        # the host (what generation reads); every position's logits are
-        # computed by both.
+        # Both compute the last position's logits only (what generation
+        # reads); gdn's wall time includes copying them to the host.
         gdn_ms = wall_ms(lambda: compiled.prefill(ids, last_only=True), 2)
-        torch_ms = cuda_ms(lambda: baseline.prefill(ids_t), 2)
+        torch_ms = cuda_ms(lambda: baseline.prefill(ids_t, last_only=True),
+                           2)
         # The two compute the same model: the last position's logits.
         ours = np.asarray(compiled.prefill(ids, last_only=True))[0]
-        theirs = baseline.prefill(ids_t)[0, -1].double().cpu().numpy()
+        theirs = baseline.prefill(ids_t, last_only=True)[0, -1] \
+            .double().cpu().numpy()
         agreement.append(np.linalg.norm(ours - theirs) /
                          np.linalg.norm(theirs))
         flops = 2 * matmul_parameters(config) * tokens + \
@@ -167,25 +172,30 @@ def main():
                      f"{tokens / gdn_ms * 1e3:.0f} / "
                      f"{tokens / torch_ms * 1e3:.0f} tokens/s"))
 
-    context = args.context
-    for batch in (int(b) for b in args.batches.split(",")):
+    if args.decode_cases:
+        cases = [tuple(int(x) for x in case.split("@"))
+                 for case in args.decode_cases.split(",")]
+    else:
+        cases = [(int(b), args.context) for b in args.batches.split(",")]
+    for batch, context in cases:
         prompt = rng.integers(0, vocab, size=(batch, context))
         step_ids = rng.integers(0, vocab, size=batch)
-        compiled.prefill(prompt)
+        compiled.prefill(prompt, last_only=True)
         gdn_ms = wall_ms(lambda: compiled.decode(step_ids), args.steps)
-        direct.prefill(prompt)
+        direct.prefill(prompt, last_only=True)
         direct_ms = wall_ms(lambda: direct.decode(step_ids), args.steps)
         # The baseline's MLA cache is allocated for this context, as the
         # graph attends over the whole allocation.
         sized = copy.deepcopy(config)
         sized["max_context"] = context + 2 * args.steps + 8
         graph_model = TorchModel(sized, stored, device="cuda")
-        graph_model.prefill(torch.as_tensor(prompt, device="cuda"))
+        graph_model.prefill(torch.as_tensor(prompt, device="cuda"),
+                            last_only=True)
         step = graph_model.decode_graph()
         step_t = torch.as_tensor(step_ids, device="cuda")
         # The graph's first step against gdn's first step after the prompt.
         theirs = step(step_t).double().cpu().numpy()
-        compiled.prefill(prompt)
+        compiled.prefill(prompt, last_only=True)
         ours = np.asarray(compiled.decode(step_ids))
         agreement.append(np.linalg.norm(ours - theirs) /
                          np.linalg.norm(theirs))

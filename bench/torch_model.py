@@ -330,7 +330,7 @@ class TorchModel:
                                           device=self.device)})
         return caches
 
-    def _forward(self, ids, prefill, position=None):
+    def _forward(self, ids, prefill, position=None, last_only=False):
         eps = self.config["norm_eps"]
         x = self.embedding[ids]
         start = self.position
@@ -345,17 +345,21 @@ class TorchModel:
                 x = x + self._mla_decode(h, p, cache, position)
             h = _rms_norm(x, block["post_norm"], eps)
             x = x + self._mlp(h, block)
+        if last_only:
+            x = x[:, -1:]
         h = _rms_norm(x, self.final_norm, eps).to(self.dtype)
         return (h @ self.head.T).to(self.compute)
 
     @torch.no_grad()
-    def prefill(self, ids):
-        """Logits [B, T, vocab] of new sequences ids [B, T] (a LongTensor)."""
+    def prefill(self, ids, last_only=False):
+        """Logits [B, T, vocab] of new sequences ids [B, T] (a LongTensor);
+        with last_only, [B, 1, vocab] of each sequence's last position (the
+        final norm and LM head of that row alone)."""
         ids = torch.as_tensor(ids, device=self.device)
         self.batch = ids.shape[0]
         self.caches = self._empty_caches(self.batch)
         self.position = 0
-        logits = self._forward(ids, prefill=True)
+        logits = self._forward(ids, prefill=True, last_only=last_only)
         self.position = ids.shape[1]
         return logits
 

@@ -31,7 +31,22 @@ NENYA_124M = {
             "qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
             "v_head_dim": 64, "rope_theta": 10000.0},
     "mlp_hidden_size": 2048, "norm_eps": 1e-6, "tie_embeddings": True,
-    "max_context": 8192, "tokenizer": "ids"}
+    "max_context": 36864, "tokenizer": "ids"}
+
+# The benchmark's larger model, built only on request (--only nenya-1.3b):
+# about 1.3B parameters, d_model 2048, 24 layers in the same pattern.
+NENYA_1_3B = {
+    "vocab_size": 50257, "d_model": 2048, "num_layers": 24,
+    "layer_pattern": "nenya",
+    "gdn": {"num_heads": 16, "head_dim": 128, "conv_size": 4},
+    "mla": {"num_heads": 16, "q_lora_rank": 0, "kv_lora_rank": 512,
+            "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+            "v_head_dim": 128, "rope_theta": 10000.0},
+    "mlp_hidden_size": 5632, "norm_eps": 1e-6, "tie_embeddings": True,
+    "max_context": 36864, "tokenizer": "ids"}
+# Timed by bench/bench_gpu_model.py alone, not by the check.
+BENCH_ONLY = [("nenya-1.3b", NENYA_1_3B, 2)]
+TIMED_ONLY = ("nenya-124m", "nenya-1.3b")
 
 
 def models():
@@ -48,7 +63,7 @@ def build(compiler, out, name, config, seed, target):
     """The model's folder; the weights in f32 and in bf16 (one library
     loads either). A timed-only model keeps no weights in the folder (they
     are too large to carry): the check makes them again from the seed."""
-    timed_only = name == "nenya-124m"
+    timed_only = name in TIMED_ONLY
     folder = os.path.join(out, name)
     os.makedirs(folder, exist_ok=True)
     config_path = os.path.join(folder, "model.json")
@@ -125,15 +140,16 @@ def main():
                         help="cuda, or cpu to try the check script here")
     parser.add_argument("--only", default="",
                         help="one model by name (bench/bench_gpu_model.py "
-                             "times nenya-124m alone)")
+                             "times nenya-124m or nenya-1.3b alone)")
     args = parser.parse_args()
-    names = [name for name, _, _ in models()]
+    names = [name for name, _, _ in models() + BENCH_ONLY]
     if args.only and args.only not in names:
         parser.error(f"--only: expected one of {', '.join(names)}, got "
                      f"{args.only!r}")
+    chosen = models() + [m for m in BENCH_ONLY if m[0] == args.only]
     manifest = {name: build(args.compiler, args.out, name, config, seed,
                             args.target)
-                for name, config, seed in models()
+                for name, config, seed in chosen
                 if args.only in ("", name)}
     for name in CHECKPOINTS if not args.only else ():
         manifest[name] = build_checkpoint(args.compiler, args.out, name,
