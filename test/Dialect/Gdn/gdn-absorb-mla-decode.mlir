@@ -12,12 +12,24 @@
 // SPLITMARK-NOT: key_split
 // BADSPLIT: gdn-absorb-mla-decode: key-split must be 0 (off) or 1..1024, got 2000
 
+// The softmax's maximum and sum in groups of 4 keys: over each group of
+// the scores [B, n, T, G, 4], over the groups, then over the keys left;
+// the exponentials between them, the division after.
+// SPLIT-LABEL: func.func @cached
+// SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] {{.+}} into tensor<?x2x?x?x4xf32>
+// SPLIT: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<?x2x?x?x4xf32>) outs(%{{.+}} : tensor<?x2x?x?xf32>)
+// SPLIT: arith.maximumf
+// SPLIT: linalg.generic {{.+}} ins(%{{.+}} : tensor<?x2x?x?xf32>) outs(%{{.+}} : tensor<?x2x?xf32>)
+// SPLIT: linalg.generic {{.+}} ins(%{{.+}} : tensor<?x2x?x?xf32>) outs(%{{.+}} : tensor<?x2x?xf32>)
+// SPLIT: math.exp
+// SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] {{.+}} into tensor<?x2x?x?x4xf32>
+// SPLIT: arith.addf
+// SPLIT: arith.divf
 // The attended latents in groups of 4 keys: the keys of whole groups
 // (S / 4 of them, times 4) as [B, G, 4, r] and the probabilities as
 // [B, n, T, G, 4]; a partial sum per group with a latent channel innermost
 // among the parallel loops, stored [B, T, n, r, G]; their sum over the
 // groups; then the keys from G * 4 on, added to it.
-// SPLIT-LABEL: func.func @cached
 // SPLIT: %[[GROUPS:.+]] = arith.divui %{{.+}}, %c4
 // SPLIT: %[[WHOLE:.+]] = arith.muli %[[GROUPS]], %c4
 // SPLIT: tensor.extract_slice %{{.+}}[0, 0, 0, 0] [%{{.+}}, 2, %{{.+}}, %[[WHOLE]]]

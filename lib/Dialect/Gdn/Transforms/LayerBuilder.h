@@ -429,7 +429,8 @@ public:
   /// position t + offset (s <= t + offset): the masked, scaled scores
   /// through linalg.softmax, which decomposes itself (AggregatedOpInterface)
   /// into max, exp, sum and division.
-  Value causalSoftmax(Value scores, float scale, Value offset) {
+  Value causalSoftmax(Value scores, float scale, Value offset,
+                      int64_t keySplit = 0) {
     Value factor = constant(scale);
     Value lowest = constant(-std::numeric_limits<float>::infinity());
     Value masked = buildElementwise(
@@ -445,10 +446,118 @@ public:
           return arith::SelectOp::create(nb, nl, causal, scaled, lowest)
               .getResult();
         });
+    if (keySplit > 0)
+      return groupedSoftmax(masked, keySplit);
     return linalg::SoftmaxOp::create(b, loc, masked.getType(), masked,
                                      createEmptyLike(b, loc, scores, f32),
                                      /*dimension=*/3)
         .getResult()[0];
+  }
+
+  /// x [..., S] as [..., whole / split, split] (the first `whole` of the
+  /// S, `whole` a multiple of `split`), the keys of one group together.
+  Value keyGroups(Value x, unsigned keyDim, int64_t split, Value groups,
+                  Value whole) {
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    sizes[keyDim] = whole;
+    Value slice =
+        tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
+    SmallVector<int64_t> shape(type.getShape());
+    shape[keyDim] = ShapedType::kDynamic;
+    shape.insert(shape.begin() + keyDim + 1, split);
+    sizes[keyDim] = groups;
+    sizes.insert(sizes.begin() + keyDim + 1, b.getIndexAttr(split));
+    SmallVector<ReassociationIndices> reassociation;
+    for (unsigned d = 0, e = type.getRank(); d < e; ++d) {
+      unsigned first = d <= keyDim ? d : d + 1;
+      reassociation.push_back(d == keyDim
+                                  ? ReassociationIndices{first, first + 1}
+                                  : ReassociationIndices{first});
+    }
+    return tensor::ExpandShapeOp::create(
+               b, loc, RankedTensorType::get(shape, type.getElementType()),
+               slice, reassociation, sizes)
+        .getResult();
+  }
+
+  /// The keys of x [..., S] from `from` on, along `keyDim`.
+  Value keysFrom(Value x, unsigned keyDim, Value from) {
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    Value count = getValueOrCreateConstantIndexOp(b, loc, sizes[keyDim]);
+    offsets[keyDim] = from;
+    sizes[keyDim] = arith::SubIOp::create(b, loc, count, from).getResult();
+    return tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
+  }
+
+  /// x [B, n, T, S] reduced over s by `combine` from `identity`: over each
+  /// group of `split` keys, then over the groups, then the keys left over.
+  /// On a GPU every row gets G threads for its partial results, where one
+  /// warp walked the whole row.
+  Value groupedRowReduce(Value x, int64_t split, float identity,
+                         GenericBody combine) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    Value keyCount = getValueOrCreateConstantIndexOp(b, loc, sizes[3]);
+    Value groups = arith::DivUIOp::create(
+        b, loc, keyCount, arith::ConstantIndexOp::create(b, loc, split));
+    Value whole = arith::MulIOp::create(
+        b, loc, groups, arith::ConstantIndexOp::create(b, loc, split));
+    auto filled = [&](ArrayRef<OpFoldResult> shape) {
+      return linalg::FillOp::create(b, loc, ValueRange{constant(identity)},
+                                    ValueRange{createEmpty(b, loc, shape, f32)})
+          .getResult(0);
+    };
+    SmallVector<IteratorType> fiveLoops(4, IteratorType::parallel);
+    fiveLoops.push_back(IteratorType::reduction);
+    SmallVector<IteratorType> fourLoops(3, IteratorType::parallel);
+    fourLoops.push_back(IteratorType::reduction);
+    Value partial = buildGeneric(
+        b, loc, ValueRange{keyGroups(x, 3, split, groups, whole)},
+        filled({sizes[0], sizes[1], sizes[2], groups}),
+        {map(5, {0, 1, 2, 3, 4}), map(5, {0, 1, 2, 3})}, fiveLoops, combine);
+    SmallVector<AffineMap> rowMaps = {map(4, {0, 1, 2, 3}), map(4, {0, 1, 2})};
+    Value total =
+        buildGeneric(b, loc, ValueRange{partial},
+                     filled({sizes[0], sizes[1], sizes[2]}), rowMaps,
+                     fourLoops, combine);
+    return buildGeneric(b, loc, ValueRange{keysFrom(x, 3, whole)}, total,
+                        rowMaps, fourLoops, combine);
+  }
+
+  /// softmax over s of x [B, n, T, S] with its maximum and sum taken in
+  /// groups of `split` keys (groupedRowReduce): a decode step's rows are
+  /// as long as the context and few (one per head and sequence).
+  Value groupedSoftmax(Value x, int64_t split) {
+    Value maximum = groupedRowReduce(
+        x, split, -std::numeric_limits<float>::infinity(),
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          return arith::MaximumFOp::create(nb, nl, args[1], args[0])
+              .getResult();
+        });
+    SmallVector<AffineMap> withRow = {b.getMultiDimIdentityMap(4),
+                                      map(4, {0, 1, 2})};
+    Value exponentials = buildElementwise(
+        b, loc, ValueRange{x, maximum}, createEmptyLike(b, loc, x, f32),
+        withRow, [](OpBuilder &nb, Location nl, ValueRange args) {
+          Value shifted = arith::SubFOp::create(nb, nl, args[0], args[1]);
+          return math::ExpOp::create(nb, nl, shifted).getResult();
+        });
+    Value sum = groupedRowReduce(
+        exponentials, split, 0.0f,
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          return arith::AddFOp::create(nb, nl, args[1], args[0]).getResult();
+        });
+    return buildElementwise(
+        b, loc, ValueRange{exponentials, sum},
+        createEmptyLike(b, loc, x, f32), withRow,
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          return arith::DivFOp::create(nb, nl, args[0], args[1]).getResult();
+        });
   }
 
   /// x [B, S, r], one head shared by all, as `heads` heads [B, S, heads, r].
@@ -509,39 +618,14 @@ public:
   /// contiguous for it).
   Value groupedLatentSum(Value probabilities, Value latents, int64_t split,
                          Value groups, Value whole) {
-    auto latType = cast<RankedTensorType>(latents.getType());
-    auto pType = cast<RankedTensorType>(probabilities.getType());
     SmallVector<OpFoldResult> latSizes = tensor::getMixedSizes(b, loc, latents);
     SmallVector<OpFoldResult> pSizes =
         tensor::getMixedSizes(b, loc, probabilities);
     OpFoldResult batch = latSizes[0], rank = latSizes[2];
     OpFoldResult heads = pSizes[1], tokens = pSizes[2];
-    auto grouped = [&](Value x, RankedTensorType type, unsigned keyDim) {
-      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
-      SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-      sizes[keyDim] = whole;
-      Value slice =
-          tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
-      SmallVector<int64_t> shape(type.getShape());
-      shape[keyDim] = ShapedType::kDynamic;
-      shape.insert(shape.begin() + keyDim + 1, split);
-      sizes[keyDim] = groups;
-      sizes.insert(sizes.begin() + keyDim + 1, b.getIndexAttr(split));
-      SmallVector<ReassociationIndices> reassociation;
-      for (unsigned d = 0, e = type.getRank(); d < e; ++d) {
-        unsigned first = d <= keyDim ? d : d + 1;
-        reassociation.push_back(d == keyDim
-                                    ? ReassociationIndices{first, first + 1}
-                                    : ReassociationIndices{first});
-      }
-      return tensor::ExpandShapeOp::create(
-                 b, loc, RankedTensorType::get(shape, type.getElementType()),
-                 slice, reassociation, sizes)
-          .getResult();
-    };
-    Value pGroups = grouped(probabilities, pType, 3); // [B, n, T, G, N]
-    Value latGroups = grouped(latents, latType, 1);   // [B, G, N, r]
+    // [B, n, T, G, N] and [B, G, N, r].
+    Value pGroups = keyGroups(probabilities, 3, split, groups, whole);
+    Value latGroups = keyGroups(latents, 1, split, groups, whole);
     auto mulAdd = [](OpBuilder &nb, Location nl, ValueRange args) {
       Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
       return arith::AddFOp::create(nb, nl, args[2], product).getResult();
@@ -596,7 +680,7 @@ public:
     scores = contract5(
         qRope, kRopes, scores,
         {map(5, {0, 2, 1, 4}), map(5, {0, 3, 4}), map(5, {0, 1, 2, 3})});
-    Value probabilities = causalSoftmax(scores, scale, offset);
+    Value probabilities = causalSoftmax(scores, scale, offset, keySplit);
     Value attendedInit = createZeros(b, loc, {batch, tokens, heads, rank}, f32);
     Value restP = probabilities, restLatents = latents;
     if (keySplit > 0) {
@@ -607,19 +691,8 @@ public:
           b, loc, groups, arith::ConstantIndexOp::create(b, loc, keySplit));
       attendedInit =
           groupedLatentSum(probabilities, latents, keySplit, groups, whole);
-      Value rest = arith::SubIOp::create(b, loc, keyCount, whole);
-      auto keysFrom = [&](Value x, unsigned keyDim) -> Value {
-        auto type = cast<RankedTensorType>(x.getType());
-        SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-        SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
-        SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-        offsets[keyDim] = whole;
-        sizes[keyDim] = rest;
-        return tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes,
-                                              strides);
-      };
-      restP = keysFrom(probabilities, 3);
-      restLatents = keysFrom(latents, 1);
+      restP = keysFrom(probabilities, 3, whole);
+      restLatents = keysFrom(latents, 1, whole);
     }
     // Loops (b, t, n, s, r): the attended latents (of the keys no group
     // took), the reduction over the keys outside the loop over a latent's

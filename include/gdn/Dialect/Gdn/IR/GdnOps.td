@@ -315,8 +315,10 @@ def Gdn_MlaOp : Gdn_Op<"mla", [Pure, AttrSizedOperandSegments]> {
     same up to f32 rounding; the grouping is for GPUs, where every thread of
     the first step walks N keys down one latent channel, neighbouring
     threads reading neighbouring channels, instead of a warp per output
-    that reads the keys of one channel a latent row apart
-    (`gdn-absorb-mla-decode` sets it).
+    that reads the keys of one channel a latent row apart. The softmax's
+    maximum and sum over the keys are taken in the same groups, so that a
+    decode step's few rows, each as long as the context, are not one warp
+    each (`gdn-absorb-mla-decode` sets it).
   }];
   let arguments = (ins
     AnyRankedTensor:$x,
