@@ -2,6 +2,7 @@
 
 #include "gdn/Runtime/CudaRuntime.h"
 
+#include "CudaCheck.h"
 #include "StepGraphRecording.h"
 
 #include <cuda.h>
@@ -13,8 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
-namespace {
-[[noreturn]] void fail(const char *call, CUresult result) {
+void gdn::cuda::failedCall(const char *call, CUresult result) {
   const char *name = "unknown";
   const char *text = "";
   cuGetErrorName(result, &name);
@@ -25,12 +25,7 @@ namespace {
   std::abort();
 }
 
-#define GDN_CUDA_CHECK(call)                                                   \
-  do {                                                                         \
-    CUresult result_ = (call);                                                 \
-    if (result_ != CUDA_SUCCESS)                                               \
-      fail(#call, result_);                                                    \
-  } while (false)
+namespace {
 
 int defaultDevice = 0;
 
@@ -136,7 +131,7 @@ void mgpuModuleUnload(void *module) {
   // process exit; that is not an error worth aborting (and losing output).
   CUresult result = cuModuleUnload(static_cast<CUmodule>(module));
   if (result != CUDA_SUCCESS && result != CUDA_ERROR_DEINITIALIZED)
-    fail("cuModuleUnload(module)", result);
+    gdn::cuda::failedCall("cuModuleUnload(module)", result);
 }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
@@ -247,8 +242,7 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
   CUdeviceptr pointer = 0;
   if (bytes == 0)
     return nullptr;
-  if (gdn::cuda::StepGraph::Recording *recording =
-          gdn::cuda::activeRecording())
+  if (gdn::cuda::StepGraph::Recording *recording = gdn::cuda::activeRecording())
     return gdn::cuda::recordAllocation(*recording, bytes, isHostShared);
   if (isHostShared) {
     GDN_CUDA_CHECK(cuMemAllocManaged(&pointer, bytes, CU_MEM_ATTACH_GLOBAL));
@@ -274,8 +268,7 @@ void mgpuMemFree(void *pointer, void *stream) {
   ensureContext();
   if (!pointer)
     return;
-  if (gdn::cuda::StepGraph::Recording *recording =
-          gdn::cuda::activeRecording())
+  if (gdn::cuda::StepGraph::Recording *recording = gdn::cuda::activeRecording())
     return gdn::cuda::recordFree(*recording, pointer);
   auto address = reinterpret_cast<CUdeviceptr>(pointer);
   bool managed;
@@ -291,8 +284,7 @@ void mgpuMemFree(void *pointer, void *stream) {
 
 void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
   ensureContext();
-  if (gdn::cuda::StepGraph::Recording *recording =
-          gdn::cuda::activeRecording())
+  if (gdn::cuda::StepGraph::Recording *recording = gdn::cuda::activeRecording())
     return gdn::cuda::recordCopy(*recording, destination, source, bytes);
   GDN_CUDA_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(destination),
                                reinterpret_cast<CUdeviceptr>(source), bytes,
@@ -302,8 +294,7 @@ void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
 void mgpuMemset32(void *destination, unsigned int value, size_t count,
                   void *stream) {
   ensureContext();
-  if (gdn::cuda::StepGraph::Recording *recording =
-          gdn::cuda::activeRecording())
+  if (gdn::cuda::StepGraph::Recording *recording = gdn::cuda::activeRecording())
     return gdn::cuda::recordFill32(*recording, destination, value, count);
   GDN_CUDA_CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(destination),
                                   value, count, orBorrowed(stream)));

@@ -8,10 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaCheck.h"
 #include "StepGraphRecording.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 #include <utility>
@@ -20,24 +19,6 @@
 using namespace gdn::cuda;
 
 namespace {
-[[noreturn]] void fail(const char *call, CUresult result) {
-  const char *name = "unknown";
-  const char *text = "";
-  cuGetErrorName(result, &name);
-  cuGetErrorString(result, &text);
-  std::fflush(stdout);
-  std::fprintf(stderr, "gdn CUDA runtime: %s failed: %s (%s)\n", call, name,
-               text ? text : "");
-  std::abort();
-}
-
-#define GDN_CUDA_CHECK(call)                                                   \
-  do {                                                                         \
-    CUresult result_ = (call);                                                 \
-    if (result_ != CUDA_SUCCESS)                                               \
-      fail(#call, result_);                                                    \
-  } while (false)
-
 thread_local StepGraph::Recording *active = nullptr;
 
 /// Where each parameter of a kernel lies in its argument bytes.
@@ -315,8 +296,8 @@ void StepGraph::Recording::launch(CUfunction function, const unsigned grid[3],
     bool same = true;
     for (size_t i = 0; same && i < paramsCount; ++i) {
       auto [offset, size] = call.layout->offsetAndSize[i];
-      same = std::memcmp(recorded.arguments.data() + offset, params[i],
-                         size) == 0;
+      same =
+          std::memcmp(recorded.arguments.data() + offset, params[i], size) == 0;
     }
     if (same) {
       ++cursor;
