@@ -16,6 +16,9 @@
 // the scores [B, n, T, G, 4], over the groups, then over the keys left;
 // the exponentials between them, the division after.
 // SPLIT-LABEL: func.func @cached
+// The groups are counted once, for the softmax and the latents.
+// SPLIT: %[[GROUPS:.+]] = arith.divui %{{.+}}, %c4
+// SPLIT: %[[WHOLE:.+]] = arith.muli %[[GROUPS]], %c4
 // SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] {{.+}} into tensor<?x2x?x?x4xf32>
 // SPLIT: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<?x2x?x?x4xf32>) outs(%{{.+}} : tensor<?x2x?x?xf32>)
 // SPLIT: arith.maximumf
@@ -30,8 +33,6 @@
 // [B, n, T, G, 4]; a partial sum per group with a latent channel innermost
 // among the parallel loops, stored [B, T, n, r, G]; their sum over the
 // groups; then the keys from G * 4 on, added to it.
-// SPLIT: %[[GROUPS:.+]] = arith.divui %{{.+}}, %c4
-// SPLIT: %[[WHOLE:.+]] = arith.muli %[[GROUPS]], %c4
 // SPLIT: tensor.extract_slice %{{.+}}[0, 0, 0, 0] [%{{.+}}, 2, %{{.+}}, %[[WHOLE]]]
 // SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] output_shape [%{{.+}}, 2, %{{.+}}, %[[GROUPS]], 4] : tensor<?x2x?x?xf32> into tensor<?x2x?x?x4xf32>
 // SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1, 2], [3]] output_shape [%{{.+}}, %[[GROUPS]], 4, 16] : tensor<?x?x16xf32> into tensor<?x?x4x16xf32>

@@ -23,6 +23,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 namespace mlir::gdn {
@@ -425,12 +426,25 @@ public:
         iterators, body);
   }
 
+  /// `keys` keys split into `count` whole groups of `size`, the first
+  /// `whole` = count x size of them, and the rest.
+  struct KeyGroups {
+    int64_t size;
+    Value count, whole;
+  };
+  KeyGroups splitKeys(OpFoldResult keys, int64_t size) {
+    Value keyCount = getValueOrCreateConstantIndexOp(b, loc, keys);
+    Value groupSize = arith::ConstantIndexOp::create(b, loc, size);
+    Value count = arith::DivUIOp::create(b, loc, keyCount, groupSize);
+    return {size, count, arith::MulIOp::create(b, loc, count, groupSize)};
+  }
+
   /// Causal softmax over s of scale * scores[b, n, t, s] for query t at
   /// position t + offset (s <= t + offset): the masked, scaled scores
   /// through linalg.softmax, which decomposes itself (AggregatedOpInterface)
   /// into max, exp, sum and division.
   Value causalSoftmax(Value scores, float scale, Value offset,
-                      int64_t keySplit = 0) {
+                      const KeyGroups *groups = nullptr) {
     Value factor = constant(scale);
     Value lowest = constant(-std::numeric_limits<float>::infinity());
     Value masked = buildElementwise(
@@ -446,30 +460,29 @@ public:
           return arith::SelectOp::create(nb, nl, causal, scaled, lowest)
               .getResult();
         });
-    if (keySplit > 0)
-      return groupedSoftmax(masked, keySplit);
+    if (groups)
+      return groupedSoftmax(masked, *groups);
     return linalg::SoftmaxOp::create(b, loc, masked.getType(), masked,
                                      createEmptyLike(b, loc, scores, f32),
                                      /*dimension=*/3)
         .getResult()[0];
   }
 
-  /// x [..., S] as [..., whole / split, split] (the first `whole` of the
-  /// S, `whole` a multiple of `split`), the keys of one group together.
-  Value keyGroups(Value x, unsigned keyDim, int64_t split, Value groups,
-                  Value whole) {
+  /// The first `g.whole` keys of x along `keyDim`, [..., S, ...] as
+  /// [..., g.count, g.size, ...]: the keys of one group together.
+  Value keyGroups(Value x, unsigned keyDim, const KeyGroups &g) {
     auto type = cast<RankedTensorType>(x.getType());
     SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
     SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-    sizes[keyDim] = whole;
+    sizes[keyDim] = g.whole;
     Value slice =
         tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
     SmallVector<int64_t> shape(type.getShape());
     shape[keyDim] = ShapedType::kDynamic;
-    shape.insert(shape.begin() + keyDim + 1, split);
-    sizes[keyDim] = groups;
-    sizes.insert(sizes.begin() + keyDim + 1, b.getIndexAttr(split));
+    shape.insert(shape.begin() + keyDim + 1, g.size);
+    sizes[keyDim] = g.count;
+    sizes.insert(sizes.begin() + keyDim + 1, b.getIndexAttr(g.size));
     SmallVector<ReassociationIndices> reassociation;
     for (unsigned d = 0, e = type.getRank(); d < e; ++d) {
       unsigned first = d <= keyDim ? d : d + 1;
@@ -496,45 +509,37 @@ public:
   }
 
   /// x [B, n, T, S] reduced over s by `combine` from `identity`: over each
-  /// group of `split` keys, then over the groups, then the keys left over.
-  /// On a GPU every row gets G threads for its partial results, where one
+  /// group of keys, then over the groups, then the keys left over. On a GPU
+  /// every row gets a thread per group for its partial results, where one
   /// warp walked the whole row.
-  Value groupedRowReduce(Value x, int64_t split, float identity,
+  Value groupedRowReduce(Value x, const KeyGroups &g, float identity,
                          GenericBody combine) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
-    Value keyCount = getValueOrCreateConstantIndexOp(b, loc, sizes[3]);
-    Value groups = arith::DivUIOp::create(
-        b, loc, keyCount, arith::ConstantIndexOp::create(b, loc, split));
-    Value whole = arith::MulIOp::create(
-        b, loc, groups, arith::ConstantIndexOp::create(b, loc, split));
     auto filled = [&](ArrayRef<OpFoldResult> shape) {
-      return linalg::FillOp::create(b, loc, ValueRange{constant(identity)},
-                                    ValueRange{createEmpty(b, loc, shape, f32)})
-          .getResult(0);
+      return fillWith(b, loc, createEmpty(b, loc, shape, f32), identity);
     };
     SmallVector<IteratorType> fiveLoops(4, IteratorType::parallel);
     fiveLoops.push_back(IteratorType::reduction);
     SmallVector<IteratorType> fourLoops(3, IteratorType::parallel);
     fourLoops.push_back(IteratorType::reduction);
     Value partial = buildGeneric(
-        b, loc, ValueRange{keyGroups(x, 3, split, groups, whole)},
-        filled({sizes[0], sizes[1], sizes[2], groups}),
+        b, loc, ValueRange{keyGroups(x, 3, g)},
+        filled({sizes[0], sizes[1], sizes[2], g.count}),
         {map(5, {0, 1, 2, 3, 4}), map(5, {0, 1, 2, 3})}, fiveLoops, combine);
     SmallVector<AffineMap> rowMaps = {map(4, {0, 1, 2, 3}), map(4, {0, 1, 2})};
-    Value total =
-        buildGeneric(b, loc, ValueRange{partial},
-                     filled({sizes[0], sizes[1], sizes[2]}), rowMaps,
-                     fourLoops, combine);
-    return buildGeneric(b, loc, ValueRange{keysFrom(x, 3, whole)}, total,
+    Value total = buildGeneric(b, loc, ValueRange{partial},
+                               filled({sizes[0], sizes[1], sizes[2]}), rowMaps,
+                               fourLoops, combine);
+    return buildGeneric(b, loc, ValueRange{keysFrom(x, 3, g.whole)}, total,
                         rowMaps, fourLoops, combine);
   }
 
   /// softmax over s of x [B, n, T, S] with its maximum and sum taken in
-  /// groups of `split` keys (groupedRowReduce): a decode step's rows are
-  /// as long as the context and few (one per head and sequence).
-  Value groupedSoftmax(Value x, int64_t split) {
+  /// groups of keys (groupedRowReduce): a decode step's rows are as long
+  /// as the context and few (one per head and sequence).
+  Value groupedSoftmax(Value x, const KeyGroups &g) {
     Value maximum = groupedRowReduce(
-        x, split, -std::numeric_limits<float>::infinity(),
+        x, g, -std::numeric_limits<float>::infinity(),
         [](OpBuilder &nb, Location nl, ValueRange args) {
           return arith::MaximumFOp::create(nb, nl, args[1], args[0])
               .getResult();
@@ -548,14 +553,12 @@ public:
           return math::ExpOp::create(nb, nl, shifted).getResult();
         });
     Value sum = groupedRowReduce(
-        exponentials, split, 0.0f,
-        [](OpBuilder &nb, Location nl, ValueRange args) {
+        exponentials, g, 0.0f, [](OpBuilder &nb, Location nl, ValueRange args) {
           return arith::AddFOp::create(nb, nl, args[1], args[0]).getResult();
         });
     return buildElementwise(
-        b, loc, ValueRange{exponentials, sum},
-        createEmptyLike(b, loc, x, f32), withRow,
-        [](OpBuilder &nb, Location nl, ValueRange args) {
+        b, loc, ValueRange{exponentials, sum}, createEmptyLike(b, loc, x, f32),
+        withRow, [](OpBuilder &nb, Location nl, ValueRange args) {
           return arith::DivFOp::create(nb, nl, args[0], args[1]).getResult();
         });
   }
@@ -610,22 +613,22 @@ public:
         });
   }
 
-  /// sum_s p[b, n, t, s] latents[b, s, r] over the keys s < `whole` =
-  /// `groups` x `split`, as [B, T, n, r]: a partial sum per group of `split`
+  /// sum_s p[b, n, t, s] latents[b, s, r] over the keys of the whole groups
+  /// `g`, as [B, T, n, r]: a partial sum per group of
   /// keys (loops (b, t, n, g, r, i): a latent channel r innermost among the
   /// parallel loops, the group's keys i the reduction), then the sum over
   /// the groups (loops (b, t, n, r, g), the partial sums stored with g
   /// contiguous for it).
-  Value groupedLatentSum(Value probabilities, Value latents, int64_t split,
-                         Value groups, Value whole) {
+  Value groupedLatentSum(Value probabilities, Value latents,
+                         const KeyGroups &g) {
     SmallVector<OpFoldResult> latSizes = tensor::getMixedSizes(b, loc, latents);
     SmallVector<OpFoldResult> pSizes =
         tensor::getMixedSizes(b, loc, probabilities);
     OpFoldResult batch = latSizes[0], rank = latSizes[2];
     OpFoldResult heads = pSizes[1], tokens = pSizes[2];
     // [B, n, T, G, N] and [B, G, N, r].
-    Value pGroups = keyGroups(probabilities, 3, split, groups, whole);
-    Value latGroups = keyGroups(latents, 1, split, groups, whole);
+    Value pGroups = keyGroups(probabilities, 3, g);
+    Value latGroups = keyGroups(latents, 1, g);
     auto mulAdd = [](OpBuilder &nb, Location nl, ValueRange args) {
       Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
       return arith::AddFOp::create(nb, nl, args[2], product).getResult();
@@ -635,7 +638,7 @@ public:
     // Loops (b, t, n, g, r, i); partial[b, t, n, r, g].
     Value partial = buildGeneric(
         b, loc, ValueRange{pGroups, latGroups},
-        createZeros(b, loc, {batch, tokens, heads, rank, groups}, f32),
+        createZeros(b, loc, {batch, tokens, heads, rank, g.count}, f32),
         {map(6, {0, 2, 1, 3, 5}), map(6, {0, 3, 5, 4}),
          map(6, {0, 1, 2, 4, 3})},
         iterators, mulAdd);
@@ -680,19 +683,17 @@ public:
     scores = contract5(
         qRope, kRopes, scores,
         {map(5, {0, 2, 1, 4}), map(5, {0, 3, 4}), map(5, {0, 1, 2, 3})});
-    Value probabilities = causalSoftmax(scores, scale, offset, keySplit);
+    std::optional<KeyGroups> groups;
+    if (keySplit > 0)
+      groups = splitKeys(keys, keySplit);
+    Value probabilities =
+        causalSoftmax(scores, scale, offset, groups ? &*groups : nullptr);
     Value attendedInit = createZeros(b, loc, {batch, tokens, heads, rank}, f32);
     Value restP = probabilities, restLatents = latents;
-    if (keySplit > 0) {
-      Value keyCount = getValueOrCreateConstantIndexOp(b, loc, keys);
-      Value groups = arith::DivUIOp::create(
-          b, loc, keyCount, arith::ConstantIndexOp::create(b, loc, keySplit));
-      Value whole = arith::MulIOp::create(
-          b, loc, groups, arith::ConstantIndexOp::create(b, loc, keySplit));
-      attendedInit =
-          groupedLatentSum(probabilities, latents, keySplit, groups, whole);
-      restP = keysFrom(probabilities, 3, whole);
-      restLatents = keysFrom(latents, 1, whole);
+    if (groups) {
+      attendedInit = groupedLatentSum(probabilities, latents, *groups);
+      restP = keysFrom(probabilities, 3, groups->whole);
+      restLatents = keysFrom(latents, 1, groups->whole);
     }
     // Loops (b, t, n, s, r): the attended latents (of the keys no group
     // took), the reduction over the keys outside the loop over a latent's
