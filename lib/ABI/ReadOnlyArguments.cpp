@@ -14,7 +14,7 @@ using namespace mlir::gdn;
 
 namespace {
 /// The argument attribute of a cache the function appends to in place.
-constexpr StringLiteral kInPlaceCache = "gdn.in_place_cache";
+constexpr StringLiteral kInPlace = "gdn.in_place";
 
 struct GdnReadOnlyArgumentsPass
     : gdn::impl::GdnReadOnlyArgumentsPassBase<GdnReadOnlyArgumentsPass> {
@@ -29,11 +29,11 @@ struct GdnReadOnlyArgumentsPass
       if (!isa<TensorType>(arg.getType()))
         continue;
       unsigned index = arg.getArgNumber();
-      bool inPlace = static_cast<bool>(func.getArgAttr(index, kInPlaceCache));
+      bool inPlace = static_cast<bool>(func.getArgAttr(index, kInPlace));
       func.setArgAttr(index, writable, BoolAttr::get(&getContext(), inPlace));
       // The marker has done its job; left in place it reaches the LLVM
       // translation, which warns about every argument that carries it.
-      func.removeArgAttr(index, kInPlaceCache);
+      func.removeArgAttr(index, kInPlace);
     }
   }
 };

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/BitVector.h"
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNRESULTSTOOUTPARAMSPASS
@@ -18,6 +19,27 @@ using namespace mlir::gdn;
 
 namespace {
 constexpr StringLiteral kInternalSuffix = "_returning_buffers";
+
+/// Drops the results of `func` that return one of its own arguments (after
+/// casts): a buffer the function updated in place (an argument marked
+/// gdn.in_place) is already the caller's, and an out-parameter for it would
+/// only take a copy of it.
+void dropArgumentResults(func::FuncOp func) {
+  auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  llvm::BitVector drop(func.getNumResults());
+  for (OpOperand &operand : returnOp->getOpOperands()) {
+    Value value = operand.get();
+    while (auto cast = value.getDefiningOp<memref::CastOp>())
+      value = cast.getSource();
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (arg && arg.getOwner() == &func.getBody().front())
+      drop.set(operand.getOperandNumber());
+  }
+  if (drop.none())
+    return;
+  returnOp->eraseOperands(drop);
+  (void)func.eraseResults(drop);
+}
 
 bool returnsBuffers(func::FuncOp func) {
   return llvm::any_of(func.getResultTypes(),
@@ -63,6 +85,10 @@ struct GdnResultsToOutParamsPass
       for (func::CallOp call : calls)
         call.setCallee(copy.getName());
     }
+
+    for (func::FuncOp func : publicFunctions)
+      if (func.getBody().hasOneBlock())
+        dropArgumentResults(func);
 
     bufferization::BufferResultsToOutParamsOpts options;
     options.hoistStaticAllocs = true;

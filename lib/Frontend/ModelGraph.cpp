@@ -205,7 +205,7 @@ static Value buildLayer(OpBuilder &b, const LayerContext &c, size_t index,
 /// written in place: the caller's buffer, with room for the new tokens, and
 /// with any distance between the sequences of the batch (a runtime keeps
 /// room for more tokens than one step sees).
-static void markInPlaceCache(func::FuncOp func, unsigned arg) {
+static void markInPlace(func::FuncOp func, unsigned arg) {
   auto type = cast<RankedTensorType>(func.getArgumentTypes()[arg]);
   int64_t rank = type.getRank();
   SmallVector<int64_t> strides(rank, 1);
@@ -218,7 +218,7 @@ static void markInPlaceCache(func::FuncOp func, unsigned arg) {
                   StridedLayoutAttr::get(context, 0, strides));
   // Writable: gdn-read-only-arguments keeps the public step's marked ones
   // so, and private functions' arguments are writable anyway.
-  func.setArgAttr(arg, "gdn.in_place_cache", UnitAttr::get(context));
+  func.setArgAttr(arg, "gdn.in_place", UnitAttr::get(context));
 }
 
 /// The weights of layer `index`, (name, type) in the sorted-name order of the
@@ -253,7 +253,7 @@ static std::string layerKey(const ModelConfig &config, size_t index,
 /// its logit rows. A cache
 /// that grows with the tokens (MLA latents and RoPE keys, attention keys
 /// and values) comes in with room for this call's tokens after the cached
-/// ones, and the step writes them in place (markInPlaceCache) rather than
+/// ones, and the step writes them in place (markInPlace) rather than
 /// returning it; the fixed-size ones (GDN states) come in and go out as
 /// values. With
 /// `layerFunctions`, each layer is a call of a private function
@@ -311,7 +311,7 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
   if (withCaches)
     for (size_t i = 0; i < layouts.size(); ++i)
       if (layouts[i].growsWithTokens)
-        markInPlaceCache(func, 1 + i);
+        markInPlace(func, 1 + i);
 
   // One private function per distinct layer, before @name.
   std::map<std::string, func::FuncOp> functionOf;
@@ -342,7 +342,7 @@ static void buildForward(OpBuilder &b, const ModelConfig &config, Location loc,
     layerFunc.setPrivate();
     if (growing(index))
       for (unsigned arg : {1, 2})
-        markInPlaceCache(layerFunc, arg);
+        markInPlace(layerFunc, arg);
     Block *layerBody = layerFunc.addEntryBlock();
     b.setInsertionPointToStart(layerBody);
     auto arg = [&](size_t i) -> Value { return layerBody->getArgument(i); };

@@ -88,6 +88,8 @@ void mlir::gdn::buildGdnToLinalgPipeline(OpPassManager &pm,
   blockOptions.blockSize = options.attentionBlock;
   pm.addNestedPass<func::FuncOp>(createGdnBlockAttentionPass(blockOptions));
   pm.addNestedPass<func::FuncOp>(createGdnDecomposeLayersPass());
+  // Packed sequences and state pools around dense delta-rule ops.
+  pm.addNestedPass<func::FuncOp>(createGdnUnpackSequencesPass());
   // Projections in static row tiles, for gdn-cpu-vectorize's FMA schedule.
   pm.addNestedPass<func::FuncOp>(
       createGdnCPUTileProjectionsPass(tileOptionsOf(options)));
@@ -129,7 +131,11 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
   // A model's layer functions write into buffers their caller passes and
   // return them; those results are dropped, so that only public functions
-  // return buffers.
+  // return buffers. Loops that update an argument in place (a pool of
+  // states) yield its buffer; the canonicalizer folds their results to the
+  // argument itself, the form this pass and gdn-results-to-out-params
+  // recognise.
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   // On request, results become caller-allocated out-parameters: the C ABI then
   // has no ownership transfer, and the kernels write o and the final state

@@ -282,9 +282,11 @@ def _check_preconditions(k, g, beta, axes):
                              f"{float(values[index]):.6g}; {name} {rule}")
 
 
-@accepts_torch_cpu("q", "k", "v", "g", "beta", "initial_state")
+@accepts_torch_cpu("q", "k", "v", "g", "beta", "initial_state", "cu_seqlens",
+                   "state_indices", "write_indices")
 def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
-               chunk_size=64, compile_options=None, check_numerics=False):
+               chunk_size=64, compile_options=None, check_numerics=False, *,
+               cu_seqlens=None, state_indices=None, write_indices=None):
     """Gated delta rule over a sequence (prefill), compiled.
 
     q, k: [B, T, H, K]; v: [B, T, Hv, V] (float32, or float16 for all
@@ -302,7 +304,31 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     naming the first element with g > 0, beta outside [0, 1] or a key not
     of unit length), then raise FloatingPointError naming the first NaN or
     Inf in o (batch, token, head, column) or the final state.
+
+    Serving forms (keyword-only):
+
+    - cu_seqlens: integers [N + 1], the offsets of N sequences packed into
+      q, k, v, g and beta of shape [1, total, ...] (0 first, total last,
+      never decreasing; a sequence may be empty). Each sequence runs from
+      its own initial state: initial_state is [N, Hv, K, V] or None (zeros),
+      and the final state returned is [N, Hv, K, V]. o keeps the packed
+      layout.
+    - state_indices: integers [N] (N = B, or the sequences of cu_seqlens):
+      initial_state is then a pool [S, Hv, K, V] (float32, writeable,
+      C-contiguous); sequence n starts from slot state_indices[n] and its
+      final state is written into slot write_indices[n] (state_indices[n]
+      when write_indices is None) of the pool itself, which is returned as
+      the final state. Every read sees the pool as passed in; -1 reads a
+      zero state and writes nothing. ValueError for an index outside
+      [-1, S).
     """
+    if (cu_seqlens is not None or state_indices is not None
+            or write_indices is not None):
+        from .compiled_serving import packed_or_pooled_prefill
+        return packed_or_pooled_prefill(
+            q, k, v, g, beta, initial_state, scale,
+            _check_chunk_size(chunk_size), compile_options, check_numerics,
+            cu_seqlens, state_indices, write_indices)
     q = _check_array("q", q, 4, "[B, T, H, K]")
     k = _check_array("k", k, 4, "[B, T, H, K]")
     v = _check_array("v", v, 4, "[B, T, Hv, V]")
@@ -352,9 +378,11 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
     return o, final_state
 
 
-@accepts_torch_cpu("q", "k", "v", "g", "beta", "state")
+@accepts_torch_cpu("q", "k", "v", "g", "beta", "state", "state_indices",
+                   "write_indices")
 def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False,
-                    compile_options=None, check_numerics=False):
+                    compile_options=None, check_numerics=False, *,
+                    state_indices=None, write_indices=None):
     """One decode token of the gated delta rule, compiled.
 
     q, k: [B, H, K]; v: [B, Hv, V] (float32, or float16 for all three);
@@ -368,7 +396,21 @@ def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False,
     `state` itself, which is returned: the decode loop then moves the state
     through memory once per token and allocates nothing. compile_options
     and check_numerics: as for delta_rule.
+
+    state_indices (keyword-only): integers [B]; state is then a pool
+    [S, Hv, K, V] (float32, writeable, C-contiguous): entry b reads slot
+    state_indices[b] and writes its new state into slot write_indices[b]
+    (state_indices[b] when write_indices is None) of the pool itself, which
+    is returned as the new state (inplace does not apply). Every read sees
+    the pool as passed in; -1 reads a zero state and writes nothing.
     """
+    if state_indices is not None or write_indices is not None:
+        if state_indices is None:
+            raise TypeError("write_indices needs state_indices (the slots "
+                            "the entries read)")
+        from .compiled_serving import pooled_step
+        return pooled_step(q, k, v, g, beta, state, scale, compile_options,
+                           check_numerics, state_indices, write_indices)
     q = _check_array("q", q, 3, "[B, H, K]")
     k = _check_array("k", k, 3, "[B, H, K]")
     v = _check_array("v", v, 3, "[B, Hv, V]")

@@ -23,8 +23,8 @@ func.func @public(%a: tensor<4xf32>, %b: memref<4xf32>, %c: f32, %d: tensor<?x8x
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: (%{{.+}}: tensor<?x?x8xf32> {bufferization.writable = false},
 // CHECK-SAME: %{{.+}}: tensor<?x?x8xf32> {bufferization.writable = true})
-// CHECK-NOT: gdn.in_place_cache
-func.func @step(%a: tensor<?x?x8xf32>, %cache: tensor<?x?x8xf32> {gdn.in_place_cache}) -> tensor<?x?x8xf32> {
+// CHECK-NOT: gdn.in_place
+func.func @step(%a: tensor<?x?x8xf32>, %cache: tensor<?x?x8xf32> {gdn.in_place}) -> tensor<?x?x8xf32> {
   return %a : tensor<?x?x8xf32>
 }
 

@@ -15,9 +15,12 @@ def GdnReadOnlyArgumentsPass : Pass<"gdn-read-only-arguments",
     input buffers, for example the final state in `initial_state`; callers of
     a compiled library expect value semantics, so an argument declared
     writable is made read-only too. The one exception is an argument marked
-    `gdn.in_place_cache`, a cache that the function appends to in place (a
-    model step's MLA and attention caches, whose buffers the model runtime
-    owns): it becomes `bufferization.writable = true`.
+    `gdn.in_place`, a buffer that the function updates in place (a model
+    step's MLA and attention caches, whose buffers the model runtime owns; a
+    pool of delta-rule states): it becomes `bufferization.writable = true`,
+    and a result that is the argument's buffer is dropped from the C
+    interface (`gdn-results-to-out-params`) instead of becoming an
+    out-parameter.
   }];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",
@@ -74,6 +77,11 @@ def GdnResultsToOutParamsPass : Pass<"gdn-results-to-out-params",
     private copy, `<name>_returning_buffers`, that keeps its results as
     results; the internal calls go to the copy, and only the public
     function takes out-parameters. Private functions keep their results.
+
+    A result that is one of the function's own arguments (a buffer updated
+    in place: an argument marked `gdn.in_place`, such as a pool of states)
+    is dropped instead: the caller already holds it, and an out-parameter
+    would only receive a copy.
   }];
   let dependentDialects = [
     "::mlir::memref::MemRefDialect",

@@ -355,6 +355,23 @@ struct ConvertGdnToGPUPass
     });
     if (unbuildable.wasInterrupted())
       return signalPassFailure();
+    // Packed sequences and state pools are unpacked for the CPU by a loop
+    // whose bounds are device data here; the kernels do not take them yet.
+    WalkResult serving = getOperation().walk([](Operation *op) {
+      bool has = false;
+      if (auto prefill = dyn_cast<DeltaRuleOp>(op))
+        has = prefill.hasServingOperands();
+      else if (auto step = dyn_cast<DeltaRuleStepOp>(op))
+        has = step.hasServingOperands();
+      if (!has)
+        return WalkResult::advance();
+      op->emitOpError()
+          << "with cu_seqlens or state_indices has no CUDA lowering yet; "
+             "compile it with --target=cpu";
+      return WalkResult::interrupt();
+    });
+    if (serving.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateGdnToGPURecurrencePatterns(patterns, blockColumns, keySplits);
     populateGdnToGPUChunkedScanPatterns(patterns, blockColumns, keySplits);

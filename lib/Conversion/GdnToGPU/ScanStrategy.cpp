@@ -148,7 +148,7 @@ struct GdnChooseScanStrategyPass
     if (!chunkedPrefill)
       return;
     getOperation().walk([&](DeltaRuleOp op) {
-      if (op.getStrategyAttr())
+      if (op.getStrategyAttr() || op.hasServingOperands())
         return;
       if (ScanStrategyAttr strategy = chooseScanStrategy(
               op, valueTile, scanWarps, multiprocessors, f32MinTokens))

@@ -249,6 +249,21 @@ struct ConvertGdnToRecurrencePass
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // The recurrence is the dense ops' reference; the serving forms reach it
+    // through gdn-unpack-sequences.
+    WalkResult serving = getOperation()->walk([](Operation *op) {
+      auto prefill = dyn_cast<DeltaRuleOp>(op);
+      auto step = dyn_cast<DeltaRuleStepOp>(op);
+      if ((prefill && prefill.hasServingOperands()) ||
+          (step && step.hasServingOperands())) {
+        op->emitOpError() << "with cu_seqlens or state_indices: run "
+                             "gdn-unpack-sequences before the recurrence";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (serving.wasInterrupted())
+      return signalPassFailure();
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, scf::SCFDialect,

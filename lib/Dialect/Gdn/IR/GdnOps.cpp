@@ -24,6 +24,11 @@ struct DeltaRuleSignature {
   Type o, newState;
   StringRef newStateName;
   float scale;
+  // The serving operands, each may be null: packed sequences (prefill
+  // only) and a state pool's read and write slots.
+  Value cuSeqlens = {};
+  Value stateIndices = {};
+  Value writeIndices = {};
 };
 } // namespace
 
@@ -73,7 +78,18 @@ static LogicalResult verifyDeltaRule(Operation *op,
     dims.append(tail.begin(), tail.end());
     return dims;
   };
-  SmallVector<StringRef> stateDims = {"B", "Hv", "K", "V"};
+  // One state per sequence: B of them, or N packed ones; a pool has S.
+  StringRef sequences = sig.cuSeqlens ? "N" : "B";
+  StringRef stateRows = sig.stateIndices ? "S" : sequences;
+  SmallVector<StringRef> stateDims = {stateRows, "Hv", "K", "V"};
+  if (sig.writeIndices && !sig.stateIndices)
+    return op->emitOpError()
+           << "operand 'write_indices' needs 'state_indices' (the slots the "
+              "sequences read)";
+  if (sig.stateIndices && !sig.state)
+    return op->emitOpError() << "operand 'state_indices' needs '"
+                             << sig.stateName
+                             << "', the pool of states [S, Hv, K, V]";
 
   ShapeContract contract(op, {"H", "Hv", "K", "V"});
   if (failed(contract.check("operand", "q", sig.q.getType(),
@@ -90,6 +106,35 @@ static LogicalResult verifyDeltaRule(Operation *op,
   if (sig.state && failed(contract.check("operand", sig.stateName,
                                          sig.state.getType(), stateDims)))
     return failure();
+  if (sig.cuSeqlens) {
+    auto qType = cast<RankedTensorType>(sig.q.getType());
+    if (qType.getDimSize(0) != 1)
+      return op->emitOpError()
+             << "with 'cu_seqlens' the sequences are packed into one row: "
+                "operand 'q' must have shape [1, total, H, K], but got "
+             << qType;
+    if (failed(contract.check("operand", "cu_seqlens",
+                              sig.cuSeqlens.getType(), {"N + 1"})))
+      return failure();
+  }
+  for (auto [name, indices] : {std::pair<StringRef, Value>{"state_indices",
+                                                           sig.stateIndices},
+                               {"write_indices", sig.writeIndices}})
+    if (indices &&
+        failed(contract.check("operand", name, indices.getType(), {sequences})))
+      return failure();
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"cu_seqlens", sig.cuSeqlens},
+        {"state_indices", sig.stateIndices},
+        {"write_indices", sig.writeIndices}}) {
+    if (!value)
+      continue;
+    Type actual = getTensorElementType(value.getType());
+    if (!actual.isSignlessInteger(32))
+      return op->emitOpError() << "operand '" << name
+                               << "' must have element type i32, but got "
+                               << actual;
+  }
   if (failed(contract.check("result", "o", sig.o, withTokens({"Hv", "V"}))) ||
       failed(
           contract.check("result", sig.newStateName, sig.newState, stateDims)))
@@ -144,6 +189,20 @@ static LogicalResult verifyDeltaRule(Operation *op,
       return op->emitOpError()
              << symbol << " = " << contract.lookup(symbol)
              << " exceeds the largest supported size " << maximum;
+  if (sig.cuSeqlens) {
+    int64_t count = contract.lookup("N");
+    int64_t offsets = contract.lookup("N + 1");
+    if (offsets == 0)
+      return op->emitOpError() << "operand 'cu_seqlens' must have N + 1 >= 1 "
+                                  "offsets, but got "
+                               << sig.cuSeqlens.getType();
+    if (!ShapedType::isDynamic(count) && !ShapedType::isDynamic(offsets) &&
+        offsets != count + 1)
+      return op->emitOpError()
+             << "operand 'cu_seqlens' must have N + 1 = " << count + 1
+             << " offsets (N = " << count << " sequences from the states), "
+             << "but got " << sig.cuSeqlens.getType();
+  }
   // A static empty batch has nothing to compute, and the lowerings index
   // its first sequence; a dynamic one may be empty at run time.
   if (contract.lookup("B") == 0)
@@ -185,7 +244,10 @@ LogicalResult DeltaRuleOp::verify() {
                          getO().getType(),
                          getFinalState().getType(),
                          "final_state",
-                         getScale().convertToFloat()};
+                         getScale().convertToFloat(),
+                         getCuSeqlens(),
+                         getStateIndices(),
+                         getWriteIndices()};
   if (failed(verifyDeltaRule(*this, sig, {"B", "T"})))
     return failure();
   return verifyScanStrategy(*this);
@@ -208,7 +270,10 @@ LogicalResult DeltaRuleStepOp::verify() {
                          getO().getType(),
                          getNewState().getType(),
                          "new_state",
-                         getScale().convertToFloat()};
+                         getScale().convertToFloat(),
+                         /*cuSeqlens=*/Value(),
+                         getStateIndices(),
+                         getWriteIndices()};
   return verifyDeltaRule(*this, sig, {"B"});
 }
 

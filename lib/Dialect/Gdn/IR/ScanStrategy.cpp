@@ -67,6 +67,9 @@ LogicalResult gdn::verifyScanStrategy(DeltaRuleOp op) {
   ScanStrategyAttr strategy = op.getStrategyAttr();
   if (!strategy)
     return success();
+  if (op.hasServingOperands())
+    return op.emitOpError() << "strategy: the chunked scan takes no "
+                               "cu_seqlens or state_indices yet";
   auto q = cast<RankedTensorType>(op.getQ().getType());
   auto v = cast<RankedTensorType>(op.getV().getType());
   // q, k and v of any type the op takes: f32 ones the scan rounds to bf16.

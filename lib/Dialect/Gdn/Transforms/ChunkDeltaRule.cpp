@@ -437,6 +437,9 @@ struct ChunkDeltaRule : OpRewritePattern<DeltaRuleOp> {
                                 PatternRewriter &rewriter) const override {
     if (chunkSize < 1)
       return rewriter.notifyMatchFailure(op, "chunk size must be positive");
+    if (op.hasServingOperands())
+      return rewriter.notifyMatchFailure(
+          op, "packed sequences or a pool: gdn-unpack-sequences first");
     Location loc = op.getLoc();
     Type f32 = rewriter.getF32Type();
     auto oType = op.getO().getType();

@@ -71,7 +71,9 @@ struct GatedDeltaNetDecomposition
     auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
     auto core =
         DeltaRuleOp::create(b, loc, TypeRange{oType, stateType}, q, k, v, g,
-                            beta, op.getInitialState(), b.getF32FloatAttr(1.0f),
+                            beta, op.getInitialState(), /*cu_seqlens=*/Value(),
+                            /*state_indices=*/Value(),
+                            /*write_indices=*/Value(), b.getF32FloatAttr(1.0f),
                             /*strategy=*/ScanStrategyAttr());
     Value o = lb.mergeHeads(lb.rmsNorm(core.getO(), norm, eps));
     Value gate =

@@ -28,6 +28,9 @@ struct ParallelizeDeltaRuleStep : OpRewritePattern<DeltaRuleStepOp> {
 
   LogicalResult matchAndRewrite(DeltaRuleStepOp op,
                                 PatternRewriter &rewriter) const override {
+    if (op.hasServingOperands())
+      return rewriter.notifyMatchFailure(
+          op, "a state pool: gdn-unpack-sequences first");
     Location loc = op.getLoc();
     Type f32 = rewriter.getF32Type();
     auto oType = op.getO().getType();

@@ -195,7 +195,8 @@ struct QwenGatedDeltaNetDecomposition
     auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
     auto core = DeltaRuleOp::create(
         b, loc, TypeRange{v.getType(), stateType}, q, k, v, g, beta,
-        op.getInitialState(),
+        op.getInitialState(), /*cu_seqlens=*/Value(),
+        /*state_indices=*/Value(), /*write_indices=*/Value(),
         b.getF32FloatAttr(1.0f / std::sqrt(static_cast<float>(dk))),
         /*strategy=*/ScanStrategyAttr());
     Value normed = qb.rmsNorm(core.getO(), norm, eps);

@@ -17,7 +17,7 @@ include "mlir/IR/BuiltinAttributes.td"
 // Core ops: the delta rule over a sequence and for one decode token.
 //===----------------------------------------------------------------------===//
 
-def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure]> {
+def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
   let summary = "gated delta rule over a sequence (prefill)";
   let description = [{
     Runs the gated delta rule over `T` tokens for every batch entry and value
@@ -56,6 +56,41 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure]> {
     expected to have unit length, as the chunkwise-parallel lowering relies on
     a well-conditioned triangular system.
 
+    **Packed sequences.** With `cu_seqlens` (i32 `[N + 1]`, the offsets of
+    N sequences in the token dimension, `0 = cu[0] <= cu[1] <= ... <= cu[N] =
+    total`), q, k, v, g and beta are packed (`[1, total, ...]`) and every
+    sequence runs from its own initial state: `initial_state` and
+    `final_state` are `[N, Hv, K, V]`, one per sequence. `o` keeps the packed
+    layout; its rows outside every sequence are zero. A sequence may be
+    empty (its final state is its initial state). Offsets outside
+    `[0, total]` or decreasing are clamped at run time (an empty sequence
+    where they decrease), so that no access leaves the operands.
+
+    **State pools.** With `state_indices` (i32 `[N]`, N the sequences: B, or
+    the sequences of `cu_seqlens`), `initial_state` is required and is a pool
+    `[S, Hv, K, V]` of S slots: sequence n starts from slot
+    `state_indices[n]` and its final state goes to slot `write_indices[n]`
+    (`state_indices[n]` when `write_indices` is absent). `final_state` is the
+    pool after the writes, of the pool's type; every read sees the pool as
+    passed in. An index of -1 reads a zero state and writes nothing (an
+    empty entry of a batch); so does any index outside `[0, S)`. Two
+    sequences writing the same slot leave one of their states there. With a
+    pool argument marked `gdn.in_place` (docs/c-abi.md), the update happens
+    in the caller's buffer: only the written slots are touched.
+
+    | operand / result | packed (`cu_seqlens`) | with `state_indices` |
+    |------------------|-----------------------|----------------------|
+    | q, k / v         | `[1, total, H, K]` / `[1, total, Hv, V]` | as without |
+    | g, beta          | `[1, total, Hv]`      | as without           |
+    | `initial_state`  | `[N, Hv, K, V]`       | `[S, Hv, K, V]` (the pool) |
+    | `final_state`    | `[N, Hv, K, V]`       | `[S, Hv, K, V]` (the pool) |
+    | `cu_seqlens`     | `[N + 1]` i32         |                      |
+    | `state_indices`, `write_indices` |       | `[N]` i32            |
+
+    `gdn-unpack-sequences` rewrites these forms into the dense op (a loop
+    over the packed sequences; a gather and a scatter of the pool's slots)
+    for the CPU.
+
     `strategy` (a `#gdn.scan_strategy`, set by `gdn-choose-scan-strategy`)
     says how the op runs as the chunked scan on a GPU; it needs bf16 or f16
     q, k and v, K a multiple of 16 and V a multiple of its value tiles. Ops
@@ -79,6 +114,9 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure]> {
     AnyTensor:$g,
     AnyTensor:$beta,
     Optional<AnyTensor>:$initial_state,
+    Optional<AnyTensor>:$cu_seqlens,
+    Optional<AnyTensor>:$state_indices,
+    Optional<AnyTensor>:$write_indices,
     DefaultValuedAttr<F32Attr, "1.0">:$scale,
     OptionalAttr<Gdn_ScanStrategyAttr>:$strategy
   );
@@ -86,6 +124,9 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure]> {
 
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $g `,` $beta (`initial_state` `(` $initial_state^ `)`)?
+    (`cu_seqlens` `(` $cu_seqlens^ `)`)?
+    (`state_indices` `(` $state_indices^ `)`)?
+    (`write_indices` `(` $write_indices^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -93,10 +134,16 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure]> {
   let extraClassDeclaration = [{
     /// Number of value heads that share one query/key head (Hv / H).
     int64_t getGroupSize();
+    /// Packed sequences or a state pool: the forms gdn-unpack-sequences
+    /// rewrites into the dense op.
+    bool hasServingOperands() {
+      return getCuSeqlens() || getStateIndices();
+    }
   }];
 }
 
-def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step", [Pure]> {
+def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step",
+                                  [Pure, AttrSizedOperandSegments]> {
   let summary = "one decode token of the gated delta rule";
   let description = [{
     Advances the state of every batch entry and value head by one token and
@@ -125,6 +172,14 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step", [Pure]> {
 
     A `gdn.delta_rule` over `T` tokens equals `T` successive steps.
 
+    **State pools.** With `state_indices` (i32 `[B]`), `state` is a pool
+    `[S, Hv, K, V]`: entry b reads slot `state_indices[b]` and writes slot
+    `write_indices[b]` (`state_indices[b]` without it), and `new_state` is
+    the pool after the writes, every read seeing the pool as passed in. An
+    index of -1, or any outside `[0, S)`, reads a zero state and writes
+    nothing. `gdn-unpack-sequences` rewrites this form into a gather, the
+    dense step and a scatter.
+
     Example:
 
     ```mlir
@@ -142,19 +197,25 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step", [Pure]> {
     AnyTensor:$g,
     AnyTensor:$beta,
     AnyTensor:$state,
+    Optional<AnyTensor>:$state_indices,
+    Optional<AnyTensor>:$write_indices,
     DefaultValuedAttr<F32Attr, "1.0">:$scale
   );
   let results = (outs AnyTensor:$o, AnyTensor:$new_state);
 
   let assemblyFormat = [{
-    $q `,` $k `,` $v `,` $g `,` $beta `,` $state attr-dict `:`
-    functional-type(operands, results)
+    $q `,` $k `,` $v `,` $g `,` $beta `,` $state
+    (`state_indices` `(` $state_indices^ `)`)?
+    (`write_indices` `(` $write_indices^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 
   let extraClassDeclaration = [{
     /// Number of value heads that share one query/key head (Hv / H).
     int64_t getGroupSize();
+    /// A state pool: the form gdn-unpack-sequences rewrites.
+    bool hasServingOperands() { return static_cast<bool>(getStateIndices()); }
   }];
 }
 

@@ -54,6 +54,37 @@ def GdnChunkDeltaRulePass : Pass<"gdn-chunk-delta-rule", "func::FuncOp"> {
   ];
 }
 
+def GdnUnpackSequencesPass : Pass<"gdn-unpack-sequences", "func::FuncOp"> {
+  let summary = "Rewrite packed sequences and state pools into dense delta-rule ops";
+  let description = [{
+    Rewrites the serving forms of `gdn.delta_rule` and `gdn.delta_rule_step`
+    into the dense ops that the chunked and per-head lowerings take:
+
+    - `state_indices` (a pool of states): an `scf.for` over the sequences
+      gathers each one's initial state from its slot into a `[N, Hv, K, V]`
+      tensor (zeros where the index is -1 or outside the pool), the op runs
+      on the gathered states, and a second `scf.for` inserts each final
+      state into its write slot of the pool. Every read precedes every
+      write, so the reads see the pool as passed in, and the writes go into
+      the pool operand itself: with the argument marked `gdn.in_place`,
+      one-shot bufferization updates the caller's buffer and touches the
+      written slots alone.
+    - `cu_seqlens` (packed sequences): an `scf.for` over the N sequences
+      slices each one's tokens out of the packed operands (offsets clamped
+      to `[0, total]`), runs the dense op on `[1, length, ...]` from the
+      sequence's initial state, and inserts its output and final state;
+      the output starts as zeros, so rows outside every sequence are zero.
+
+    The loops are sequential: each dense op is parallel over its heads.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def GdnParallelizeDeltaRuleStepPass
     : Pass<"gdn-parallelize-delta-rule-step", "func::FuncOp"> {
   let summary = "Rewrite gdn.delta_rule_step into one task per head";

@@ -18,6 +18,11 @@ void populateGdnChunkDeltaRulePatterns(RewritePatternSet &patterns,
                                        int64_t chunkSize,
                                        int64_t recurrentBelow = 0);
 
+/// Adds the patterns that rewrite gdn.delta_rule with cu_seqlens or
+/// state_indices, and gdn.delta_rule_step with state_indices, into dense ops
+/// with loops that gather, slice and scatter around them.
+void populateGdnUnpackSequencesPatterns(RewritePatternSet &patterns);
+
 /// Adds the pattern that rewrites gdn.delta_rule_step into an scf.forall of
 /// per-head tasks on static [K, V] states.
 void populateGdnParallelizeDeltaRuleStepPatterns(RewritePatternSet &patterns);

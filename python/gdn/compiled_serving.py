@@ -1,0 +1,311 @@
+"""Packed sequences and pools of states for the compiled delta rule.
+
+gdn.delta_rule with `cu_seqlens` and/or `state_indices`, and
+gdn.delta_rule_step with `state_indices`, call the functions of this module:
+each form is one small MLIR module (`gdn.delta_rule ... cu_seqlens(..)
+state_indices(..) write_indices(..)`), compiled and cached like the dense
+ops (gdn.cache). The pool argument carries `gdn.in_place`, so the compiled
+function writes the final states into the caller's pool and takes no
+out-parameter for it (docs/c-abi.md):
+
+    packed:       f(q, k, v, g, beta, h0 [N], cu_seqlens, o, final [N])
+    pool:         f(q, k, v, g, beta, pool, read, write, o)
+    packed_pool:  f(q, k, v, g, beta, pool, cu_seqlens, read, write, o)
+    step_pool:    f(q, k, v, g, beta, pool, read, write, o)
+"""
+
+import ctypes
+
+import numpy as np
+
+from . import cache
+from .compiled import (_check_array, _check_dims, _check_dtypes,
+                       _check_finite, _check_preconditions, _check_scale,
+                       _compile_options, descriptor)
+from .mlir import format_scale, tensor_type
+
+__all__ = ["packed_or_pooled_prefill", "pooled_step"]
+
+_SYMBOL = "_mlir_ciface_gdn_serving"
+# Operands before the out-parameters, per form.
+_ARGUMENTS = {"packed": 7, "pool": 8, "packed_pool": 9, "step_pool": 8}
+_INT32 = np.dtype(np.int32)
+
+
+def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
+                  beta_element_type, scale):
+    """The MLIR module with @gdn_serving for one form and configuration."""
+    et, bt = element_type, beta_element_type
+    h, hv, k, v = heads, value_heads, key_dim, value_dim
+    step = form == "step_pool"
+    tokens = ["?"] if step else [1, "?"]
+    args = [("q", tensor_type(tokens + [h, k], et)),
+            ("k", tensor_type(tokens + [h, k], et)),
+            ("v", tensor_type(tokens + [hv, v], et)),
+            ("g", tensor_type(tokens + [hv], "f32")),
+            ("beta", tensor_type(tokens + [hv], bt))]
+    states = tensor_type(["?", hv, k, v], "f32")
+    indices = tensor_type(["?"], "i32")
+    pooled = form != "packed"
+    args.append(("h0", states))
+    if form in ("packed", "packed_pool"):
+        args.append(("cu", indices))
+    if pooled:
+        args += [("read", indices), ("write", indices)]
+    results = [tensor_type(tokens + [hv, v], et), states]
+
+    operands = ", ".join(f"%{n}" for n, _ in args[:5])
+    if step:
+        op = f"gdn.delta_rule_step {operands}, %h0"
+    else:
+        op = f"gdn.delta_rule {operands} initial_state(%h0)"
+        if form in ("packed", "packed_pool"):
+            op += " cu_seqlens(%cu)"
+    if pooled:
+        op += " state_indices(%read) write_indices(%write)"
+
+    def signature(name, type_):
+        marker = " {gdn.in_place}" if pooled and name == "h0" else ""
+        return f"%{name}: {type_}{marker}"
+    arg_types = ", ".join(t for _, t in args)
+    result_types = ", ".join(results)
+    return "\n".join([
+        "module {",
+        f"  func.func @gdn_serving({', '.join(signature(*a) for a in args)})"
+        f" -> ({result_types}) attributes {{llvm.emit_c_interface}} {{",
+        f"    %o, %s = {op} {{scale = {format_scale(scale)} : f32}} : "
+        f"({arg_types}) -> ({result_types})",
+        f"    return %o, %s : {result_types}",
+        "  }",
+        "}",
+        ""])
+
+
+def _library(form, dims, element_type, beta_element_type, chunk_size, scale,
+             compile_options):
+    options = _compile_options(chunk_size, compile_options)
+    key = ("delta_rule_serving", form) + tuple(dims) + (
+        element_type, beta_element_type, format_scale(scale))
+
+    def prepare(library):
+        function = getattr(library, _SYMBOL)
+        function.restype = None
+        outputs = 2 if form == "packed" else 1
+        function.argtypes = [ctypes.c_void_p] * (_ARGUMENTS[form] + outputs)
+    return cache.load(
+        key, lambda: module_source(form, *dims, element_type,
+                                   beta_element_type, scale),
+        options, prepare)
+
+
+def _call(library, arrays):
+    descriptors = [descriptor(a) for a in arrays]
+    getattr(library, _SYMBOL)(*[ctypes.addressof(d) for d in descriptors])
+
+
+# ----------------------------------------------------------------------------
+# Validation of the serving operands
+# ----------------------------------------------------------------------------
+
+def _int_vector(name, x, length=None, what=""):
+    """x as a C-contiguous int32 vector; TypeError for a non-integer dtype,
+    ValueError for the rank, the length or values beyond int32."""
+    x = np.asarray(x)
+    if x.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an integer array, got dtype "
+                        f"{x.dtype}")
+    if x.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array, got shape "
+                         f"{tuple(x.shape)}")
+    if length is not None and x.shape[0] != length:
+        raise ValueError(f"{name} must have {length} entries {what}, got "
+                         f"{x.shape[0]}")
+    info = np.iinfo(np.int32)
+    if x.size and (x.min() < info.min or x.max() > info.max):
+        raise ValueError(f"{name} has entries beyond int32")
+    return np.ascontiguousarray(x, dtype=np.int32)
+
+
+def check_cu_seqlens(cu_seqlens, total):
+    """cu_seqlens as int32: N + 1 >= 1 offsets, 0 first, total last, never
+    decreasing. ValueError naming the first offset that breaks a rule."""
+    cu = _int_vector("cu_seqlens", cu_seqlens)
+    if cu.shape[0] == 0:
+        raise ValueError("cu_seqlens must have N + 1 >= 1 offsets (0, then "
+                         "the end of each sequence), got none")
+    if cu[0] != 0:
+        raise ValueError(f"cu_seqlens[0] must be 0, got {int(cu[0])}")
+    if cu[-1] != total:
+        raise ValueError(f"cu_seqlens[-1] must be the packed token count "
+                         f"{total} (q.shape[1]), got {int(cu[-1])}")
+    steps = np.diff(cu)
+    if (steps < 0).any():
+        n = int(np.argmax(steps < 0))
+        raise ValueError(f"cu_seqlens must not decrease: cu_seqlens[{n + 1}]"
+                         f" = {int(cu[n + 1])} < cu_seqlens[{n}] = "
+                         f"{int(cu[n])}")
+    return cu
+
+
+def check_slots(name, indices, entries, slots):
+    """Slot indices as int32: one per sequence, each -1 (no state) or in
+    [0, slots)."""
+    x = _int_vector(name, indices, entries, "(one per sequence)")
+    bad = (x < -1) | (x >= slots)
+    if bad.any():
+        n = int(np.argmax(bad))
+        raise ValueError(f"{name}[{n}] = {int(x[n])} is not a slot of the "
+                         f"pool of {slots} states (or -1 for none)")
+    return x
+
+
+def check_pool(name, pool, state_dims):
+    """The pool [S, Hv, K, V]: float32, writeable, C-contiguous and aligned,
+    since the final states are written into it."""
+    if not isinstance(pool, np.ndarray):
+        raise TypeError(f"{name} is the pool of states with state_indices "
+                        f"and must be a numpy.ndarray or a torch CPU tensor, "
+                        f"got {type(pool).__name__}")
+    if pool.ndim != 4 or tuple(pool.shape[1:]) != tuple(state_dims):
+        raise ValueError(f"{name} is the pool of states with state_indices "
+                         f"and must have shape (S,) + {tuple(state_dims)} "
+                         f"(Hv, K, V), got {tuple(pool.shape)}")
+    if pool.dtype != np.float32:
+        raise TypeError(f"{name} must be float32, got {pool.dtype}")
+    if not pool.flags.writeable:
+        raise ValueError(f"{name} is the pool that the final states are "
+                         f"written into, but it is read-only")
+    if not (pool.flags.c_contiguous and pool.flags.aligned):
+        raise ValueError(f"{name} is the pool that the final states are "
+                         f"written into and must be C-contiguous and aligned "
+                         f"(got strides {pool.strides})")
+    return pool
+
+
+# ----------------------------------------------------------------------------
+# Calls
+# ----------------------------------------------------------------------------
+
+def packed_or_pooled_prefill(q, k, v, g, beta, initial_state, scale,
+                             chunk_size, compile_options, check_numerics,
+                             cu_seqlens, state_indices, write_indices):
+    """gdn.delta_rule with cu_seqlens and/or state_indices (its docstring
+    is the contract)."""
+    q = _check_array("q", q, 4, "[B, T, H, K]")
+    k = _check_array("k", k, 4, "[B, T, H, K]")
+    v = _check_array("v", v, 4, "[B, T, Hv, V]")
+    g = _check_array("g", g, 3, "[B, T, Hv]")
+    beta = _check_array("beta", beta, 3, "[B, T, Hv]")
+    batch, tokens, heads, key_dim = q.shape
+    if tuple(k.shape) != tuple(q.shape):
+        raise ValueError(f"k must have shape {tuple(q.shape)} like q, got "
+                         f"{tuple(k.shape)}")
+    if tuple(v.shape[:2]) != (batch, tokens):
+        raise ValueError(f"v must have shape ({batch}, {tokens}, Hv, V) "
+                         f"(B, T from q), got {tuple(v.shape)}")
+    value_heads, value_dim = v.shape[2], v.shape[3]
+    for name, x in (("g", g), ("beta", beta)):
+        if tuple(x.shape) != (batch, tokens, value_heads):
+            raise ValueError(f"{name} must have shape "
+                             f"{(batch, tokens, value_heads)} (B, T from q, "
+                             f"Hv from v), got {tuple(x.shape)}")
+    _check_dims(heads, value_heads, key_dim, value_dim)
+    state_dims = (value_heads, key_dim, value_dim)
+    packed = cu_seqlens is not None
+    if packed:
+        if batch != 1:
+            raise ValueError(f"with cu_seqlens the sequences are packed into "
+                             f"one row: q must have shape (1, total, H, K), "
+                             f"got {tuple(q.shape)}")
+        cu = check_cu_seqlens(cu_seqlens, tokens)
+        sequences = cu.shape[0] - 1
+    else:
+        sequences = batch
+    pooled = state_indices is not None
+    if pooled:
+        if initial_state is None:
+            raise TypeError("state_indices needs initial_state: the pool of "
+                            "states [S, Hv, K, V] to read and update")
+        pool = check_pool("initial_state", initial_state, state_dims)
+        read = check_slots("state_indices", state_indices, sequences,
+                           pool.shape[0])
+        write = read if write_indices is None else check_slots(
+            "write_indices", write_indices, sequences, pool.shape[0])
+        et, bt = _check_dtypes(q, k, v, g, beta, pool, "initial_state")
+    else:
+        if write_indices is not None:
+            raise TypeError("write_indices needs state_indices (the slots "
+                            "the sequences read)")
+        if initial_state is not None:
+            initial_state = _check_array("initial_state", initial_state, 4,
+                                         "[N, Hv, K, V]")
+            if tuple(initial_state.shape) != (sequences,) + state_dims:
+                raise ValueError(
+                    f"initial_state must have shape "
+                    f"{(sequences,) + state_dims} (one state per sequence of "
+                    f"cu_seqlens), got {tuple(initial_state.shape)}")
+        et, bt = _check_dtypes(q, k, v, g, beta, initial_state,
+                               "initial_state")
+    scale = _check_scale(scale)
+    if check_numerics:
+        _check_preconditions(k, g, beta, ("batch", "token", "head"))
+
+    form = ("packed_pool" if packed else "pool") if pooled else "packed"
+    library = _library(form, (heads, value_heads, key_dim, value_dim), et,
+                       bt, chunk_size, scale, compile_options)
+    o = np.empty(v.shape, dtype=v.dtype)
+    if form == "packed":
+        if initial_state is None:
+            initial_state = np.zeros((sequences,) + state_dims, np.float32)
+        final = np.empty((sequences,) + state_dims, np.float32)
+        _call(library, (q, k, v, g, beta, initial_state, cu, o, final))
+    else:
+        final = pool
+        operands = (q, k, v, g, beta, pool) + ((cu,) if packed else ()) + (
+            read, write, o)
+        _call(library, operands)
+    if check_numerics:
+        _check_finite("o", o, ("batch", "token", "head", "column"))
+        _check_finite("the final state", final,
+                      ("sequence", "head", "row", "column"))
+    return o, final
+
+
+def pooled_step(q, k, v, g, beta, state, scale, compile_options,
+                check_numerics, state_indices, write_indices):
+    """gdn.delta_rule_step with state_indices (its docstring is the
+    contract)."""
+    q = _check_array("q", q, 3, "[B, H, K]")
+    k = _check_array("k", k, 3, "[B, H, K]")
+    v = _check_array("v", v, 3, "[B, Hv, V]")
+    g = _check_array("g", g, 2, "[B, Hv]")
+    beta = _check_array("beta", beta, 2, "[B, Hv]")
+    batch, heads, key_dim = q.shape
+    if tuple(k.shape) != tuple(q.shape):
+        raise ValueError(f"k must have shape {tuple(q.shape)} like q, got "
+                         f"{tuple(k.shape)}")
+    if v.shape[0] != batch:
+        raise ValueError(f"v must have shape ({batch}, Hv, V) (B from q), "
+                         f"got {tuple(v.shape)}")
+    value_heads, value_dim = v.shape[1], v.shape[2]
+    for name, x in (("g", g), ("beta", beta)):
+        if tuple(x.shape) != (batch, value_heads):
+            raise ValueError(f"{name} must have shape {(batch, value_heads)} "
+                             f"(B from q, Hv from v), got {tuple(x.shape)}")
+    _check_dims(heads, value_heads, key_dim, value_dim)
+    pool = check_pool("state", state, (value_heads, key_dim, value_dim))
+    read = check_slots("state_indices", state_indices, batch, pool.shape[0])
+    write = read if write_indices is None else check_slots(
+        "write_indices", write_indices, batch, pool.shape[0])
+    et, bt = _check_dtypes(q, k, v, g, beta, pool, "state")
+    scale = _check_scale(scale)
+    if check_numerics:
+        _check_preconditions(k, g, beta, ("batch", "head"))
+    library = _library("step_pool", (heads, value_heads, key_dim, value_dim),
+                       et, bt, 64, scale, compile_options)
+    o = np.empty(v.shape, dtype=v.dtype)
+    _call(library, (q, k, v, g, beta, pool, read, write, o))
+    if check_numerics:
+        _check_finite("o", o, ("batch", "head", "column"))
+        _check_finite("the pool", pool, ("slot", "head", "row", "column"))
+    return o, pool
