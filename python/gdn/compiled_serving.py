@@ -38,7 +38,8 @@ def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
     et, bt = element_type, beta_element_type
     h, hv, k, v = heads, value_heads, key_dim, value_dim
     step = form == "step_pool"
-    tokens = ["?"] if step else [1, "?"]
+    packed = form in ("packed", "packed_pool")
+    tokens = ["?"] if step else [1 if packed else "?", "?"]
     args = [("q", tensor_type(tokens + [h, k], et)),
             ("k", tensor_type(tokens + [h, k], et)),
             ("v", tensor_type(tokens + [hv, v], et)),
@@ -48,7 +49,7 @@ def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
     indices = tensor_type(["?"], "i32")
     pooled = form != "packed"
     args.append(("h0", states))
-    if form in ("packed", "packed_pool"):
+    if packed:
         args.append(("cu", indices))
     if pooled:
         args += [("read", indices), ("write", indices)]
@@ -59,7 +60,7 @@ def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
         op = f"gdn.delta_rule_step {operands}, %h0"
     else:
         op = f"gdn.delta_rule {operands} initial_state(%h0)"
-        if form in ("packed", "packed_pool"):
+        if packed:
             op += " cu_seqlens(%cu)"
     if pooled:
         op += " state_indices(%read) write_indices(%write)"

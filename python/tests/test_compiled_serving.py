@@ -1,0 +1,318 @@
+"""Packed sequences and pools of states in the compiled ops (gdn.delta_rule
+with cu_seqlens / state_indices / write_indices, gdn.delta_rule_step with
+state_indices / write_indices), against the float64 recurrence run sequence
+by sequence, and their argument checks."""
+
+import os
+
+import numpy as np
+import pytest
+
+import gdn
+from gdn import inputs, reference
+
+F32_BUDGET = 1e-5
+F16_OUTPUT_BUDGET = 2e-3
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_cache_dir(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        if not os.environ.get("GDN_CACHE_DIR"):
+            mp.setenv("GDN_CACHE_DIR",
+                      str(tmp_path_factory.mktemp("gdn-cache")))
+        yield
+
+
+def _assert_close(name, actual, expected, budget):
+    ratio, max_rel = reference.relative_error(actual, expected)
+    assert ratio <= budget and max_rel <= budget, (
+        f"{name}: relative error {ratio:.3g} (l2), {max_rel:.3g} (max) "
+        f"> {budget:g}")
+
+
+def _offsets(lengths):
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+
+
+def _packed_inputs(seed, lengths, heads, value_heads, key_dim, value_dim,
+                   dtype=np.float32, regime="design"):
+    return inputs.delta_rule_inputs(seed, 1, int(sum(lengths)), heads,
+                                    value_heads, key_dim, value_dim,
+                                    regime=regime, dtype=dtype)
+
+
+def _sequence_reference(d, start, end, initial, scale):
+    """float64 outputs [1, end - start, Hv, V] and final state [Hv, K, V] of
+    tokens [start, end) of the packed inputs d from `initial` [Hv, K, V]."""
+    part = {n: d[n][:, start:end].astype(np.float64)
+            for n in ("q", "k", "v", "g", "beta")}
+    o, s = reference.delta_rule(part["q"], part["k"], part["v"], part["g"],
+                                part["beta"], initial[None], scale=scale)
+    return o, s[0]
+
+
+# (lengths, H, Hv, K, V, dtype, with initial states)
+_PACKED_CASES = [
+    ([0, 1, 63, 64, 65, 1000], 2, 4, 16, 8, np.float32, True),
+    ([5, 0, 0, 130, 1], 1, 1, 64, 64, np.float32, False),
+    ([64, 7, 129], 2, 4, 64, 32, np.float16, True),
+    ([0, 0, 0], 2, 4, 16, 8, np.float32, True),
+]
+
+
+@pytest.mark.parametrize("lengths,h,hv,k,v,dtype,with_initial",
+                         _PACKED_CASES)
+def test_packed_sequences_match_reference(lengths, h, hv, k, v, dtype,
+                                          with_initial):
+    d = _packed_inputs(1, lengths, h, hv, k, v, dtype)
+    cu = _offsets(lengths)
+    rng = np.random.default_rng(7)
+    n = len(lengths)
+    initial = (rng.standard_normal((n, hv, k, v)).astype(np.float32)
+               if with_initial else None)
+    scale = k ** -0.5
+    o, final = gdn.delta_rule(d["q"], d["k"], d["v"], d["g"], d["beta"],
+                              initial_state=initial, scale=scale,
+                              cu_seqlens=cu)
+    assert o.shape == d["v"].shape and o.dtype == d["v"].dtype
+    assert final.shape == (n, hv, k, v) and final.dtype == np.float32
+    budget = F32_BUDGET if dtype == np.float32 else F16_OUTPUT_BUDGET
+    for i in range(n):
+        start = initial[i] if with_initial else np.zeros((hv, k, v))
+        ro, rs = _sequence_reference(d, cu[i], cu[i + 1], start, scale)
+        if cu[i + 1] > cu[i]:
+            _assert_close(f"o of sequence {i}", o[:, cu[i]:cu[i + 1]], ro,
+                          budget)
+        _assert_close(f"final state of sequence {i}", final[i], rs,
+                      F32_BUDGET if dtype == np.float32 else 2e-3)
+
+
+def test_packed_equals_dense_prefill_per_sequence():
+    # The packed call and a dense call per sequence run the same chunked
+    # code on the same tokens: equal to rounding.
+    lengths = [70, 3, 128]
+    d = _packed_inputs(3, lengths, 2, 4, 16, 8)
+    cu = _offsets(lengths)
+    o, final = gdn.delta_rule(d["q"], d["k"], d["v"], d["g"], d["beta"],
+                              cu_seqlens=cu)
+    for i in range(len(lengths)):
+        part = [d[n][:, cu[i]:cu[i + 1]] for n in ("q", "k", "v", "g",
+                                                   "beta")]
+        od, sd = gdn.delta_rule(*part)
+        np.testing.assert_allclose(o[:, cu[i]:cu[i + 1]], od, rtol=1e-6,
+                                   atol=1e-6)
+        np.testing.assert_allclose(final[i], sd[0], rtol=1e-6, atol=1e-6)
+
+
+def _expected_pool(pool, finals, write):
+    expected = pool.astype(np.float64)
+    for i, slot in enumerate(write):
+        if slot >= 0:
+            expected[slot] = finals[i]
+    return expected
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_pool_prefill_reads_and_writes_slots(packed):
+    h, hv, k, v = 2, 4, 16, 8
+    rng = np.random.default_rng(11)
+    slots = 9
+    pool = rng.standard_normal((slots, hv, k, v)).astype(np.float32)
+    before = pool.copy()
+    # Shuffled slots, a slot read twice (and written by its first reader,
+    # after every read), an empty entry, separate write slots.
+    read = np.array([3, 3, -1, 0, 8, 5], np.int32)
+    write = np.array([3, 7, -1, 1, 2, 5], np.int32)
+    if packed:
+        lengths = [0, 1, 63, 64, 65, 200]
+        d = _packed_inputs(5, lengths, h, hv, k, v)
+        cu = _offsets(lengths)
+        spans = list(zip(cu[:-1], cu[1:]))
+    else:
+        d = inputs.delta_rule_inputs(5, len(read), 70, h, hv, k, v,
+                                     regime="design")
+        cu = None
+        spans = None
+    o, final = gdn.delta_rule(d["q"], d["k"], d["v"], d["g"], d["beta"],
+                              initial_state=pool, scale=0.5, cu_seqlens=cu,
+                              state_indices=read, write_indices=write)
+    assert final is pool
+    finals = []
+    for i, slot in enumerate(read):
+        start = before[slot] if slot >= 0 else np.zeros((hv, k, v))
+        if packed:
+            ro, rs = _sequence_reference(d, spans[i][0], spans[i][1], start,
+                                         0.5)
+            if spans[i][1] > spans[i][0]:
+                _assert_close(f"o of sequence {i}",
+                              o[:, spans[i][0]:spans[i][1]], ro, F32_BUDGET)
+        else:
+            part = {n: d[n][i:i + 1].astype(np.float64)
+                    for n in ("q", "k", "v", "g", "beta")}
+            ro, rs = reference.delta_rule(part["q"], part["k"], part["v"],
+                                          part["g"], part["beta"],
+                                          start[None], scale=0.5)
+            _assert_close(f"o of entry {i}", o[i:i + 1], ro, F32_BUDGET)
+            rs = rs[0]
+        finals.append(rs)
+    expected = _expected_pool(before, finals, write)
+    _assert_close("pool", pool, expected, F32_BUDGET)
+    untouched = [s for s in range(slots) if s not in set(write.tolist())]
+    np.testing.assert_array_equal(pool[untouched], before[untouched])
+
+
+def test_pool_decode_steps_match_reference():
+    h, hv, k, v = 2, 4, 16, 8
+    rng = np.random.default_rng(13)
+    slots, batch, steps = 12, 5, 6
+    pool = rng.standard_normal((slots, hv, k, v)).astype(np.float32) * 0.1
+    expected = pool.astype(np.float64)
+    indices = np.array([10, -1, 2, 7, 0], np.int32)
+    d = inputs.delta_rule_inputs(17, batch, steps, h, hv, k, v,
+                                 regime="design")
+    for t in range(steps):
+        step = {n: d[n][:, t] for n in ("q", "k", "v", "g", "beta")}
+        o, new = gdn.delta_rule_step(step["q"], step["k"], step["v"],
+                                     step["g"], step["beta"], pool,
+                                     state_indices=indices)
+        assert new is pool
+        for b, slot in enumerate(indices):
+            start = expected[slot] if slot >= 0 else np.zeros((hv, k, v))
+            ro, rs = reference.delta_rule_step(
+                *[step[n][b:b + 1].astype(np.float64)
+                  for n in ("q", "k", "v", "g", "beta")], start[None])
+            _assert_close(f"o of entry {b} at step {t}", o[b], ro[0],
+                          F32_BUDGET)
+            if slot >= 0:
+                expected[slot] = rs[0]
+        _assert_close(f"pool after step {t}", pool, expected, F32_BUDGET)
+
+
+def test_pool_decode_separate_write_slots():
+    h, hv, k, v = 1, 2, 16, 16
+    rng = np.random.default_rng(19)
+    pool = rng.standard_normal((6, hv, k, v)).astype(np.float32)
+    before = pool.copy()
+    read = np.array([1, 1, 4, -1], np.int32)
+    write = np.array([1, 5, -1, 0], np.int32)
+    d = inputs.delta_rule_inputs(23, 4, 1, h, hv, k, v)
+    step = [d[n][:, 0] for n in ("q", "k", "v", "g", "beta")]
+    o, _ = gdn.delta_rule_step(*step, pool, state_indices=read,
+                               write_indices=write)
+    finals = []
+    for b, slot in enumerate(read):
+        start = before[slot] if slot >= 0 else np.zeros((hv, k, v))
+        ro, rs = reference.delta_rule_step(
+            *[x[b:b + 1].astype(np.float64) for x in step], start[None])
+        _assert_close(f"o of entry {b}", o[b], ro[0], F32_BUDGET)
+        finals.append(rs[0])
+    _assert_close("pool", pool, _expected_pool(before, finals, write),
+                  F32_BUDGET)
+    for slot in (2, 3, 4):
+        np.testing.assert_array_equal(pool[slot], before[slot])
+
+
+# ----------------------------------------------------------------------------
+# Argument checks: a clear error, and nothing written
+# ----------------------------------------------------------------------------
+
+def _small_packed(lengths=(3, 2)):
+    d = _packed_inputs(29, list(lengths), 1, 2, 16, 8)
+    return [d[n] for n in ("q", "k", "v", "g", "beta")]
+
+
+@pytest.mark.parametrize("cu,message", [
+    ([1, 3, 5], r"cu_seqlens\[0\] must be 0, got 1"),
+    ([0, 3, 4], r"cu_seqlens\[-1\] must be the packed token count 5"),
+    ([0, 4, 3, 5], r"must not decrease: cu_seqlens\[2\] = 3 < "
+                   r"cu_seqlens\[1\] = 4"),
+    ([], r"N \+ 1 >= 1 offsets"),
+    ([[0, 5]], r"must be a 1-d array"),
+])
+def test_bad_offsets(cu, message):
+    with pytest.raises(ValueError, match=message):
+        gdn.delta_rule(*_small_packed(), cu_seqlens=np.array(cu, np.int32))
+
+
+def test_offsets_must_be_integers():
+    with pytest.raises(TypeError, match="cu_seqlens must be an integer"):
+        gdn.delta_rule(*_small_packed(), cu_seqlens=np.array([0., 5.]))
+
+
+def test_packed_needs_one_row():
+    d = inputs.delta_rule_inputs(31, 2, 3, 1, 2, 16, 8)
+    with pytest.raises(ValueError, match=r"packed into one row: q must have "
+                                         r"shape \(1, total, H, K\)"):
+        gdn.delta_rule(d["q"], d["k"], d["v"], d["g"], d["beta"],
+                       cu_seqlens=np.array([0, 3, 6], np.int32))
+
+
+def test_packed_initial_states_one_per_sequence():
+    with pytest.raises(ValueError, match=r"initial_state must have shape "
+                                         r"\(2, 2, 16, 8\)"):
+        gdn.delta_rule(*_small_packed(),
+                       initial_state=np.zeros((3, 2, 16, 8), np.float32),
+                       cu_seqlens=np.array([0, 3, 5], np.int32))
+
+
+@pytest.mark.parametrize("indices,message", [
+    ([0, 4], r"state_indices\[1\] = 4 is not a slot of the pool of 4"),
+    ([-2, 0], r"state_indices\[0\] = -2 is not a slot"),
+    ([0], r"state_indices must have 2 entries"),
+])
+def test_bad_slots(indices, message):
+    pool = np.zeros((4, 2, 16, 8), np.float32)
+    before = pool.copy()
+    with pytest.raises(ValueError, match=message):
+        gdn.delta_rule(*_small_packed(), initial_state=pool,
+                       cu_seqlens=np.array([0, 3, 5], np.int32),
+                       state_indices=np.array(indices, np.int32))
+    np.testing.assert_array_equal(pool, before)
+
+
+def test_read_only_pool_is_refused():
+    pool = np.zeros((4, 2, 16, 8), np.float32)
+    pool.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        gdn.delta_rule(*_small_packed(), initial_state=pool,
+                       cu_seqlens=np.array([0, 3, 5], np.int32),
+                       state_indices=np.array([0, 1], np.int32))
+    d = inputs.delta_rule_inputs(37, 2, 1, 1, 2, 16, 8)
+    step = [d[n][:, 0] for n in ("q", "k", "v", "g", "beta")]
+    with pytest.raises(ValueError, match="read-only"):
+        gdn.delta_rule_step(*step, pool,
+                            state_indices=np.array([0, 1], np.int32))
+
+
+def test_strided_pool_is_refused():
+    pool = np.zeros((4, 2, 16, 16), np.float32)[..., ::2]
+    with pytest.raises(ValueError, match="C-contiguous"):
+        gdn.delta_rule(*_small_packed(), initial_state=pool,
+                       cu_seqlens=np.array([0, 3, 5], np.int32),
+                       state_indices=np.array([0, 1], np.int32))
+
+
+def test_pool_needs_a_pool_and_write_needs_read():
+    with pytest.raises(TypeError, match="state_indices needs initial_state"):
+        gdn.delta_rule(*_small_packed(),
+                       cu_seqlens=np.array([0, 3, 5], np.int32),
+                       state_indices=np.array([0, 1], np.int32))
+    with pytest.raises(TypeError, match="write_indices needs state_indices"):
+        gdn.delta_rule(*_small_packed(),
+                       cu_seqlens=np.array([0, 3, 5], np.int32),
+                       write_indices=np.array([0, 1], np.int32))
+    d = inputs.delta_rule_inputs(41, 2, 1, 1, 2, 16, 8)
+    step = [d[n][:, 0] for n in ("q", "k", "v", "g", "beta")]
+    with pytest.raises(TypeError, match="write_indices needs state_indices"):
+        gdn.delta_rule_step(*step, np.zeros((2, 2, 16, 8), np.float32),
+                            write_indices=np.array([0, 1], np.int32))
+
+
+def test_pool_shape_is_checked():
+    with pytest.raises(ValueError, match=r"must have shape \(S,\) \+ "
+                                         r"\(2, 16, 8\)"):
+        gdn.delta_rule(*_small_packed(),
+                       initial_state=np.zeros((4, 2, 16, 4), np.float32),
+                       cu_seqlens=np.array([0, 3, 5], np.int32),
+                       state_indices=np.array([0, 1], np.int32))

@@ -1,0 +1,82 @@
+// RUN: gdn-opt %s -split-input-file -verify-diagnostics
+
+// The serving operands of gdn.delta_rule and gdn.delta_rule_step: packed
+// sequences (cu_seqlens) and pools of states (state_indices, write_indices).
+
+func.func @packed_batch(%q: tensor<2x?x2x16xf32>, %v: tensor<2x?x4x8xf32>, %g: tensor<2x?x4xf32>, %cu: tensor<?xi32>) {
+  // expected-error @+1 {{with 'cu_seqlens' the sequences are packed into one row: operand 'q' must have shape [1, total, H, K], but got 'tensor<2x?x2x16xf32>'}}
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g cu_seqlens(%cu) : (tensor<2x?x2x16xf32>, tensor<2x?x2x16xf32>, tensor<2x?x4x8xf32>, tensor<2x?x4xf32>, tensor<2x?x4xf32>, tensor<?xi32>) -> (tensor<2x?x4x8xf32>, tensor<?x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @offsets_type(%q: tensor<1x?x2x16xf32>, %v: tensor<1x?x4x8xf32>, %g: tensor<1x?x4xf32>, %cu: tensor<?xi64>) {
+  // expected-error @+1 {{operand 'cu_seqlens' must have element type i32, but got 'i64'}}
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g cu_seqlens(%cu) : (tensor<1x?x2x16xf32>, tensor<1x?x2x16xf32>, tensor<1x?x4x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?xi64>) -> (tensor<1x?x4x8xf32>, tensor<?x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @offsets_count(%q: tensor<1x?x2x16xf32>, %v: tensor<1x?x4x8xf32>, %g: tensor<1x?x4xf32>, %h: tensor<3x4x16x8xf32>, %cu: tensor<3xi32>) {
+  // expected-error @+1 {{operand 'cu_seqlens' must have N + 1 = 4 offsets (N = 3 sequences from the states), but got 'tensor<3xi32>'}}
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g initial_state(%h) cu_seqlens(%cu) : (tensor<1x?x2x16xf32>, tensor<1x?x2x16xf32>, tensor<1x?x4x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<3x4x16x8xf32>, tensor<3xi32>) -> (tensor<1x?x4x8xf32>, tensor<3x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @offsets_rank(%q: tensor<1x?x2x16xf32>, %v: tensor<1x?x4x8xf32>, %g: tensor<1x?x4xf32>, %cu: tensor<?x2xi32>) {
+  // expected-error @+1 {{operand 'cu_seqlens' must have rank 1 with shape [N + 1], but got 'tensor<?x2xi32>'}}
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g cu_seqlens(%cu) : (tensor<1x?x2x16xf32>, tensor<1x?x2x16xf32>, tensor<1x?x4x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?x2xi32>) -> (tensor<1x?x4x8xf32>, tensor<?x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @pool_without_states(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: tensor<?x?x4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{operand 'state_indices' needs 'initial_state', the pool of states [S, Hv, K, V]}}
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g state_indices(%i) : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?xi32>) -> (tensor<?x?x4x8xf32>, tensor<?x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @write_without_read(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: tensor<?x?x4xf32>, %h: tensor<?x4x16x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{operand 'write_indices' needs 'state_indices' (the slots the sequences read)}}
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g initial_state(%h) write_indices(%i) : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x8xf32>, tensor<?xi32>) -> (tensor<?x?x4x8xf32>, tensor<?x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @pool_result(%q: tensor<3x?x2x16xf32>, %v: tensor<3x?x4x8xf32>, %g: tensor<3x?x4xf32>, %h: tensor<10x4x16x8xf32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{result 'final_state' must have shape [S, Hv, K, V] = [10, 4, 16, 8] (S = 10 from operand 'initial_state'), but got 'tensor<3x4x16x8xf32>'}}
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g initial_state(%h) state_indices(%i) : (tensor<3x?x2x16xf32>, tensor<3x?x2x16xf32>, tensor<3x?x4x8xf32>, tensor<3x?x4xf32>, tensor<3x?x4xf32>, tensor<10x4x16x8xf32>, tensor<3xi32>) -> (tensor<3x?x4x8xf32>, tensor<3x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @indices_per_sequence(%q: tensor<3x?x2x16xf32>, %v: tensor<3x?x4x8xf32>, %g: tensor<3x?x4xf32>, %h: tensor<10x4x16x8xf32>, %i: tensor<4xi32>) {
+  // expected-error @+1 {{operand 'state_indices' must have shape [B] = [3] (B = 3 from operand 'q'), but got 'tensor<4xi32>'}}
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g initial_state(%h) state_indices(%i) : (tensor<3x?x2x16xf32>, tensor<3x?x2x16xf32>, tensor<3x?x4x8xf32>, tensor<3x?x4xf32>, tensor<3x?x4xf32>, tensor<10x4x16x8xf32>, tensor<4xi32>) -> (tensor<3x?x4x8xf32>, tensor<10x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @step_indices_type(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: tensor<?x4xf32>, %h: tensor<?x4x16x8xf32>, %i: tensor<?xindex>) {
+  // expected-error @+1 {{operand 'state_indices' must have element type i32, but got 'index'}}
+  %o, %s = gdn.delta_rule_step %q, %q, %v, %g, %g, %h state_indices(%i) : (tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xf32>, tensor<?xindex>) -> (tensor<?x4x8xf32>, tensor<?x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @strategy(%q: tensor<1x?x2x64xbf16>, %v: tensor<1x?x4x64xbf16>, %g: tensor<1x?x4xf32>, %cu: tensor<?xi32>) {
+  // expected-error @+1 {{strategy: the chunked scan takes no cu_seqlens or state_indices yet}}
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g cu_seqlens(%cu) {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<1x?x2x64xbf16>, tensor<1x?x2x64xbf16>, tensor<1x?x4x64xbf16>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?xi32>) -> (tensor<1x?x4x64xbf16>, tensor<?x4x64x64xf32>)
+  return
+}
