@@ -7,6 +7,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/BitVector.h"
 
 namespace mlir::gdn {
@@ -20,10 +22,31 @@ using namespace mlir::gdn;
 namespace {
 constexpr StringLiteral kInternalSuffix = "_returning_buffers";
 
+/// Whether an operation of `func` writes into the buffer of `arg`, directly
+/// or through views of it. Only arguments marked gdn.in_place are writable
+/// (gdn-read-only-arguments), so these are the ones updated in place.
+bool writesInto(func::FuncOp func, BlockArgument arg) {
+  WalkResult found = func.walk([&](MemoryEffectOpInterface op) {
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    op.getEffects(effects);
+    for (const MemoryEffects::EffectInstance &effect : effects) {
+      Value target = effect.getValue();
+      if (!target || !isa<MemoryEffects::Write>(effect.getEffect()))
+        continue;
+      while (auto view = target.getDefiningOp<ViewLikeOpInterface>())
+        target = view.getViewSource();
+      if (target == arg)
+        return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found.wasInterrupted();
+}
+
 /// Drops the results of `func` that return one of its own arguments (after
-/// casts): a buffer the function updated in place (an argument marked
-/// gdn.in_place) is already the caller's, and an out-parameter for it would
-/// only take a copy of it.
+/// casts) which it updated in place: that buffer is already the caller's,
+/// and an out-parameter for it would only take a copy of it. A read-only
+/// argument returned as it is keeps its out-parameter (a copy).
 void dropArgumentResults(func::FuncOp func) {
   auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
   llvm::BitVector drop(func.getNumResults());
@@ -32,7 +55,8 @@ void dropArgumentResults(func::FuncOp func) {
     while (auto cast = value.getDefiningOp<memref::CastOp>())
       value = cast.getSource();
     auto arg = dyn_cast<BlockArgument>(value);
-    if (arg && arg.getOwner() == &func.getBody().front())
+    if (arg && arg.getOwner() == &func.getBody().front() &&
+        writesInto(func, arg))
       drop.set(operand.getOperandNumber());
   }
   if (drop.none())
