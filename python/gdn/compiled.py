@@ -283,10 +283,11 @@ def _check_preconditions(k, g, beta, axes):
 
 
 @accepts_torch_cpu("q", "k", "v", "g", "beta", "initial_state", "cu_seqlens",
-                   "state_indices", "write_indices")
+                   "state_indices", "write_indices", "a_log", "dt_bias")
 def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
                chunk_size=64, compile_options=None, check_numerics=False, *,
-               cu_seqlens=None, state_indices=None, write_indices=None):
+               cu_seqlens=None, state_indices=None, write_indices=None,
+               a_log=None, dt_bias=None):
     """Gated delta rule over a sequence (prefill), compiled.
 
     q, k: [B, T, H, K]; v: [B, T, Hv, V] (float32, or float16 for all
@@ -321,14 +322,18 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
       the final state. Every read sees the pool as passed in; -1 reads a
       zero state and writes nothing. ValueError for an index outside
       [-1, S).
+    - a_log, dt_bias: float32 [Hv] each (a Qwen-style layer's A_log and
+      dt_bias): g and beta are then the raw projections a and b (float32 or
+      v's dtype), and the op uses g = -exp(a_log) * softplus(a + dt_bias)
+      and beta = sigmoid(b), computed in the compiled code.
     """
-    if (cu_seqlens is not None or state_indices is not None
-            or write_indices is not None):
-        from .compiled_serving import packed_or_pooled_prefill
-        return packed_or_pooled_prefill(
+    if any(x is not None for x in (cu_seqlens, state_indices, write_indices,
+                                   a_log, dt_bias)):
+        from .compiled_serving import serving_prefill
+        return serving_prefill(
             q, k, v, g, beta, initial_state, scale,
             _check_chunk_size(chunk_size), compile_options, check_numerics,
-            cu_seqlens, state_indices, write_indices)
+            cu_seqlens, state_indices, write_indices, a_log, dt_bias)
     q = _check_array("q", q, 4, "[B, T, H, K]")
     k = _check_array("k", k, 4, "[B, T, H, K]")
     v = _check_array("v", v, 4, "[B, T, Hv, V]")
@@ -379,10 +384,11 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
 
 
 @accepts_torch_cpu("q", "k", "v", "g", "beta", "state", "state_indices",
-                   "write_indices")
+                   "write_indices", "a_log", "dt_bias")
 def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False,
                     compile_options=None, check_numerics=False, *,
-                    state_indices=None, write_indices=None):
+                    state_indices=None, write_indices=None, a_log=None,
+                    dt_bias=None):
     """One decode token of the gated delta rule, compiled.
 
     q, k: [B, H, K]; v: [B, Hv, V] (float32, or float16 for all three);
@@ -403,14 +409,17 @@ def delta_rule_step(q, k, v, g, beta, state, scale=1.0, inplace=False,
     (state_indices[b] when write_indices is None) of the pool itself, which
     is returned as the new state (inplace does not apply). Every read sees
     the pool as passed in; -1 reads a zero state and writes nothing.
+    a_log, dt_bias (keyword-only): raw gates, as for delta_rule.
     """
-    if state_indices is not None or write_indices is not None:
-        if state_indices is None:
+    if any(x is not None for x in (state_indices, write_indices, a_log,
+                                   dt_bias)):
+        if write_indices is not None and state_indices is None:
             raise TypeError("write_indices needs state_indices (the slots "
                             "the entries read)")
-        from .compiled_serving import pooled_step
-        return pooled_step(q, k, v, g, beta, state, scale, compile_options,
-                           check_numerics, state_indices, write_indices)
+        from .compiled_serving import serving_step
+        return serving_step(q, k, v, g, beta, state, scale, compile_options,
+                            check_numerics, state_indices, write_indices,
+                            a_log, dt_bias)
     q = _check_array("q", q, 3, "[B, H, K]")
     k = _check_array("k", k, 3, "[B, H, K]")
     v = _check_array("v", v, 3, "[B, Hv, V]")

@@ -1,7 +1,8 @@
 """Packed sequences and pools of states for the compiled delta rule.
 
-gdn.delta_rule with `cu_seqlens` and/or `state_indices`, and
-gdn.delta_rule_step with `state_indices`, call the functions of this module:
+gdn.delta_rule with `cu_seqlens`, `state_indices` or raw gates (`a_log`,
+`dt_bias`), and gdn.delta_rule_step with `state_indices` or raw gates, call
+the functions of this module:
 each form is one small MLIR module (`gdn.delta_rule ... cu_seqlens(..)
 state_indices(..) write_indices(..)`), compiled and cached like the dense
 ops (gdn.cache). The pool argument carries `gdn.in_place`, so the compiled
@@ -10,8 +11,11 @@ out-parameter for it (docs/c-abi.md):
 
     packed:       f(q, k, v, g, beta, h0 [N], cu_seqlens, o, final [N])
     pool:         f(q, k, v, g, beta, pool, read, write, o)
-    packed_pool:  f(q, k, v, g, beta, pool, cu_seqlens, read, write, o)
-    step_pool:    f(q, k, v, g, beta, pool, read, write, o)
+    packed pool:  f(q, k, v, g, beta, pool, cu_seqlens, read, write, o)
+    step, pool:   f(q, k, v, g, beta, pool, read, write, o)
+
+with raw gates (A_log, dt_bias: g and beta are then the raw a and b),
+A_log and dt_bias come after the other operands.
 """
 
 import ctypes
@@ -24,49 +28,69 @@ from .compiled import (_check_array, _check_dims, _check_dtypes,
                        _compile_options, descriptor)
 from .mlir import format_scale, tensor_type
 
-__all__ = ["packed_or_pooled_prefill", "pooled_step"]
+__all__ = ["serving_prefill", "serving_step"]
 
 _SYMBOL = "_mlir_ciface_gdn_serving"
-# Operands before the out-parameters, per form.
-_ARGUMENTS = {"packed": 7, "pool": 8, "packed_pool": 9, "step_pool": 8}
 _INT32 = np.dtype(np.int32)
 
 
+class Form(tuple):
+    """Which serving operands a call has: (step, packed, pooled, gated)."""
+
+    def __new__(cls, step=False, packed=False, pooled=False, gated=False):
+        return super().__new__(cls, (step, packed, pooled, gated))
+
+    step = property(lambda self: self[0])
+    packed = property(lambda self: self[1])
+    pooled = property(lambda self: self[2])
+    gated = property(lambda self: self[3])
+
+    def arguments(self):
+        """Operands of the C function before its out-parameters."""
+        return 6 + self.packed + 2 * self.pooled + 2 * self.gated
+
+    def outputs(self):
+        """o, and the final states unless they went into the pool."""
+        return 1 if self.pooled else 2
+
+
 def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
-                  beta_element_type, scale):
+                  gate_element_type, beta_element_type, scale):
     """The MLIR module with @gdn_serving for one form and configuration."""
-    et, bt = element_type, beta_element_type
+    et, gt, bt = element_type, gate_element_type, beta_element_type
     h, hv, k, v = heads, value_heads, key_dim, value_dim
-    step = form == "step_pool"
-    packed = form in ("packed", "packed_pool")
-    tokens = ["?"] if step else [1 if packed else "?", "?"]
+    tokens = ["?"] if form.step else [1 if form.packed else "?", "?"]
     args = [("q", tensor_type(tokens + [h, k], et)),
             ("k", tensor_type(tokens + [h, k], et)),
             ("v", tensor_type(tokens + [hv, v], et)),
-            ("g", tensor_type(tokens + [hv], "f32")),
+            ("g", tensor_type(tokens + [hv], gt)),
             ("beta", tensor_type(tokens + [hv], bt))]
     states = tensor_type(["?", hv, k, v], "f32")
     indices = tensor_type(["?"], "i32")
-    pooled = form != "packed"
     args.append(("h0", states))
-    if packed:
+    if form.packed:
         args.append(("cu", indices))
-    if pooled:
+    if form.pooled:
         args += [("read", indices), ("write", indices)]
+    if form.gated:
+        heads_vector = tensor_type([hv], "f32")
+        args += [("a_log", heads_vector), ("dt_bias", heads_vector)]
     results = [tensor_type(tokens + [hv, v], et), states]
 
     operands = ", ".join(f"%{n}" for n, _ in args[:5])
-    if step:
+    if form.step:
         op = f"gdn.delta_rule_step {operands}, %h0"
     else:
         op = f"gdn.delta_rule {operands} initial_state(%h0)"
-        if packed:
+        if form.packed:
             op += " cu_seqlens(%cu)"
-    if pooled:
+    if form.pooled:
         op += " state_indices(%read) write_indices(%write)"
+    if form.gated:
+        op += " gates(%a_log, %dt_bias)"
 
     def signature(name, type_):
-        marker = " {gdn.in_place}" if pooled and name == "h0" else ""
+        marker = " {gdn.in_place}" if form.pooled and name == "h0" else ""
         return f"%{name}: {type_}{marker}"
     arg_types = ", ".join(t for _, t in args)
     result_types = ", ".join(results)
@@ -82,26 +106,53 @@ def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
         ""])
 
 
-def _library(form, dims, element_type, beta_element_type, chunk_size, scale,
-             compile_options):
+def _library(form, dims, types, chunk_size, scale, compile_options):
     options = _compile_options(chunk_size, compile_options)
-    key = ("delta_rule_serving", form) + tuple(dims) + (
-        element_type, beta_element_type, format_scale(scale))
+    key = ("delta_rule_serving",) + tuple(form) + tuple(dims) + tuple(
+        types) + (format_scale(scale),)
 
     def prepare(library):
         function = getattr(library, _SYMBOL)
         function.restype = None
-        outputs = 2 if form == "packed" else 1
-        function.argtypes = [ctypes.c_void_p] * (_ARGUMENTS[form] + outputs)
+        function.argtypes = [ctypes.c_void_p] * (form.arguments()
+                                                 + form.outputs())
     return cache.load(
-        key, lambda: module_source(form, *dims, element_type,
-                                   beta_element_type, scale),
-        options, prepare)
+        key, lambda: module_source(form, *dims, *types, scale), options,
+        prepare)
 
 
 def _call(library, arrays):
     descriptors = [descriptor(a) for a in arrays]
     getattr(library, _SYMBOL)(*[ctypes.addressof(d) for d in descriptors])
+
+
+def _check_gates(a_log, dt_bias, value_heads):
+    """A_log and dt_bias: float32 [Hv] each, both or neither."""
+    if (a_log is None) != (dt_bias is None):
+        raise TypeError("raw gates need both a_log and dt_bias")
+    if a_log is None:
+        return ()
+    out = []
+    for name, x in (("a_log", a_log), ("dt_bias", dt_bias)):
+        x = _check_array(name, x, 1, "[Hv]")
+        if x.shape[0] != value_heads:
+            raise ValueError(f"{name} must have shape ({value_heads},) (Hv "
+                             f"from v), got {tuple(x.shape)}")
+        if x.dtype != np.float32:
+            raise TypeError(f"{name} must be float32, got {x.dtype}")
+        out.append(x)
+    return tuple(out)
+
+
+def _types(q, k, v, g, beta, state, state_name, gated):
+    """(element, gate, beta) MLIR types; with raw gates, g may have v's
+    dtype like beta."""
+    if gated and g.dtype == v.dtype and v.dtype != np.float32:
+        et, bt = _check_dtypes(q, k, v, g.astype(np.float32), beta, state,
+                               state_name)
+        return et, et, bt
+    et, bt = _check_dtypes(q, k, v, g, beta, state, state_name)
+    return et, "f32", bt
 
 
 # ----------------------------------------------------------------------------
@@ -187,11 +238,11 @@ def check_pool(name, pool, state_dims):
 # Calls
 # ----------------------------------------------------------------------------
 
-def packed_or_pooled_prefill(q, k, v, g, beta, initial_state, scale,
-                             chunk_size, compile_options, check_numerics,
-                             cu_seqlens, state_indices, write_indices):
-    """gdn.delta_rule with cu_seqlens and/or state_indices (its docstring
-    is the contract)."""
+def serving_prefill(q, k, v, g, beta, initial_state, scale, chunk_size,
+                    compile_options, check_numerics, cu_seqlens,
+                    state_indices, write_indices, a_log, dt_bias):
+    """gdn.delta_rule with cu_seqlens, state_indices or raw gates (its
+    docstring is the contract)."""
     q = _check_array("q", q, 4, "[B, T, H, K]")
     k = _check_array("k", k, 4, "[B, T, H, K]")
     v = _check_array("v", v, 4, "[B, T, Hv, V]")
@@ -211,6 +262,7 @@ def packed_or_pooled_prefill(q, k, v, g, beta, initial_state, scale,
                              f"{(batch, tokens, value_heads)} (B, T from q, "
                              f"Hv from v), got {tuple(x.shape)}")
     _check_dims(heads, value_heads, key_dim, value_dim)
+    gates = _check_gates(a_log, dt_bias, value_heads)
     state_dims = (value_heads, key_dim, value_dim)
     packed = cu_seqlens is not None
     if packed:
@@ -232,7 +284,7 @@ def packed_or_pooled_prefill(q, k, v, g, beta, initial_state, scale,
                            pool.shape[0])
         write = read if write_indices is None else check_slots(
             "write_indices", write_indices, sequences, pool.shape[0])
-        et, bt = _check_dtypes(q, k, v, g, beta, pool, "initial_state")
+        types = _types(q, k, v, g, beta, pool, "initial_state", bool(gates))
     else:
         if write_indices is not None:
             raise TypeError("write_indices needs state_indices (the slots "
@@ -243,28 +295,33 @@ def packed_or_pooled_prefill(q, k, v, g, beta, initial_state, scale,
             if tuple(initial_state.shape) != (sequences,) + state_dims:
                 raise ValueError(
                     f"initial_state must have shape "
-                    f"{(sequences,) + state_dims} (one state per sequence of "
-                    f"cu_seqlens), got {tuple(initial_state.shape)}")
-        et, bt = _check_dtypes(q, k, v, g, beta, initial_state,
-                               "initial_state")
+                    f"{(sequences,) + state_dims} (one state per sequence), "
+                    f"got {tuple(initial_state.shape)}")
+        types = _types(q, k, v, g, beta, initial_state, "initial_state",
+                       bool(gates))
     scale = _check_scale(scale)
-    if check_numerics:
+    if check_numerics and not gates:
         _check_preconditions(k, g, beta, ("batch", "token", "head"))
 
-    form = ("packed_pool" if packed else "pool") if pooled else "packed"
-    library = _library(form, (heads, value_heads, key_dim, value_dim), et,
-                       bt, chunk_size, scale, compile_options)
+    form = Form(packed=packed, pooled=pooled, gated=bool(gates))
+    library = _library(form, (heads, value_heads, key_dim, value_dim), types,
+                       chunk_size, scale, compile_options)
     o = np.empty(v.shape, dtype=v.dtype)
-    if form == "packed":
+    operands = [q, k, v, g, beta]
+    if pooled:
+        final = pool
+        operands.append(pool)
+    else:
         if initial_state is None:
             initial_state = np.zeros((sequences,) + state_dims, np.float32)
         final = np.empty((sequences,) + state_dims, np.float32)
-        _call(library, (q, k, v, g, beta, initial_state, cu, o, final))
-    else:
-        final = pool
-        operands = (q, k, v, g, beta, pool) + ((cu,) if packed else ()) + (
-            read, write, o)
-        _call(library, operands)
+        operands.append(initial_state)
+    if packed:
+        operands.append(cu)
+    if pooled:
+        operands += [read, write]
+    operands += list(gates) + [o] + ([] if pooled else [final])
+    _call(library, operands)
     if check_numerics:
         _check_finite("o", o, ("batch", "token", "head", "column"))
         _check_finite("the final state", final,
@@ -272,10 +329,11 @@ def packed_or_pooled_prefill(q, k, v, g, beta, initial_state, scale,
     return o, final
 
 
-def pooled_step(q, k, v, g, beta, state, scale, compile_options,
-                check_numerics, state_indices, write_indices):
-    """gdn.delta_rule_step with state_indices (its docstring is the
-    contract)."""
+def serving_step(q, k, v, g, beta, state, scale, compile_options,
+                 check_numerics, state_indices, write_indices, a_log,
+                 dt_bias):
+    """gdn.delta_rule_step with state_indices or raw gates (its docstring is
+    the contract)."""
     q = _check_array("q", q, 3, "[B, H, K]")
     k = _check_array("k", k, 3, "[B, H, K]")
     v = _check_array("v", v, 3, "[B, Hv, V]")
@@ -294,19 +352,40 @@ def pooled_step(q, k, v, g, beta, state, scale, compile_options,
             raise ValueError(f"{name} must have shape {(batch, value_heads)} "
                              f"(B from q, Hv from v), got {tuple(x.shape)}")
     _check_dims(heads, value_heads, key_dim, value_dim)
-    pool = check_pool("state", state, (value_heads, key_dim, value_dim))
-    read = check_slots("state_indices", state_indices, batch, pool.shape[0])
-    write = read if write_indices is None else check_slots(
-        "write_indices", write_indices, batch, pool.shape[0])
-    et, bt = _check_dtypes(q, k, v, g, beta, pool, "state")
+    gates = _check_gates(a_log, dt_bias, value_heads)
+    state_dims = (value_heads, key_dim, value_dim)
+    pooled = state_indices is not None
+    if pooled:
+        pool = check_pool("state", state, state_dims)
+        read = check_slots("state_indices", state_indices, batch,
+                           pool.shape[0])
+        write = read if write_indices is None else check_slots(
+            "write_indices", write_indices, batch, pool.shape[0])
+    else:
+        state = _check_array("state", state, 4, "[B, Hv, K, V]")
+        if tuple(state.shape) != (batch,) + state_dims:
+            raise ValueError(f"state must have shape {(batch,) + state_dims}"
+                             f", got {tuple(state.shape)}")
+    types = _types(q, k, v, g, beta, pool if pooled else state, "state",
+                   bool(gates))
     scale = _check_scale(scale)
-    if check_numerics:
+    if check_numerics and not gates:
         _check_preconditions(k, g, beta, ("batch", "head"))
-    library = _library("step_pool", (heads, value_heads, key_dim, value_dim),
-                       et, bt, 64, scale, compile_options)
+    form = Form(step=True, pooled=pooled, gated=bool(gates))
+    library = _library(form, (heads, value_heads, key_dim, value_dim), types,
+                       64, scale, compile_options)
     o = np.empty(v.shape, dtype=v.dtype)
-    _call(library, (q, k, v, g, beta, pool, read, write, o))
+    if pooled:
+        new_state = pool
+        operands = [q, k, v, g, beta, pool, read, write]
+    else:
+        new_state = np.empty((batch,) + state_dims, np.float32)
+        operands = [q, k, v, g, beta, state]
+    _call(library, operands + list(gates) + [o]
+          + ([] if pooled else [new_state]))
     if check_numerics:
         _check_finite("o", o, ("batch", "head", "column"))
-        _check_finite("the pool", pool, ("slot", "head", "row", "column"))
-    return o, pool
+        _check_finite("the new state", new_state,
+                      ("slot" if pooled else "batch", "head", "row",
+                       "column"))
+    return o, new_state

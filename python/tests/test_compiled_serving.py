@@ -316,3 +316,64 @@ def test_pool_shape_is_checked():
                        initial_state=np.zeros((4, 2, 16, 4), np.float32),
                        cu_seqlens=np.array([0, 3, 5], np.int32),
                        state_indices=np.array([0, 1], np.int32))
+
+
+# ----------------------------------------------------------------------------
+# Raw gates (A_log, dt_bias)
+# ----------------------------------------------------------------------------
+
+def _raw_gates(seed, shape, value_heads, dtype):
+    """Raw a and b as a Qwen-style layer projects them, and its A_log and
+    dt_bias; and the float64 g and beta they stand for."""
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(shape) * 3.0).astype(dtype)
+    b = rng.standard_normal(shape).astype(dtype)
+    # One head's a + dt_bias above 20, where softplus is the identity.
+    a_log = np.log(rng.uniform(0.5, 8.0, value_heads)).astype(np.float32)
+    dt_bias = rng.standard_normal(value_heads).astype(np.float32)
+    dt_bias[-1] = 25.0
+    x = a.astype(np.float64) + dt_bias.astype(np.float64)
+    g = -np.exp(a_log.astype(np.float64)) * reference.softplus(x)
+    beta = reference.sigmoid(b.astype(np.float64))
+    return a, b, a_log, dt_bias, g, beta
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_raw_gates_prefill_and_pool_step(dtype):
+    h, hv, k, v = 2, 4, 16, 8
+    d = inputs.delta_rule_inputs(43, 2, 70, h, hv, k, v, dtype=dtype)
+    a, b, a_log, dt_bias, g, beta = _raw_gates(47, (2, 70, hv), hv, dtype)
+    o, final = gdn.delta_rule(d["q"], d["k"], d["v"], a, b, scale=0.25,
+                              a_log=a_log, dt_bias=dt_bias)
+    ro, rs = reference.delta_rule(
+        *[d[n].astype(np.float64) for n in ("q", "k", "v")], g, beta,
+        scale=0.25)
+    budget = F32_BUDGET if dtype == np.float32 else F16_OUTPUT_BUDGET
+    _assert_close("o", o, ro, budget)
+    _assert_close("final state", final, rs, budget)
+
+    pool = np.zeros((3, hv, k, v), np.float32)
+    pool[1] = final[0]
+    step = inputs.delta_rule_inputs(53, 2, 1, h, hv, k, v, dtype=dtype)
+    a, b, a_log, dt_bias, g, beta = _raw_gates(59, (2, hv), hv, dtype)
+    o, new = gdn.delta_rule_step(
+        *[step[n][:, 0] for n in ("q", "k", "v")], a, b, pool,
+        state_indices=np.array([1, -1], np.int32), a_log=a_log,
+        dt_bias=dt_bias)
+    ro, rs = reference.delta_rule_step(
+        *[step[n][:1, 0].astype(np.float64) for n in ("q", "k", "v")],
+        g[:1], beta[:1], final[:1].astype(np.float64))
+    _assert_close("o after the step", o[:1], ro, budget)
+    _assert_close("slot 1 after the step", pool[1], rs[0], budget)
+    np.testing.assert_array_equal(pool[[0, 2]], 0.0)
+
+
+def test_raw_gates_need_both():
+    d = inputs.delta_rule_inputs(61, 1, 3, 1, 2, 16, 8)
+    with pytest.raises(TypeError, match="need both a_log and dt_bias"):
+        gdn.delta_rule(d["q"], d["k"], d["v"], d["g"], d["beta"],
+                       a_log=np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match=r"dt_bias must have shape \(2,\)"):
+        gdn.delta_rule(d["q"], d["k"], d["v"], d["g"], d["beta"],
+                       a_log=np.zeros(2, np.float32),
+                       dt_bias=np.zeros(3, np.float32))

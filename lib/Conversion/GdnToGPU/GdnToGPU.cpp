@@ -366,7 +366,7 @@ struct ConvertGdnToGPUPass
       if (!has)
         return WalkResult::advance();
       op->emitOpError()
-          << "with cu_seqlens or state_indices has no CUDA lowering yet; "
+          << "with cu_seqlens, state_indices or raw gates has no CUDA lowering yet; "
              "compile it with --target=cpu";
       return WalkResult::interrupt();
     });

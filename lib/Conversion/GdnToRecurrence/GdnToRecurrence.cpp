@@ -256,7 +256,7 @@ struct ConvertGdnToRecurrencePass
       auto step = dyn_cast<DeltaRuleStepOp>(op);
       if ((prefill && prefill.hasServingOperands()) ||
           (step && step.hasServingOperands())) {
-        op->emitOpError() << "with cu_seqlens or state_indices: run "
+        op->emitOpError() << "with cu_seqlens, state_indices or raw gates: run "
                              "gdn-unpack-sequences before the recurrence";
         return WalkResult::interrupt();
       }

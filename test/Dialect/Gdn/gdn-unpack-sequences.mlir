@@ -80,3 +80,24 @@ func.func @packed_pool(%q: tensor<1x?x2x16xf32>, %v: tensor<1x?x4x8xf32>, %g: te
   %o, %s = gdn.delta_rule %q, %q, %v, %g, %g initial_state(%pool) cu_seqlens(%cu) state_indices(%read) : (tensor<1x?x2x16xf32>, tensor<1x?x2x16xf32>, tensor<1x?x4x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?x4x16x8xf32>, tensor<?xi32>, tensor<?xi32>) -> (tensor<1x?x4x8xf32>, tensor<?x4x16x8xf32>)
   return %o, %s : tensor<1x?x4x8xf32>, tensor<?x4x16x8xf32>
 }
+
+// -----
+
+// Raw gates: g = -exp(A_log) softplus(a + dt_bias) and beta = sigmoid(b),
+// element-wise in f32 with A_log and dt_bias per value head, then the op
+// without them.
+
+// CHECK-LABEL: func.func @raw_gates
+// CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<?x4xbf16>, %[[B:[a-z0-9]+]]: tensor<?x4xbf16>
+// CHECK: %[[G:.+]] = linalg.generic {{.*}} ins(%[[A]], %{{.+}}, %{{.+}} : tensor<?x4xbf16>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: arith.extf
+// CHECK: math.log1p
+// CHECK: arith.cmpf ogt
+// CHECK: math.exp
+// CHECK: arith.negf
+// CHECK: %[[BETA:.+]] = linalg.generic {{.*}} ins(%[[B]] : tensor<?x4xbf16>)
+// CHECK: gdn.delta_rule_step {{.*}}, %[[G]], %[[BETA]], {{[^ ]+}} : (tensor<?x2x16xbf16>, tensor<?x2x16xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xf32>)
+func.func @raw_gates(%q: tensor<?x2x16xbf16>, %v: tensor<?x4x8xbf16>, %a: tensor<?x4xbf16>, %b: tensor<?x4xbf16>, %h: tensor<?x4x16x8xf32>, %alog: tensor<4xf32>, %dt: tensor<4xf32>) -> (tensor<?x4x8xbf16>, tensor<?x4x16x8xf32>) {
+  %o, %s = gdn.delta_rule_step %q, %q, %v, %a, %b, %h gates(%alog, %dt) : (tensor<?x2x16xbf16>, tensor<?x2x16xbf16>, tensor<?x4x8xbf16>, tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<?x4x16x8xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x8xbf16>, tensor<?x4x16x8xf32>)
+  return %o, %s : tensor<?x4x8xbf16>, tensor<?x4x16x8xf32>
+}

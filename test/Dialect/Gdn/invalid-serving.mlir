@@ -76,7 +76,31 @@ func.func @step_indices_type(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: 
 // -----
 
 func.func @strategy(%q: tensor<1x?x2x64xbf16>, %v: tensor<1x?x4x64xbf16>, %g: tensor<1x?x4xf32>, %cu: tensor<?xi32>) {
-  // expected-error @+1 {{strategy: the chunked scan takes no cu_seqlens or state_indices yet}}
+  // expected-error @+1 {{strategy: the chunked scan takes no cu_seqlens, state_indices or raw gates yet}}
   %o, %s = gdn.delta_rule %q, %q, %v, %g, %g cu_seqlens(%cu) {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<1x?x2x64xbf16>, tensor<1x?x2x64xbf16>, tensor<1x?x4x64xbf16>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?xi32>) -> (tensor<1x?x4x64xbf16>, tensor<?x4x64x64xf32>)
+  return
+}
+
+// -----
+
+func.func @gates_shape(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: tensor<?x?x4xf32>, %a: tensor<2xf32>) {
+  // expected-error @+1 {{operand 'a_log' must have shape [Hv] = [4] (Hv = 4 from operand 'v'), but got 'tensor<2xf32>'}}
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g gates(%a, %a) : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @gates_type(%q: tensor<?x2x16xbf16>, %v: tensor<?x4x8xbf16>, %g: tensor<?x4xbf16>, %h: tensor<?x4x16x8xf32>, %a: tensor<4xbf16>) {
+  // expected-error @+1 {{operand 'a_log' must have element type f32, but got 'bf16'}}
+  %o, %s = gdn.delta_rule_step %q, %q, %v, %g, %g, %h gates(%a, %a) : (tensor<?x2x16xbf16>, tensor<?x2x16xbf16>, tensor<?x4x8xbf16>, tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<?x4x16x8xf32>, tensor<4xbf16>, tensor<4xbf16>) -> (tensor<?x4x8xbf16>, tensor<?x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @raw_gate_type(%q: tensor<?x2x16xbf16>, %v: tensor<?x4x8xbf16>, %g: tensor<?x4xf16>, %h: tensor<?x4x16x8xf32>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{operand 'g' (the raw gate a) must have element type f32 or the element type of 'v', but got 'f16'}}
+  %o, %s = gdn.delta_rule_step %q, %q, %v, %g, %g, %h gates(%a, %a) : (tensor<?x2x16xbf16>, tensor<?x2x16xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf16>, tensor<?x4xf16>, tensor<?x4x16x8xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x8xbf16>, tensor<?x4x16x8xf32>)
   return
 }

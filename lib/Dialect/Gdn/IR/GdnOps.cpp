@@ -29,6 +29,9 @@ struct DeltaRuleSignature {
   Value cuSeqlens = {};
   Value stateIndices = {};
   Value writeIndices = {};
+  // Raw gates: with them, g and beta are a Qwen layer's raw a and b.
+  Value aLog = {};
+  Value dtBias = {};
 };
 } // namespace
 
@@ -123,6 +126,21 @@ static LogicalResult verifyDeltaRule(Operation *op,
     if (indices &&
         failed(contract.check("operand", name, indices.getType(), {sequences})))
       return failure();
+  if (static_cast<bool>(sig.aLog) != static_cast<bool>(sig.dtBias))
+    return op->emitOpError()
+           << "raw gates need both 'a_log' and 'dt_bias', but got only "
+           << (sig.aLog ? "'a_log'" : "'dt_bias'");
+  for (auto [name, value] : {std::pair<StringRef, Value>{"a_log", sig.aLog},
+                             {"dt_bias", sig.dtBias}}) {
+    if (!value)
+      continue;
+    if (failed(contract.check("operand", name, value.getType(), {"Hv"})))
+      return failure();
+    if (Type actual = getTensorElementType(value.getType()); !actual.isF32())
+      return op->emitOpError() << "operand '" << name
+                               << "' must have element type f32, but got "
+                               << actual;
+  }
   for (auto [name, value] :
        {std::pair<StringRef, Value>{"cu_seqlens", sig.cuSeqlens},
         {"state_indices", sig.stateIndices},
@@ -154,10 +172,14 @@ static LogicalResult verifyDeltaRule(Operation *op,
              << elementType << "), but got " << actual;
   }
   Type f32 = Float32Type::get(op->getContext());
-  if (Type actual = getTensorElementType(sig.g.getType()); actual != f32)
+  if (Type actual = getTensorElementType(sig.g.getType());
+      actual != f32 && !(sig.aLog && actual == elementType))
     return op->emitOpError()
-           << "operand 'g' (log of the forget gate) must have element type "
-              "f32, but got "
+           << (sig.aLog
+                   ? "operand 'g' (the raw gate a) must have element type f32 "
+                     "or the element type of 'v', but got "
+                   : "operand 'g' (log of the forget gate) must have element "
+                     "type f32, but got ")
            << actual;
   if (Type actual = getTensorElementType(sig.beta.getType());
       actual != f32 && actual != elementType)
@@ -247,7 +269,9 @@ LogicalResult DeltaRuleOp::verify() {
                          getScale().convertToFloat(),
                          getCuSeqlens(),
                          getStateIndices(),
-                         getWriteIndices()};
+                         getWriteIndices(),
+                         getALog(),
+                         getDtBias()};
   if (failed(verifyDeltaRule(*this, sig, {"B", "T"})))
     return failure();
   return verifyScanStrategy(*this);
@@ -273,7 +297,9 @@ LogicalResult DeltaRuleStepOp::verify() {
                          getScale().convertToFloat(),
                          /*cuSeqlens=*/Value(),
                          getStateIndices(),
-                         getWriteIndices()};
+                         getWriteIndices(),
+                         getALog(),
+                         getDtBias()};
   return verifyDeltaRule(*this, sig, {"B"});
 }
 

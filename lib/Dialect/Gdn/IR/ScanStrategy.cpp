@@ -69,7 +69,7 @@ LogicalResult gdn::verifyScanStrategy(DeltaRuleOp op) {
     return success();
   if (op.hasServingOperands())
     return op.emitOpError() << "strategy: the chunked scan takes no "
-                               "cu_seqlens or state_indices yet";
+                               "cu_seqlens, state_indices or raw gates yet";
   auto q = cast<RankedTensorType>(op.getQ().getType());
   auto v = cast<RankedTensorType>(op.getV().getType());
   // q, k and v of any type the op takes: f32 ones the scan rounds to bf16.

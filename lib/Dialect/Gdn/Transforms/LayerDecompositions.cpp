@@ -73,7 +73,8 @@ struct GatedDeltaNetDecomposition
         DeltaRuleOp::create(b, loc, TypeRange{oType, stateType}, q, k, v, g,
                             beta, op.getInitialState(), /*cu_seqlens=*/Value(),
                             /*state_indices=*/Value(),
-                            /*write_indices=*/Value(), b.getF32FloatAttr(1.0f),
+                            /*write_indices=*/Value(), /*a_log=*/Value(),
+        /*dt_bias=*/Value(), b.getF32FloatAttr(1.0f),
                             /*strategy=*/ScanStrategyAttr());
     Value o = lb.mergeHeads(lb.rmsNorm(core.getO(), norm, eps));
     Value gate =

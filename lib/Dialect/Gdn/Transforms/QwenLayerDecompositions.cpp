@@ -196,7 +196,8 @@ struct QwenGatedDeltaNetDecomposition
     auto core = DeltaRuleOp::create(
         b, loc, TypeRange{v.getType(), stateType}, q, k, v, g, beta,
         op.getInitialState(), /*cu_seqlens=*/Value(),
-        /*state_indices=*/Value(), /*write_indices=*/Value(),
+        /*state_indices=*/Value(), /*write_indices=*/Value(), /*a_log=*/Value(),
+        /*dt_bias=*/Value(),
         b.getF32FloatAttr(1.0f / std::sqrt(static_cast<float>(dk))),
         /*strategy=*/ScanStrategyAttr());
     Value normed = qb.rmsNorm(core.getO(), norm, eps);

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -173,8 +174,8 @@ struct UnpackPrefillPool : OpRewritePattern<DeltaRuleOp> {
         TypeRange{op.getO().getType(), perSequenceStates(pool, readIndices)},
         op.getQ(), op.getK(), op.getV(), op.getG(), op.getBeta(), initial,
         op.getCuSeqlens(), /*state_indices=*/Value(),
-        /*write_indices=*/Value(), op.getScaleAttr(),
-        /*strategy=*/ScanStrategyAttr());
+        /*write_indices=*/Value(), op.getALog(), op.getDtBias(),
+        op.getScaleAttr(), /*strategy=*/ScanStrategyAttr());
     Value updated = scatterStates(rewriter, loc, core.getFinalState(), pool,
                                   writeIndices);
     rewriter.replaceOp(op, castToTypes(rewriter, loc, {core.getO(), updated},
@@ -200,8 +201,8 @@ struct UnpackStepPool : OpRewritePattern<DeltaRuleStepOp> {
     auto core = DeltaRuleStepOp::create(
         rewriter, loc, TypeRange{op.getO().getType(), initial.getType()},
         op.getQ(), op.getK(), op.getV(), op.getG(), op.getBeta(), initial,
-        /*state_indices=*/Value(), /*write_indices=*/Value(),
-        op.getScaleAttr());
+        /*state_indices=*/Value(), /*write_indices=*/Value(), op.getALog(),
+        op.getDtBias(), op.getScaleAttr());
     Value updated =
         scatterStates(rewriter, loc, core.getNewState(), pool, writeIndices);
     rewriter.replaceOp(op, castToTypes(rewriter, loc, {core.getO(), updated},
@@ -314,8 +315,8 @@ struct UnpackPackedSequences : OpRewritePattern<DeltaRuleOp> {
               slice(op.getQ()), slice(op.getK()), slice(op.getV()),
               slice(op.getG()), slice(op.getBeta()), initial,
               /*cu_seqlens=*/Value(), /*state_indices=*/Value(),
-              /*write_indices=*/Value(), op.getScaleAttr(),
-              /*strategy=*/ScanStrategyAttr());
+              /*write_indices=*/Value(), op.getALog(), op.getDtBias(),
+              op.getScaleAttr(), /*strategy=*/ScanStrategyAttr());
           TokenRange o = tokenRange(
               lb, cast<RankedTensorType>(carried[0].getType()), start, length);
           Value outAll = tensor::InsertSliceOp::create(
@@ -328,6 +329,83 @@ struct UnpackPackedSequences : OpRewritePattern<DeltaRuleOp> {
         });
     rewriter.replaceOp(op, castToTypes(rewriter, loc, loop.getResults(),
                                        op->getResultTypes()));
+    return success();
+  }
+};
+
+/// g = -exp(A_log) * softplus(a + dt_bias) (softplus(x) = x above 20, as
+/// PyTorch's) and beta = sigmoid(b), in f32, for raw a and b of shape
+/// [..., Hv] and A_log, dt_bias of shape [Hv].
+std::pair<Value, Value> computeGates(OpBuilder &b, Location loc, Value a,
+                                     Value rawBeta, Value aLog, Value dtBias) {
+  Type f32 = b.getF32Type();
+  int64_t rank = cast<RankedTensorType>(a.getType()).getRank();
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  AffineMap head = AffineMap::get(rank, 0, b.getAffineDimExpr(rank - 1),
+                                  b.getContext());
+  auto constant = [&](OpBuilder &nb, Location nl, float value) {
+    return arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(value));
+  };
+  Value g = buildElementwise(
+      b, loc, ValueRange{a, aLog, dtBias}, createEmptyLike(b, loc, a, f32),
+      {identity, head, head}, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value x = arith::AddFOp::create(
+            nb, nl, convertFloat(nb, nl, args[0], f32), args[2]);
+        Value soft = math::Log1pOp::create(nb, nl,
+                                           math::ExpOp::create(nb, nl, x));
+        Value large = arith::CmpFOp::create(
+            nb, nl, arith::CmpFPredicate::OGT, x, constant(nb, nl, 20.0f));
+        Value softplus = arith::SelectOp::create(nb, nl, large, x, soft);
+        Value rate = math::ExpOp::create(nb, nl, args[1]);
+        return arith::NegFOp::create(
+                   nb, nl, arith::MulFOp::create(nb, nl, rate, softplus))
+            .getResult();
+      });
+  Value beta = buildElementwise(
+      b, loc, ValueRange{rawBeta}, createEmptyLike(b, loc, rawBeta, f32),
+      {identity}, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value z = convertFloat(nb, nl, args[0], f32);
+        Value e = math::ExpOp::create(nb, nl, arith::NegFOp::create(nb, nl, z));
+        return arith::DivFOp::create(
+                   nb, nl, constant(nb, nl, 1.0f),
+                   arith::AddFOp::create(nb, nl, constant(nb, nl, 1.0f), e))
+            .getResult();
+      });
+  return {g, beta};
+}
+
+/// Raw gates: g and beta computed element-wise, then the op without them.
+struct ComputePrefillGates : OpRewritePattern<DeltaRuleOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DeltaRuleOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getALog())
+      return rewriter.notifyMatchFailure(op, "no raw gates");
+    auto [g, beta] = computeGates(rewriter, op.getLoc(), op.getG(),
+                                  op.getBeta(), op.getALog(), op.getDtBias());
+    rewriter.replaceOpWithNewOp<DeltaRuleOp>(
+        op, op->getResultTypes(), op.getQ(), op.getK(), op.getV(), g, beta,
+        op.getInitialState(), op.getCuSeqlens(), op.getStateIndices(),
+        op.getWriteIndices(), /*a_log=*/Value(), /*dt_bias=*/Value(),
+        op.getScaleAttr(), op.getStrategyAttr());
+    return success();
+  }
+};
+
+struct ComputeStepGates : OpRewritePattern<DeltaRuleStepOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DeltaRuleStepOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getALog())
+      return rewriter.notifyMatchFailure(op, "no raw gates");
+    auto [g, beta] = computeGates(rewriter, op.getLoc(), op.getG(),
+                                  op.getBeta(), op.getALog(), op.getDtBias());
+    rewriter.replaceOpWithNewOp<DeltaRuleStepOp>(
+        op, op->getResultTypes(), op.getQ(), op.getK(), op.getV(), g, beta,
+        op.getState(), op.getStateIndices(), op.getWriteIndices(),
+        /*a_log=*/Value(), /*dt_bias=*/Value(), op.getScaleAttr());
     return success();
   }
 };
@@ -349,6 +427,6 @@ struct GdnUnpackSequencesPass
 
 void mlir::gdn::populateGdnUnpackSequencesPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<UnpackPrefillPool, UnpackStepPool, UnpackPackedSequences>(
-      patterns.getContext());
+  patterns.add<UnpackPrefillPool, UnpackStepPool, UnpackPackedSequences,
+               ComputePrefillGates, ComputeStepGates>(patterns.getContext());
 }

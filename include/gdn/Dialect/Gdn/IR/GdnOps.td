@@ -87,9 +87,18 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     | `cu_seqlens`     | `[N + 1]` i32         |                      |
     | `state_indices`, `write_indices` |       | `[N]` i32            |
 
+    **Raw gates.** With `gates(%A_log, %dt_bias)` (f32 `[Hv]` each), `g` and
+    `beta` are the raw projections a and b of a Qwen-style layer (f32 or the
+    element type of `v`), and the op uses
+
+    ```
+    g    = -exp(A_log[j]) * softplus(a + dt_bias[j])   (softplus(x) = x above 20)
+    beta = sigmoid(b)
+    ```
+
     `gdn-unpack-sequences` rewrites these forms into the dense op (a loop
-    over the packed sequences; a gather and a scatter of the pool's slots)
-    for the CPU.
+    over the packed sequences; a gather and a scatter of the pool's slots;
+    the gates computed element-wise) for the CPU.
 
     `strategy` (a `#gdn.scan_strategy`, set by `gdn-choose-scan-strategy`)
     says how the op runs as the chunked scan on a GPU; it needs bf16 or f16
@@ -117,6 +126,8 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     Optional<AnyTensor>:$cu_seqlens,
     Optional<AnyTensor>:$state_indices,
     Optional<AnyTensor>:$write_indices,
+    Optional<AnyTensor>:$a_log,
+    Optional<AnyTensor>:$dt_bias,
     DefaultValuedAttr<F32Attr, "1.0">:$scale,
     OptionalAttr<Gdn_ScanStrategyAttr>:$strategy
   );
@@ -127,6 +138,7 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     (`cu_seqlens` `(` $cu_seqlens^ `)`)?
     (`state_indices` `(` $state_indices^ `)`)?
     (`write_indices` `(` $write_indices^ `)`)?
+    (`gates` `(` $a_log^ `,` $dt_bias `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -134,10 +146,10 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
   let extraClassDeclaration = [{
     /// Number of value heads that share one query/key head (Hv / H).
     int64_t getGroupSize();
-    /// Packed sequences or a state pool: the forms gdn-unpack-sequences
-    /// rewrites into the dense op.
+    /// Packed sequences, a state pool or raw gates: the forms
+    /// gdn-unpack-sequences rewrites into the dense op.
     bool hasServingOperands() {
-      return getCuSeqlens() || getStateIndices();
+      return getCuSeqlens() || getStateIndices() || getALog();
     }
   }];
 }
@@ -180,6 +192,9 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step",
     nothing. `gdn-unpack-sequences` rewrites this form into a gather, the
     dense step and a scatter.
 
+    **Raw gates.** With `gates(%A_log, %dt_bias)`, `g` and `beta` are the raw
+    a and b, as for `gdn.delta_rule`.
+
     Example:
 
     ```mlir
@@ -199,6 +214,8 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step",
     AnyTensor:$state,
     Optional<AnyTensor>:$state_indices,
     Optional<AnyTensor>:$write_indices,
+    Optional<AnyTensor>:$a_log,
+    Optional<AnyTensor>:$dt_bias,
     DefaultValuedAttr<F32Attr, "1.0">:$scale
   );
   let results = (outs AnyTensor:$o, AnyTensor:$new_state);
@@ -207,6 +224,7 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step",
     $q `,` $k `,` $v `,` $g `,` $beta `,` $state
     (`state_indices` `(` $state_indices^ `)`)?
     (`write_indices` `(` $write_indices^ `)`)?
+    (`gates` `(` $a_log^ `,` $dt_bias `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -214,8 +232,8 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step",
   let extraClassDeclaration = [{
     /// Number of value heads that share one query/key head (Hv / H).
     int64_t getGroupSize();
-    /// A state pool: the form gdn-unpack-sequences rewrites.
-    bool hasServingOperands() { return static_cast<bool>(getStateIndices()); }
+    /// A state pool or raw gates: the forms gdn-unpack-sequences rewrites.
+    bool hasServingOperands() { return getStateIndices() || getALog(); }
   }];
 }
 

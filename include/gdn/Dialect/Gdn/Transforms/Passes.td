@@ -75,11 +75,15 @@ def GdnUnpackSequencesPass : Pass<"gdn-unpack-sequences", "func::FuncOp"> {
       sequence's initial state, and inserts its output and final state;
       the output starts as zeros, so rows outside every sequence are zero.
 
+    - `gates(A_log, dt_bias)` (raw a and b in place of g and beta): g and
+      beta computed by element-wise `linalg.generic` ops before the op.
+
     The loops are sequential: each dense op is parallel over its heads.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
   ];
