@@ -12,6 +12,9 @@ The package, one module per responsibility:
   builds, keyed by source, options and compiler;
 - gdn.compiled: the compiled ops for numpy arrays (gdn.delta_rule,
   gdn.delta_rule_step), which take torch CPU tensors too (gdn.interop);
+- gdn.compiled_serving: their packed-sequence, state-pool and raw-gate
+  forms, and gdn.delta_rule_verify (draft tokens with the state after
+  each);
 - gdn.layers: the design document's Gated DeltaNet layer
   (gdn.GatedDeltaNetLayer, gdn.init_gated_deltanet,
   gdn.gated_deltanet_reference);
@@ -37,6 +40,7 @@ import warnings
 __version__ = "0.6.0"
 
 __all__ = ["CompiledModel", "Tokenizer", "delta_rule", "delta_rule_step",
+           "delta_rule_verify",
            "GatedDeltaNetLayer", "gated_deltanet_reference",
            "init_gated_deltanet", "inputs", "reference", "model",
            "safetensors", "report", "__version__"]
@@ -45,6 +49,7 @@ from . import inputs, reference  # noqa: F401
 from . import model, report, safetensors  # noqa: F401
 from .compiled_model import CompiledModel  # noqa: F401
 from .compiled import delta_rule, delta_rule_step  # noqa: F401
+from .compiled_serving import delta_rule_verify  # noqa: F401
 from .tokenizer import Tokenizer  # noqa: F401
 from .layers import (  # noqa: F401
     GatedDeltaNetLayer, gated_deltanet_reference, init_gated_deltanet)

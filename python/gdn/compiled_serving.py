@@ -26,32 +26,42 @@ from . import cache
 from .compiled import (_check_array, _check_dims, _check_dtypes,
                        _check_finite, _check_preconditions, _check_scale,
                        _compile_options, descriptor)
+from .interop import accepts_torch_cpu
 from .mlir import format_scale, tensor_type
 
-__all__ = ["serving_prefill", "serving_step"]
+__all__ = ["delta_rule_verify", "serving_prefill", "serving_step"]
 
 _SYMBOL = "_mlir_ciface_gdn_serving"
 _INT32 = np.dtype(np.int32)
+# gdn.delta_rule_verify's bound on the draft tokens.
+MAX_DRAFT_TOKENS = 16
 
 
 class Form(tuple):
-    """Which serving operands a call has: (step, packed, pooled, gated)."""
+    """Which serving operands a call has: (step, packed, pooled, gated,
+    verify)."""
 
-    def __new__(cls, step=False, packed=False, pooled=False, gated=False):
-        return super().__new__(cls, (step, packed, pooled, gated))
+    def __new__(cls, step=False, packed=False, pooled=False, gated=False,
+                verify=False):
+        return super().__new__(cls, (step, packed, pooled, gated, verify))
 
     step = property(lambda self: self[0])
     packed = property(lambda self: self[1])
     pooled = property(lambda self: self[2])
     gated = property(lambda self: self[3])
+    verify = property(lambda self: self[4])
+
+    def indices(self):
+        """Slot operands: read and write; a verify reads its pool only."""
+        return (1 if self.verify else 2) if self.pooled else 0
 
     def arguments(self):
         """Operands of the C function before its out-parameters."""
-        return 6 + self.packed + 2 * self.pooled + 2 * self.gated
+        return 6 + self.packed + self.indices() + 2 * self.gated
 
     def outputs(self):
-        """o, and the final states unless they went into the pool."""
-        return 1 if self.pooled else 2
+        """o, and the states unless they went into the pool."""
+        return 1 if self.pooled and not self.verify else 2
 
 
 def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
@@ -60,37 +70,45 @@ def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
     et, gt, bt = element_type, gate_element_type, beta_element_type
     h, hv, k, v = heads, value_heads, key_dim, value_dim
     tokens = ["?"] if form.step else [1 if form.packed else "?", "?"]
+    state_type = tensor_type(["?", hv, k, v], "f32")
     args = [("q", tensor_type(tokens + [h, k], et)),
             ("k", tensor_type(tokens + [h, k], et)),
             ("v", tensor_type(tokens + [hv, v], et)),
             ("g", tensor_type(tokens + [hv], gt)),
             ("beta", tensor_type(tokens + [hv], bt))]
-    states = tensor_type(["?", hv, k, v], "f32")
+    states = state_type
     indices = tensor_type(["?"], "i32")
     args.append(("h0", states))
     if form.packed:
         args.append(("cu", indices))
     if form.pooled:
-        args += [("read", indices), ("write", indices)]
+        args += [("read", indices), ("write", indices)][:form.indices()]
     if form.gated:
         heads_vector = tensor_type([hv], "f32")
         args += [("a_log", heads_vector), ("dt_bias", heads_vector)]
     results = [tensor_type(tokens + [hv, v], et), states]
+    if form.verify:
+        results[1] = tensor_type(["?", "?", hv, k, v], "f32")
 
     operands = ", ".join(f"%{n}" for n, _ in args[:5])
-    if form.step:
+    if form.verify:
+        op = f"gdn.delta_rule_verify {operands}, %h0"
+    elif form.step:
         op = f"gdn.delta_rule_step {operands}, %h0"
     else:
         op = f"gdn.delta_rule {operands} initial_state(%h0)"
         if form.packed:
             op += " cu_seqlens(%cu)"
     if form.pooled:
-        op += " state_indices(%read) write_indices(%write)"
+        op += " state_indices(%read)"
+        if not form.verify:
+            op += " write_indices(%write)"
     if form.gated:
         op += " gates(%a_log, %dt_bias)"
 
     def signature(name, type_):
-        marker = " {gdn.in_place}" if form.pooled and name == "h0" else ""
+        in_place = form.pooled and not form.verify and name == "h0"
+        marker = " {gdn.in_place}" if in_place else ""
         return f"%{name}: {type_}{marker}"
     arg_types = ", ".join(t for _, t in args)
     result_types = ", ".join(results)
@@ -389,3 +407,70 @@ def serving_step(q, k, v, g, beta, state, scale, compile_options,
                       ("slot" if pooled else "batch", "head", "row",
                        "column"))
     return o, new_state
+
+
+@accepts_torch_cpu("q", "k", "v", "g", "beta", "state", "state_indices",
+                   "a_log", "dt_bias")
+def delta_rule_verify(q, k, v, g, beta, state, scale=1.0, *,
+                      state_indices=None, a_log=None, dt_bias=None,
+                      compile_options=None):
+    """Speculative verification: T draft tokens (at most 16) from each
+    entry's state, with the state after every token.
+
+    q, k: [B, T, H, K]; v: [B, T, Hv, V]; g, beta: [B, T, Hv] (as for
+    gdn.delta_rule, or raw a and b with a_log and dt_bias); state:
+    [B, Hv, K, V] float32, or with state_indices ([B] integers, -1 for a
+    zero state) a pool [S, Hv, K, V]. The state or pool is never written:
+    an engine copies the state of the last accepted token (states[b, t])
+    where it keeps it. Returns (o [B, T, Hv, V] of v's dtype, states
+    [B, T, Hv, K, V] float32).
+    """
+    q = _check_array("q", q, 4, "[B, T, H, K]")
+    k = _check_array("k", k, 4, "[B, T, H, K]")
+    v = _check_array("v", v, 4, "[B, T, Hv, V]")
+    g = _check_array("g", g, 3, "[B, T, Hv]")
+    beta = _check_array("beta", beta, 3, "[B, T, Hv]")
+    batch, tokens, heads, key_dim = q.shape
+    if tuple(k.shape) != tuple(q.shape):
+        raise ValueError(f"k must have shape {tuple(q.shape)} like q, got "
+                         f"{tuple(k.shape)}")
+    if tuple(v.shape[:2]) != (batch, tokens):
+        raise ValueError(f"v must have shape ({batch}, {tokens}, Hv, V) "
+                         f"(B, T from q), got {tuple(v.shape)}")
+    if tokens > MAX_DRAFT_TOKENS:
+        raise ValueError(f"delta_rule_verify takes at most "
+                         f"{MAX_DRAFT_TOKENS} draft tokens, got T = "
+                         f"{tokens}")
+    value_heads, value_dim = v.shape[2], v.shape[3]
+    for name, x in (("g", g), ("beta", beta)):
+        if tuple(x.shape) != (batch, tokens, value_heads):
+            raise ValueError(f"{name} must have shape "
+                             f"{(batch, tokens, value_heads)} (B, T from q, "
+                             f"Hv from v), got {tuple(x.shape)}")
+    _check_dims(heads, value_heads, key_dim, value_dim)
+    gates = _check_gates(a_log, dt_bias, value_heads)
+    state_dims = (value_heads, key_dim, value_dim)
+    state = _check_array("state", state, 4, "[B, Hv, K, V] or a pool")
+    pooled = state_indices is not None
+    if pooled:
+        if tuple(state.shape[1:]) != state_dims:
+            raise ValueError(f"state is the pool with state_indices and must "
+                             f"have shape (S,) + {state_dims}, got "
+                             f"{tuple(state.shape)}")
+        read = check_slots("state_indices", state_indices, batch,
+                           state.shape[0])
+    elif tuple(state.shape) != (batch,) + state_dims:
+        raise ValueError(f"state must have shape {(batch,) + state_dims}, "
+                         f"got {tuple(state.shape)}")
+    types = _types(q, k, v, g, beta, state, "state", bool(gates))
+    scale = _check_scale(scale)
+    form = Form(pooled=pooled, gated=bool(gates), verify=True)
+    library = _library(form, (heads, value_heads, key_dim, value_dim), types,
+                       64, scale, compile_options)
+    o = np.empty(v.shape, dtype=v.dtype)
+    states = np.empty((batch, tokens) + state_dims, np.float32)
+    if batch == 0 or tokens == 0:
+        return o, states
+    operands = [q, k, v, g, beta, state] + ([read] if pooled else [])
+    _call(library, operands + list(gates) + [o, states])
+    return o, states

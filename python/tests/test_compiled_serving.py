@@ -377,3 +377,129 @@ def test_raw_gates_need_both():
         gdn.delta_rule(d["q"], d["k"], d["v"], d["g"], d["beta"],
                        a_log=np.zeros(2, np.float32),
                        dt_bias=np.zeros(3, np.float32))
+
+
+# ----------------------------------------------------------------------------
+# bf16 state storage
+# ----------------------------------------------------------------------------
+
+def test_bf16_state_step_rounds_the_f32_step():
+    # Widened when read, the f32 step, rounded when written: the f32 step
+    # from the same (bf16) state, rounded, to one bf16 unit.
+    from gdn.mlir import bf16_to_float32, float32_to_bf16
+    from gdn.state_storage import BF16StateSteps
+    h, hv, k, v = 2, 4, 16, 16
+    steps = BF16StateSteps(h, hv, k, v, scale=0.25)
+    d = inputs.delta_rule_inputs(67, 3, 1, h, hv, k, v, regime="design")
+    step = [d[n][:, 0] for n in ("q", "k", "v", "g", "beta")]
+    rng = np.random.default_rng(71)
+    bits = float32_to_bf16(rng.standard_normal((3, hv, k, v))
+                           .astype(np.float32))
+    o16, new_bits = steps.step_bf16(*step, bits)
+    o32, new32 = steps.step_f32(*step, bf16_to_float32(bits))
+    np.testing.assert_allclose(o16, o32, rtol=1e-6, atol=1e-6)
+    difference = np.abs(new_bits.astype(np.int32)
+                        - float32_to_bf16(new32).astype(np.int32))
+    assert difference.max() <= 1, "more than one bf16 unit from rounding"
+    ro, rs = reference.delta_rule_step(
+        *[x.astype(np.float64) for x in step], bf16_to_float32(bits),
+        scale=0.25)
+    _assert_close("o", o16, ro, 1e-5)
+    _assert_close("bf16 state", bf16_to_float32(new_bits), rs, 8e-3)
+
+
+def bf16_state_drift(steps, seed, batch, tokens, heads, value_heads, key_dim,
+                     value_dim, regime):
+    """Relative error (l2) of the bf16-stored state and of the outputs
+    against the f32 state's, after `tokens` decode steps from zeros: (state
+    at the end, largest state over the run, largest output over the run)."""
+    from gdn.mlir import bf16_to_float32
+    d = inputs.delta_rule_inputs(seed, batch, tokens, heads, value_heads,
+                                 key_dim, value_dim, regime=regime)
+    state32 = np.zeros((batch, value_heads, key_dim, value_dim), np.float32)
+    bits = np.zeros(state32.shape, np.uint16)
+    worst_state = worst_output = 0.0
+
+    def relative(a, b):
+        return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+    for t in range(tokens):
+        step = [d[n][:, t] for n in ("q", "k", "v", "g", "beta")]
+        o32, state32 = steps.step_f32(*step, state32)
+        o16, bits = steps.step_bf16(*step, bits)
+        end = relative(bf16_to_float32(bits), state32)
+        worst_state = max(worst_state, end)
+        worst_output = max(worst_output, relative(o16, o32))
+    return end, worst_state, worst_output
+
+
+@pytest.mark.parametrize("regime", ["design", "weak"])
+def test_bf16_state_error_stays_bounded_over_4096_steps(regime):
+    from gdn.state_storage import BF16StateSteps
+    steps = BF16StateSteps(2, 4, 32, 32, scale=32 ** -0.5)
+    end, worst_state, worst_output = bf16_state_drift(
+        steps, 73, 1, 4096, 2, 4, 32, 32, regime)
+    # bf16 keeps 8 bits of mantissa (a relative step of 2^-9 = 2e-3 per
+    # rounding); the decay and the delta rule's correction keep the error
+    # from growing with the steps.
+    assert end < 2e-2 and worst_state < 2e-2 and worst_output < 2e-2, (
+        f"{regime}: state {end:.3g} at the end, {worst_state:.3g} at "
+        f"worst; outputs {worst_output:.3g} at worst")
+
+
+# ----------------------------------------------------------------------------
+# Speculative verification (gdn.delta_rule_verify)
+# ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pooled,gated,tokens",
+                         [(False, False, 1), (True, False, 16),
+                          (True, True, 5)])
+def test_verify_states_equal_steps(pooled, gated, tokens):
+    h, hv, k, v = 2, 4, 16, 8
+    batch = 3
+    d = inputs.delta_rule_inputs(79, batch, tokens, h, hv, k, v,
+                                 regime="design")
+    q, kk, vv = d["q"], d["k"], d["v"]
+    if gated:
+        g, beta, a_log, dt_bias, g64, beta64 = _raw_gates(
+            83, (batch, tokens, hv), hv, np.float32)
+        gates = dict(a_log=a_log, dt_bias=dt_bias)
+    else:
+        g, beta = d["g"], d["beta"]
+        g64, beta64 = g.astype(np.float64), beta.astype(np.float64)
+        gates = {}
+    rng = np.random.default_rng(89)
+    if pooled:
+        state = rng.standard_normal((5, hv, k, v)).astype(np.float32)
+        indices = np.array([4, -1, 1], np.int32)
+        starts = [state[i] if i >= 0 else np.zeros((hv, k, v))
+                  for i in indices]
+        extra = dict(state_indices=indices)
+    else:
+        state = rng.standard_normal((batch, hv, k, v)).astype(np.float32)
+        starts = list(state)
+        extra = {}
+    before = state.copy()
+    o, states = gdn.delta_rule_verify(q, kk, vv, g, beta, state, scale=0.5,
+                                      **extra, **gates)
+    np.testing.assert_array_equal(state, before)
+    assert states.shape == (batch, tokens, hv, k, v)
+    for b in range(batch):
+        s = np.asarray(starts[b], np.float64)[None]
+        for t in range(tokens):
+            ro, s = reference.delta_rule_step(
+                q[b:b + 1, t].astype(np.float64),
+                kk[b:b + 1, t].astype(np.float64),
+                vv[b:b + 1, t].astype(np.float64), g64[b:b + 1, t],
+                beta64[b:b + 1, t], s, scale=0.5)
+            _assert_close(f"o of entry {b}, token {t}", o[b, t], ro[0],
+                          F32_BUDGET)
+            _assert_close(f"state of entry {b} after token {t}",
+                          states[b, t], s[0], F32_BUDGET)
+
+
+def test_verify_takes_at_most_16_tokens():
+    d = inputs.delta_rule_inputs(97, 1, 17, 1, 2, 16, 8)
+    with pytest.raises(ValueError, match="at most 16 draft tokens, got T = "
+                                         "17"):
+        gdn.delta_rule_verify(d["q"], d["k"], d["v"], d["g"], d["beta"],
+                              np.zeros((1, 2, 16, 8), np.float32))

@@ -363,10 +363,13 @@ struct ConvertGdnToGPUPass
         has = prefill.hasServingOperands();
       else if (auto step = dyn_cast<DeltaRuleStepOp>(op))
         has = step.hasServingOperands();
+      else
+        has = isa<DeltaRuleVerifyOp>(op);
       if (!has)
         return WalkResult::advance();
       op->emitOpError()
-          << "with cu_seqlens, state_indices or raw gates has no CUDA lowering yet; "
+          << "with cu_seqlens, state_indices, raw gates, bf16 states or "
+             "draft tokens to verify has no CUDA lowering yet; "
              "compile it with --target=cpu";
       return WalkResult::interrupt();
     });

@@ -255,8 +255,9 @@ struct ConvertGdnToRecurrencePass
       auto prefill = dyn_cast<DeltaRuleOp>(op);
       auto step = dyn_cast<DeltaRuleStepOp>(op);
       if ((prefill && prefill.hasServingOperands()) ||
-          (step && step.hasServingOperands())) {
-        op->emitOpError() << "with cu_seqlens, state_indices or raw gates: run "
+          (step && step.hasServingOperands()) || isa<DeltaRuleVerifyOp>(op)) {
+        op->emitOpError() << "with cu_seqlens, state_indices, raw gates, bf16 "
+                             "states or draft tokens: run "
                              "gdn-unpack-sequences before the recurrence";
         return WalkResult::interrupt();
       }

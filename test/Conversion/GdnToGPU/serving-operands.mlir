@@ -8,7 +8,7 @@
 // REFERENCE: run gdn-unpack-sequences before the recurrence
 
 func.func @packed(%q: tensor<1x?x2x16xbf16>, %v: tensor<1x?x4x16xbf16>, %g: tensor<1x?x4xf32>, %cu: tensor<?xi32>) -> tensor<1x?x4x16xbf16> {
-  // expected-error @+1 {{with cu_seqlens, state_indices or raw gates has no CUDA lowering yet; compile it with --target=cpu}}
+  // expected-error @+1 {{with cu_seqlens, state_indices, raw gates, bf16 states or draft tokens to verify has no CUDA lowering yet; compile it with --target=cpu}}
   %o, %s = gdn.delta_rule %q, %q, %v, %g, %g cu_seqlens(%cu) : (tensor<1x?x2x16xbf16>, tensor<1x?x2x16xbf16>, tensor<1x?x4x16xbf16>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?xi32>) -> (tensor<1x?x4x16xbf16>, tensor<?x4x16x16xf32>)
   return %o : tensor<1x?x4x16xbf16>
 }
@@ -16,7 +16,23 @@ func.func @packed(%q: tensor<1x?x2x16xbf16>, %v: tensor<1x?x4x16xbf16>, %g: tens
 // -----
 
 func.func @pool_step(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: tensor<?x4xf32>, %pool: tensor<?x4x16x8xf32>, %i: tensor<?xi32>) -> tensor<?x4x8xf32> {
-  // expected-error @+1 {{with cu_seqlens, state_indices or raw gates has no CUDA lowering yet; compile it with --target=cpu}}
+  // expected-error @+1 {{with cu_seqlens, state_indices, raw gates, bf16 states or draft tokens to verify has no CUDA lowering yet; compile it with --target=cpu}}
   %o, %s = gdn.delta_rule_step %q, %q, %v, %g, %g, %pool state_indices(%i) : (tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xf32>, tensor<?xi32>) -> (tensor<?x4x8xf32>, tensor<?x4x16x8xf32>)
+  return %o : tensor<?x4x8xf32>
+}
+
+// -----
+
+func.func @verify(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: tensor<?x?x4xf32>, %s: tensor<?x4x16x8xf32>) -> tensor<?x?x4x8xf32> {
+  // expected-error @+1 {{with cu_seqlens, state_indices, raw gates, bf16 states or draft tokens to verify has no CUDA lowering yet; compile it with --target=cpu}}
+  %o, %st = gdn.delta_rule_verify %q, %q, %v, %g, %g, %s : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x8xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x4x16x8xf32>)
+  return %o : tensor<?x?x4x8xf32>
+}
+
+// -----
+
+func.func @bf16_state(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: tensor<?x4xf32>, %s: tensor<?x4x16x8xbf16>) -> tensor<?x4x8xf32> {
+  // expected-error @+1 {{with cu_seqlens, state_indices, raw gates, bf16 states or draft tokens to verify has no CUDA lowering yet; compile it with --target=cpu}}
+  %o, %n = gdn.delta_rule_step %q, %q, %v, %g, %g, %s : (tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xbf16>) -> (tensor<?x4x8xf32>, tensor<?x4x16x8xbf16>)
   return %o : tensor<?x4x8xf32>
 }

@@ -101,3 +101,35 @@ func.func @raw_gates(%q: tensor<?x2x16xbf16>, %v: tensor<?x4x8xbf16>, %a: tensor
   %o, %s = gdn.delta_rule_step %q, %q, %v, %a, %b, %h gates(%alog, %dt) : (tensor<?x2x16xbf16>, tensor<?x2x16xbf16>, tensor<?x4x8xbf16>, tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<?x4x16x8xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x8xbf16>, tensor<?x4x16x8xf32>)
   return %o, %s : tensor<?x4x8xbf16>, tensor<?x4x16x8xf32>
 }
+
+// -----
+
+// A bf16 state is storage: widened before the op, rounded after it.
+
+// CHECK-LABEL: func.func @bf16_state
+// CHECK: arith.extf %{{.+}} : bf16 to f32
+// CHECK: gdn.delta_rule {{.*}} -> (tensor<?x?x4x8xf32>, tensor<?x4x16x8xf32>)
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+func.func @bf16_state(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: tensor<?x?x4xf32>, %h: tensor<?x4x16x8xbf16>) -> tensor<?x4x16x8xbf16> {
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g initial_state(%h) : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x8xbf16>) -> (tensor<?x?x4x8xf32>, tensor<?x4x16x8xbf16>)
+  return %s : tensor<?x4x16x8xbf16>
+}
+
+// -----
+
+// Draft tokens to verify: the gathered state goes through T steps, each
+// step's output and state inserted at its token; the pool is only read.
+
+// CHECK-LABEL: func.func @verify
+// CHECK-SAME: %[[POOL:[a-z0-9]+]]: tensor<?x4x16x8xf32>
+// CHECK: tensor.extract_slice %[[POOL]]
+// CHECK: scf.for %[[T:.+]] = {{.*}} iter_args(%[[S:.+]] = %{{.+}}, %[[O:.+]] = %{{.+}}, %[[ALL:.+]] = %{{.+}})
+// CHECK: %[[OUT:.+]], %[[NEW:.+]] = gdn.delta_rule_step {{.*}}, %[[S]] {scale = 5.000000e-01 : f32}
+// CHECK: tensor.insert_slice %[[OUT]] into %[[O]][0, %[[T]], 0, 0]
+// CHECK: tensor.insert_slice %[[NEW]] into %[[ALL]][0, %[[T]], 0, 0, 0]
+// CHECK: linalg.copy ins(%[[NEW]] {{.*}} outs(%[[S]]
+// CHECK-NOT: tensor.insert_slice {{.*}} into %[[POOL]]
+func.func @verify(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: tensor<?x?x4xf32>, %pool: tensor<?x4x16x8xf32>, %i: tensor<?xi32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x4x16x8xf32>) {
+  %o, %s = gdn.delta_rule_verify %q, %q, %v, %g, %g, %pool state_indices(%i) {scale = 0.5 : f32} : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x8xf32>, tensor<?xi32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x4x16x8xf32>)
+  return %o, %s : tensor<?x?x4x8xf32>, tensor<?x?x4x16x8xf32>
+}

@@ -76,7 +76,7 @@ func.func @step_indices_type(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: 
 // -----
 
 func.func @strategy(%q: tensor<1x?x2x64xbf16>, %v: tensor<1x?x4x64xbf16>, %g: tensor<1x?x4xf32>, %cu: tensor<?xi32>) {
-  // expected-error @+1 {{strategy: the chunked scan takes no cu_seqlens, state_indices or raw gates yet}}
+  // expected-error @+1 {{strategy: the chunked scan takes no cu_seqlens, state_indices, raw gates or bf16 states yet}}
   %o, %s = gdn.delta_rule %q, %q, %v, %g, %g cu_seqlens(%cu) {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<1x?x2x64xbf16>, tensor<1x?x2x64xbf16>, tensor<1x?x4x64xbf16>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?xi32>) -> (tensor<1x?x4x64xbf16>, tensor<?x4x64x64xf32>)
   return
 }
@@ -102,5 +102,37 @@ func.func @gates_type(%q: tensor<?x2x16xbf16>, %v: tensor<?x4x8xbf16>, %g: tenso
 func.func @raw_gate_type(%q: tensor<?x2x16xbf16>, %v: tensor<?x4x8xbf16>, %g: tensor<?x4xf16>, %h: tensor<?x4x16x8xf32>, %a: tensor<4xf32>) {
   // expected-error @+1 {{operand 'g' (the raw gate a) must have element type f32 or the element type of 'v', but got 'f16'}}
   %o, %s = gdn.delta_rule_step %q, %q, %v, %g, %g, %h gates(%a, %a) : (tensor<?x2x16xbf16>, tensor<?x2x16xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf16>, tensor<?x4xf16>, tensor<?x4x16x8xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x8xbf16>, tensor<?x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @verify_tokens(%q: tensor<2x17x2x16xf32>, %v: tensor<2x17x4x8xf32>, %g: tensor<2x17x4xf32>, %s: tensor<2x4x16x8xf32>) {
+  // expected-error @+1 {{verifies at most 16 draft tokens, but got T = 17}}
+  %o, %st = gdn.delta_rule_verify %q, %q, %v, %g, %g, %s : (tensor<2x17x2x16xf32>, tensor<2x17x2x16xf32>, tensor<2x17x4x8xf32>, tensor<2x17x4xf32>, tensor<2x17x4xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x17x4x8xf32>, tensor<2x17x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @verify_states(%q: tensor<2x4x2x16xf32>, %v: tensor<2x4x4x8xf32>, %g: tensor<2x4x4xf32>, %s: tensor<2x4x16x8xf32>) {
+  // expected-error @+1 {{result 'states' must have rank 5 with shape [B, T, Hv, K, V] = [2, 4, 4, 16, 8], but got 'tensor<2x4x16x8xf32>'}}
+  %o, %st = gdn.delta_rule_verify %q, %q, %v, %g, %g, %s : (tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<2x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @state_storage(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: tensor<?x4xf32>, %s: tensor<?x4x16x8xbf16>) {
+  // expected-error @+1 {{result 'new_state' must have the element type of 'state' ('bf16'), but got 'f32'}}
+  %o, %n = gdn.delta_rule_step %q, %q, %v, %g, %g, %s : (tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xbf16>) -> (tensor<?x4x8xf32>, tensor<?x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @state_f16(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: tensor<?x4xf32>, %s: tensor<?x4x16x8xf16>) {
+  // expected-error @+1 {{operand 'state' must have element type f32 or bf16, but got 'f16'}}
+  %o, %n = gdn.delta_rule_step %q, %q, %v, %g, %g, %s : (tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xf16>) -> (tensor<?x4x8xf32>, tensor<?x4x16x8xf16>)
   return
 }

@@ -32,6 +32,8 @@ struct DeltaRuleSignature {
   // Raw gates: with them, g and beta are a Qwen layer's raw a and b.
   Value aLog = {};
   Value dtBias = {};
+  // gdn.delta_rule_verify: one new state per token ([B, T, Hv, K, V]).
+  bool perTokenStates = false;
 };
 } // namespace
 
@@ -153,9 +155,11 @@ static LogicalResult verifyDeltaRule(Operation *op,
                                << "' must have element type i32, but got "
                                << actual;
   }
+  SmallVector<StringRef> newStateDims =
+      sig.perTokenStates ? withTokens({"Hv", "K", "V"}) : stateDims;
   if (failed(contract.check("result", "o", sig.o, withTokens({"Hv", "V"}))) ||
-      failed(
-          contract.check("result", sig.newStateName, sig.newState, stateDims)))
+      failed(contract.check("result", sig.newStateName, sig.newState,
+                            newStateDims)))
     return failure();
 
   Type elementType = getTensorElementType(sig.q.getType());
@@ -187,19 +191,29 @@ static LogicalResult verifyDeltaRule(Operation *op,
            << "operand 'beta' must have element type f32 or the element type "
               "of 'v' ("
            << elementType << "), but got " << actual;
+  // States are stored in f32 or bf16 (the arithmetic is f32 either way);
+  // the new state is stored like the state.
+  Type bf16 = BFloat16Type::get(op->getContext());
+  Type storage = getTensorElementType(sig.newState);
   if (sig.state) {
-    if (Type actual = getTensorElementType(sig.state.getType()); actual != f32)
+    Type actual = getTensorElementType(sig.state.getType());
+    if (actual != f32 && actual != bf16)
       return op->emitOpError()
              << "operand '" << sig.stateName
-             << "' must have element type f32, but got " << actual;
+             << "' must have element type f32 or bf16, but got " << actual;
+    if (storage != actual)
+      return op->emitOpError()
+             << "result '" << sig.newStateName << "' must have the element "
+             << "type of '" << sig.stateName << "' (" << actual
+             << "), but got " << storage;
   }
   if (Type actual = getTensorElementType(sig.o); actual != elementType)
     return op->emitOpError() << "result 'o' must have the element type of 'v' ("
                              << elementType << "), but got " << actual;
-  if (Type actual = getTensorElementType(sig.newState); actual != f32)
+  if (storage != f32 && storage != bf16)
     return op->emitOpError()
            << "result '" << sig.newStateName
-           << "' must have element type f32, but got " << actual;
+           << "' must have element type f32 or bf16, but got " << storage;
 
   int64_t heads = contract.lookup("H");
   int64_t valueHeads = contract.lookup("Hv");
@@ -304,6 +318,41 @@ LogicalResult DeltaRuleStepOp::verify() {
 }
 
 int64_t DeltaRuleStepOp::getGroupSize() { return groupSize(getQ(), getV()); }
+
+//===----------------------------------------------------------------------===//
+// DeltaRuleVerifyOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DeltaRuleVerifyOp::verify() {
+  DeltaRuleSignature sig{getQ(),
+                         getK(),
+                         getV(),
+                         getG(),
+                         getBeta(),
+                         getState(),
+                         "state",
+                         getO().getType(),
+                         getStates().getType(),
+                         "states",
+                         getScale().convertToFloat(),
+                         /*cuSeqlens=*/Value(),
+                         getStateIndices(),
+                         /*writeIndices=*/Value(),
+                         getALog(),
+                         getDtBias(),
+                         /*perTokenStates=*/true};
+  if (failed(verifyDeltaRule(*this, sig, {"B", "T"})))
+    return failure();
+  int64_t tokens = cast<RankedTensorType>(getV().getType()).getDimSize(1);
+  if (!ShapedType::isDynamic(tokens) && tokens > kMaxTokens)
+    return emitOpError() << "verifies at most " << kMaxTokens
+                         << " draft tokens, but got T = " << tokens;
+  return success();
+}
+
+int64_t DeltaRuleVerifyOp::getGroupSize() {
+  return groupSize(getQ(), getV());
+}
 
 //===----------------------------------------------------------------------===//
 // GatedDeltaNetOp

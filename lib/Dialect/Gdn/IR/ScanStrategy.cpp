@@ -69,7 +69,8 @@ LogicalResult gdn::verifyScanStrategy(DeltaRuleOp op) {
     return success();
   if (op.hasServingOperands())
     return op.emitOpError() << "strategy: the chunked scan takes no "
-                               "cu_seqlens, state_indices or raw gates yet";
+                               "cu_seqlens, state_indices, raw gates or bf16 states "
+                               "yet";
   auto q = cast<RankedTensorType>(op.getQ().getType());
   auto v = cast<RankedTensorType>(op.getV().getType());
   // q, k and v of any type the op takes: f32 ones the scan rounds to bf16.

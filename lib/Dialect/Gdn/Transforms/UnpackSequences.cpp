@@ -410,6 +410,160 @@ struct ComputeStepGates : OpRewritePattern<DeltaRuleStepOp> {
   }
 };
 
+/// `type` with element type f32.
+RankedTensorType inF32(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return RankedTensorType::get(tensor.getShape(),
+                               Float32Type::get(type.getContext()));
+}
+
+bool storedInBF16(Type type) {
+  return cast<RankedTensorType>(type).getElementType().isBF16();
+}
+
+/// A bf16 state is storage: the prefill runs on f32 states widened from it
+/// and its final states are rounded back (a pool is gathered first).
+struct WidenPrefillState : OpRewritePattern<DeltaRuleOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DeltaRuleOp op,
+                                PatternRewriter &rewriter) const override {
+    Type stateType = op.getFinalState().getType();
+    if (!storedInBF16(stateType) || op.getStateIndices())
+      return rewriter.notifyMatchFailure(op, "f32 states, or a pool first");
+    Location loc = op.getLoc();
+    Value initial = op.getInitialState();
+    if (initial)
+      initial = convertTensor(rewriter, loc, initial, rewriter.getF32Type());
+    auto core = DeltaRuleOp::create(
+        rewriter, loc, TypeRange{op.getO().getType(), inF32(stateType)},
+        op.getQ(), op.getK(), op.getV(), op.getG(), op.getBeta(), initial,
+        op.getCuSeqlens(), /*state_indices=*/Value(),
+        /*write_indices=*/Value(), op.getALog(), op.getDtBias(),
+        op.getScaleAttr(), op.getStrategyAttr());
+    Value rounded = convertTensor(rewriter, loc, core.getFinalState(),
+                                  rewriter.getBF16Type());
+    rewriter.replaceOp(op, castToTypes(rewriter, loc, {core.getO(), rounded},
+                                       op->getResultTypes()));
+    return success();
+  }
+};
+
+struct WidenStepState : OpRewritePattern<DeltaRuleStepOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DeltaRuleStepOp op,
+                                PatternRewriter &rewriter) const override {
+    Type stateType = op.getNewState().getType();
+    if (!storedInBF16(stateType) || op.getStateIndices())
+      return rewriter.notifyMatchFailure(op, "f32 states, or a pool first");
+    Location loc = op.getLoc();
+    Value state =
+        convertTensor(rewriter, loc, op.getState(), rewriter.getF32Type());
+    auto core = DeltaRuleStepOp::create(
+        rewriter, loc, TypeRange{op.getO().getType(), inF32(stateType)},
+        op.getQ(), op.getK(), op.getV(), op.getG(), op.getBeta(), state,
+        /*state_indices=*/Value(), /*write_indices=*/Value(), op.getALog(),
+        op.getDtBias(), op.getScaleAttr());
+    Value rounded = convertTensor(rewriter, loc, core.getNewState(),
+                                  rewriter.getBF16Type());
+    rewriter.replaceOp(op, castToTypes(rewriter, loc, {core.getO(), rounded},
+                                       op->getResultTypes()));
+    return success();
+  }
+};
+
+/// Token `t` of a [B, T, ...] tensor as a [B, ...] tensor.
+Value tokenOf(OpBuilder &b, Location loc, Value x, Value t) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  offsets[1] = t;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+  sizes[1] = b.getIndexAttr(1);
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.begin() + 1);
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), x, offsets,
+      sizes, strides);
+}
+
+/// Inserts the [B, ...] tensor `part` as token `t` of the [B, T, ...]
+/// tensor `into`.
+Value insertToken(OpBuilder &b, Location loc, Value part, Value into,
+                  Value t) {
+  auto type = cast<RankedTensorType>(into.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  offsets[1] = t;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, into);
+  sizes[1] = b.getIndexAttr(1);
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, loc, part, into, offsets, sizes,
+                                       strides);
+}
+
+/// gdn.delta_rule_verify as T decode steps: the state (gathered from the
+/// pool, widened from bf16) goes through the draft tokens one step at a
+/// time, and every step's output and state are inserted at its token.
+struct UnrollVerify : OpRewritePattern<DeltaRuleVerifyOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DeltaRuleVerifyOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Type f32 = b.getF32Type();
+    Value state = op.getState();
+    if (Value indices = op.getStateIndices())
+      state = gatherStates(b, loc, state, indices);
+    state = convertTensor(b, loc, state, f32);
+    Value g = op.getG(), beta = op.getBeta();
+    if (op.getALog())
+      std::tie(g, beta) =
+          computeGates(b, loc, g, beta, op.getALog(), op.getDtBias());
+    auto statesType = op.getStates().getType();
+    Value out = createEmptyLike(b, loc, op.getV(),
+                                op.getO().getType().getElementType());
+    SmallVector<OpFoldResult> statesSizes =
+        tensor::getMixedSizes(b, loc, op.getV());
+    statesSizes.pop_back();
+    statesSizes.pop_back();
+    for (int64_t d = 2; d < 5; ++d)
+      statesSizes.push_back(b.getIndexAttr(statesType.getDimSize(d)));
+    Value states = createEmpty(b, loc, statesSizes, f32);
+    Value tokens = tensor::DimOp::create(b, loc, op.getV(), 1);
+    auto loop = scf::ForOp::create(
+        b, loc, indexConstant(b, loc, 0), tokens, indexConstant(b, loc, 1),
+        ValueRange{state, out, states},
+        [&](OpBuilder &lb, Location ll, Value t, ValueRange carried) {
+          auto step = DeltaRuleStepOp::create(
+              lb, ll,
+              TypeRange{tokenOf(lb, ll, out, t).getType(),
+                        carried[0].getType()},
+              tokenOf(lb, ll, op.getQ(), t), tokenOf(lb, ll, op.getK(), t),
+              tokenOf(lb, ll, op.getV(), t), tokenOf(lb, ll, g, t),
+              tokenOf(lb, ll, beta, t), carried[0],
+              /*state_indices=*/Value(), /*write_indices=*/Value(),
+              /*a_log=*/Value(), /*dt_bias=*/Value(), op.getScaleAttr());
+          Value outAll = insertToken(lb, ll, step.getO(), carried[1], t);
+          Value statesAll =
+              insertToken(lb, ll, step.getNewState(), carried[2], t);
+          // The next token's state goes back into the carried buffer, so
+          // that the loop bufferizes in place.
+          Value next = linalg::CopyOp::create(lb, ll, step.getNewState(),
+                                              carried[0])
+                           .getResult(0);
+          scf::YieldOp::create(lb, ll, ValueRange{next, outAll, statesAll});
+        });
+    Value result = convertTensor(b, loc, loop.getResult(2),
+                                 statesType.getElementType());
+    rewriter.replaceOp(op, castToTypes(rewriter, loc,
+                                       {loop.getResult(1), result},
+                                       op->getResultTypes()));
+    return success();
+  }
+};
+
 struct GdnUnpackSequencesPass
     : gdn::impl::GdnUnpackSequencesPassBase<GdnUnpackSequencesPass> {
   using Base::Base;
@@ -428,5 +582,6 @@ struct GdnUnpackSequencesPass
 void mlir::gdn::populateGdnUnpackSequencesPatterns(
     RewritePatternSet &patterns) {
   patterns.add<UnpackPrefillPool, UnpackStepPool, UnpackPackedSequences,
-               ComputePrefillGates, ComputeStepGates>(patterns.getContext());
+               ComputePrefillGates, ComputeStepGates, WidenPrefillState,
+               WidenStepState, UnrollVerify>(patterns.getContext());
 }

@@ -32,9 +32,9 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     | `v`              | `[B, T, Hv, V]` | same as `q` and `k`            |
     | `g`              | `[B, T, Hv]`    | f32 (log of the forget gate)   |
     | `beta`           | `[B, T, Hv]`    | f32 or the element type of `v` |
-    | `initial_state`  | `[B, Hv, K, V]` | f32 (optional)                 |
+    | `initial_state`  | `[B, Hv, K, V]` | f32 or bf16 (optional)         |
     | `o`              | `[B, T, Hv, V]` | element type of `v`            |
-    | `final_state`    | `[B, Hv, K, V]` | f32                            |
+    | `final_state`    | `[B, Hv, K, V]` | f32 or bf16, as `initial_state`|
 
     `Hv` must be a multiple of `H`; value head `j` reads query/key head
     `j / (Hv / H)`.
@@ -51,7 +51,9 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     ```
 
     and `final_state[b, j] = S` after the last token. All arithmetic is in f32;
-    `o` is rounded to the element type of `v`. The gate `g` is expected to be
+    `o` is rounded to the element type of `v`. A bf16 state is storage only:
+    it is widened to f32 when read and rounded to bf16 when written, once per
+    call (`gdn-unpack-sequences`). The gate `g` is expected to be
     `<= 0` (a forget gate in (0, 1]) and `beta` to lie in (0, 1); keys are
     expected to have unit length, as the chunkwise-parallel lowering relies on
     a well-conditioned triangular system.
@@ -146,10 +148,11 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
   let extraClassDeclaration = [{
     /// Number of value heads that share one query/key head (Hv / H).
     int64_t getGroupSize();
-    /// Packed sequences, a state pool or raw gates: the forms
-    /// gdn-unpack-sequences rewrites into the dense op.
+    /// Packed sequences, a state pool, raw gates or bf16 states: the forms
+    /// gdn-unpack-sequences rewrites into the dense op with f32 states.
     bool hasServingOperands() {
-      return getCuSeqlens() || getStateIndices() || getALog();
+      return getCuSeqlens() || getStateIndices() || getALog() ||
+             getFinalState().getType().getElementType().isBF16();
     }
   }];
 }
@@ -167,9 +170,9 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step",
     | `v`              | `[B, Hv, V]`    | same as `q` and `k`            |
     | `g`              | `[B, Hv]`       | f32 (log of the forget gate)   |
     | `beta`           | `[B, Hv]`       | f32 or the element type of `v` |
-    | `state`          | `[B, Hv, K, V]` | f32                            |
+    | `state`          | `[B, Hv, K, V]` | f32 or bf16 (storage)          |
     | `o`              | `[B, Hv, V]`    | element type of `v`            |
-    | `new_state`      | `[B, Hv, K, V]` | f32                            |
+    | `new_state`      | `[B, Hv, K, V]` | element type of `state`        |
 
     B may be dynamic; H, Hv, K and V must be static and `Hv` a multiple of
     `H`. Semantics, per batch entry `b` and value head `j` (with
@@ -232,8 +235,68 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step",
   let extraClassDeclaration = [{
     /// Number of value heads that share one query/key head (Hv / H).
     int64_t getGroupSize();
-    /// A state pool or raw gates: the forms gdn-unpack-sequences rewrites.
-    bool hasServingOperands() { return getStateIndices() || getALog(); }
+    /// A state pool, raw gates or a bf16 state: the forms
+    /// gdn-unpack-sequences rewrites.
+    bool hasServingOperands() {
+      return getStateIndices() || getALog() ||
+             getNewState().getType().getElementType().isBF16();
+    }
+  }];
+}
+
+def Gdn_DeltaRuleVerifyOp : Gdn_Op<"delta_rule_verify",
+                                    [Pure, AttrSizedOperandSegments]> {
+  let summary = "draft tokens of the gated delta rule, with the state after each";
+  let description = [{
+    Speculative verification: runs `T` draft tokens (at most 16) from each
+    entry's state and returns every token's output and the state after
+    every token, so that an engine keeps the state of the last token it
+    accepts. The state operand is never written.
+
+    | operand / result | shape              | element type                 |
+    |------------------|--------------------|------------------------------|
+    | `q`, `k`         | `[B, T, H, K]`     | f32, bf16 or f16             |
+    | `v`              | `[B, T, Hv, V]`    | same as `q` and `k`          |
+    | `g`, `beta`      | `[B, T, Hv]`       | as for `gdn.delta_rule`      |
+    | `state`          | `[B, Hv, K, V]`, or a pool `[S, Hv, K, V]` with `state_indices` | f32 or bf16 |
+    | `state_indices`  | `[B]`              | i32 (optional)               |
+    | `o`              | `[B, T, Hv, V]`    | element type of `v`          |
+    | `states`         | `[B, T, Hv, K, V]` | element type of `state`      |
+
+    `states[b, t]` is the state after token t, equal to t + 1 successive
+    `gdn.delta_rule_step` ops from `state[b]` (or from the pool's slot
+    `state_indices[b]`; -1 or an index outside `[0, S)` starts from zeros).
+    `gates(%A_log, %dt_bias)` takes raw a and b as for `gdn.delta_rule`.
+    `gdn-unpack-sequences` rewrites the op into T steps for the CPU.
+  }];
+
+  let arguments = (ins
+    AnyTensor:$q,
+    AnyTensor:$k,
+    AnyTensor:$v,
+    AnyTensor:$g,
+    AnyTensor:$beta,
+    AnyTensor:$state,
+    Optional<AnyTensor>:$state_indices,
+    Optional<AnyTensor>:$a_log,
+    Optional<AnyTensor>:$dt_bias,
+    DefaultValuedAttr<F32Attr, "1.0">:$scale
+  );
+  let results = (outs AnyTensor:$o, AnyTensor:$states);
+
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $g `,` $beta `,` $state
+    (`state_indices` `(` $state_indices^ `)`)?
+    (`gates` `(` $a_log^ `,` $dt_bias `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// Number of value heads that share one query/key head (Hv / H).
+    int64_t getGroupSize();
+    /// The most draft tokens the op takes.
+    static constexpr int64_t kMaxTokens = 16;
   }];
 }
 
