@@ -287,7 +287,7 @@ def _check_preconditions(k, g, beta, axes):
 def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
                chunk_size=64, compile_options=None, check_numerics=False, *,
                cu_seqlens=None, state_indices=None, write_indices=None,
-               a_log=None, dt_bias=None):
+               a_log=None, dt_bias=None, checkpoint_every=None):
     """Gated delta rule over a sequence (prefill), compiled.
 
     q, k: [B, T, H, K]; v: [B, T, Hv, V] (float32, or float16 for all
@@ -326,14 +326,21 @@ def delta_rule(q, k, v, g, beta, initial_state=None, scale=1.0,
       dt_bias): g and beta are then the raw projections a and b (float32 or
       v's dtype), and the op uses g = -exp(a_log) * softplus(a + dt_bias)
       and beta = sigmoid(b), computed in the compiled code.
+    - checkpoint_every: N >= 1 (a multiple of chunk_size is the natural
+      choice); a third result, the states after every N tokens of each
+      sequence for prefix caching: [B, T // N, Hv, K, V], or with
+      cu_seqlens [total // N, Hv, K, V] with the sequences' checkpoints one
+      after another (sequence n's first at row sum of len_j // N over the
+      sequences before it) and zeros after the last.
     """
     if any(x is not None for x in (cu_seqlens, state_indices, write_indices,
-                                   a_log, dt_bias)):
+                                   a_log, dt_bias, checkpoint_every)):
         from .compiled_serving import serving_prefill
         return serving_prefill(
             q, k, v, g, beta, initial_state, scale,
             _check_chunk_size(chunk_size), compile_options, check_numerics,
-            cu_seqlens, state_indices, write_indices, a_log, dt_bias)
+            cu_seqlens, state_indices, write_indices, a_log, dt_bias,
+            checkpoint_every)
     q = _check_array("q", q, 4, "[B, T, H, K]")
     k = _check_array("k", k, 4, "[B, T, H, K]")
     v = _check_array("v", v, 4, "[B, T, Hv, V]")

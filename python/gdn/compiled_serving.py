@@ -19,6 +19,7 @@ A_log and dt_bias come after the other operands.
 """
 
 import ctypes
+import numbers
 
 import numpy as np
 
@@ -42,14 +43,16 @@ class Form(tuple):
     verify)."""
 
     def __new__(cls, step=False, packed=False, pooled=False, gated=False,
-                verify=False):
-        return super().__new__(cls, (step, packed, pooled, gated, verify))
+                verify=False, checkpoint_every=0):
+        return super().__new__(cls, (step, packed, pooled, gated, verify,
+                                     checkpoint_every))
 
     step = property(lambda self: self[0])
     packed = property(lambda self: self[1])
     pooled = property(lambda self: self[2])
     gated = property(lambda self: self[3])
     verify = property(lambda self: self[4])
+    checkpoint_every = property(lambda self: self[5])
 
     def indices(self):
         """Slot operands: read and write; a verify reads its pool only."""
@@ -60,8 +63,9 @@ class Form(tuple):
         return 6 + self.packed + self.indices() + 2 * self.gated
 
     def outputs(self):
-        """o, and the states unless they went into the pool."""
-        return 1 if self.pooled and not self.verify else 2
+        """o, the states unless they went into the pool, the checkpoints."""
+        states = 0 if self.pooled and not self.verify else 1
+        return 1 + states + (1 if self.checkpoint_every else 0)
 
 
 def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
@@ -89,6 +93,11 @@ def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
     results = [tensor_type(tokens + [hv, v], et), states]
     if form.verify:
         results[1] = tensor_type(["?", "?", hv, k, v], "f32")
+    attributes = f"scale = {format_scale(scale)} : f32"
+    if form.checkpoint_every:
+        rows = ["?"] if form.packed else ["?", "?"]
+        results.append(tensor_type(rows + [hv, k, v], "f32"))
+        attributes += f", checkpoint_every = {form.checkpoint_every} : i64"
 
     operands = ", ".join(f"%{n}" for n, _ in args[:5])
     if form.verify:
@@ -112,13 +121,14 @@ def module_source(form, heads, value_heads, key_dim, value_dim, element_type,
         return f"%{name}: {type_}{marker}"
     arg_types = ", ".join(t for _, t in args)
     result_types = ", ".join(results)
+    values = "%o, %s, %c" if form.checkpoint_every else "%o, %s"
     return "\n".join([
         "module {",
         f"  func.func @gdn_serving({', '.join(signature(*a) for a in args)})"
         f" -> ({result_types}) attributes {{llvm.emit_c_interface}} {{",
-        f"    %o, %s = {op} {{scale = {format_scale(scale)} : f32}} : "
+        f"    {values} = {op} {{{attributes}}} : "
         f"({arg_types}) -> ({result_types})",
-        f"    return %o, %s : {result_types}",
+        f"    return {values} : {result_types}",
         "  }",
         "}",
         ""])
@@ -258,7 +268,8 @@ def check_pool(name, pool, state_dims):
 
 def serving_prefill(q, k, v, g, beta, initial_state, scale, chunk_size,
                     compile_options, check_numerics, cu_seqlens,
-                    state_indices, write_indices, a_log, dt_bias):
+                    state_indices, write_indices, a_log, dt_bias,
+                    checkpoint_every=None):
     """gdn.delta_rule with cu_seqlens, state_indices or raw gates (its
     docstring is the contract)."""
     q = _check_array("q", q, 4, "[B, T, H, K]")
@@ -321,10 +332,16 @@ def serving_prefill(q, k, v, g, beta, initial_state, scale, chunk_size,
     if check_numerics and not gates:
         _check_preconditions(k, g, beta, ("batch", "token", "head"))
 
-    form = Form(packed=packed, pooled=pooled, gated=bool(gates))
+    every = _check_checkpoint_every(checkpoint_every)
+    form = Form(packed=packed, pooled=pooled, gated=bool(gates),
+                checkpoint_every=every)
     library = _library(form, (heads, value_heads, key_dim, value_dim), types,
                        chunk_size, scale, compile_options)
     o = np.empty(v.shape, dtype=v.dtype)
+    checkpoints = None
+    if every:
+        rows = (tokens // every,) if packed else (batch, tokens // every)
+        checkpoints = np.empty(rows + state_dims, np.float32)
     operands = [q, k, v, g, beta]
     if pooled:
         final = pool
@@ -339,12 +356,26 @@ def serving_prefill(q, k, v, g, beta, initial_state, scale, chunk_size,
     if pooled:
         operands += [read, write]
     operands += list(gates) + [o] + ([] if pooled else [final])
+    if every:
+        operands.append(checkpoints)
     _call(library, operands)
     if check_numerics:
         _check_finite("o", o, ("batch", "token", "head", "column"))
         _check_finite("the final state", final,
                       ("sequence", "head", "row", "column"))
+    if every:
+        return o, final, checkpoints
     return o, final
+
+
+def _check_checkpoint_every(every):
+    if every is None:
+        return 0
+    if isinstance(every, bool) or not isinstance(every, numbers.Integral):
+        raise TypeError(f"checkpoint_every must be an int, got {every!r}")
+    if every < 1:
+        raise ValueError(f"checkpoint_every must be at least 1, got {every}")
+    return int(every)
 
 
 def serving_step(q, k, v, g, beta, state, scale, compile_options,

@@ -503,3 +503,70 @@ def test_verify_takes_at_most_16_tokens():
                                          "17"):
         gdn.delta_rule_verify(d["q"], d["k"], d["v"], d["g"], d["beta"],
                               np.zeros((1, 2, 16, 8), np.float32))
+
+
+# ----------------------------------------------------------------------------
+# Checkpoints for prefix caching
+# ----------------------------------------------------------------------------
+
+def _prefix_state(d, batch, start, end, initial):
+    part = [d[n][batch:batch + 1, start:end].astype(np.float64)
+            for n in ("q", "k", "v", "g", "beta")]
+    return reference.delta_rule(*part, initial[None])[1][0]
+
+
+@pytest.mark.parametrize("every,tokens", [(64, 200), (32, 64), (16, 15)])
+def test_dense_checkpoints_equal_prefix_prefills(every, tokens):
+    h, hv, k, v = 2, 4, 16, 8
+    d = inputs.delta_rule_inputs(101, 2, tokens, h, hv, k, v,
+                                 regime="design")
+    initial = np.random.default_rng(103).standard_normal(
+        (2, hv, k, v)).astype(np.float32)
+    o, final, checkpoints = gdn.delta_rule(
+        *[d[n] for n in ("q", "k", "v", "g", "beta")],
+        initial_state=initial, checkpoint_every=every)
+    assert checkpoints.shape == (2, tokens // every, hv, k, v)
+    ro, rs = reference.delta_rule(
+        *[d[n].astype(np.float64) for n in ("q", "k", "v", "g", "beta")],
+        initial)
+    _assert_close("o", o, ro, F32_BUDGET)
+    _assert_close("final state", final, rs, F32_BUDGET)
+    for b in range(2):
+        for c in range(tokens // every):
+            _assert_close(f"checkpoint {c} of entry {b}", checkpoints[b, c],
+                          _prefix_state(d, b, 0, (c + 1) * every,
+                                        initial[b]), F32_BUDGET)
+
+
+def test_packed_pool_checkpoints_follow_one_another():
+    h, hv, k, v = 2, 4, 16, 8
+    every = 32
+    lengths = [70, 0, 31, 32, 100]
+    cu = _offsets(lengths)
+    d = _packed_inputs(107, lengths, h, hv, k, v)
+    rng = np.random.default_rng(109)
+    pool = rng.standard_normal((8, hv, k, v)).astype(np.float32)
+    before = pool.copy()
+    slots = np.array([5, 1, -1, 0, 7], np.int32)
+    o, final, checkpoints = gdn.delta_rule(
+        *[d[n] for n in ("q", "k", "v", "g", "beta")], initial_state=pool,
+        cu_seqlens=cu, state_indices=slots, checkpoint_every=every)
+    assert final is pool
+    assert checkpoints.shape == (int(cu[-1]) // every, hv, k, v)
+    row = 0
+    for n, length in enumerate(lengths):
+        start = before[slots[n]] if slots[n] >= 0 else np.zeros((hv, k, v))
+        for c in range(length // every):
+            _assert_close(f"checkpoint {c} of sequence {n}", checkpoints[row],
+                          _prefix_state(d, 0, cu[n], cu[n] + (c + 1) * every,
+                                        start), F32_BUDGET)
+            row += 1
+    np.testing.assert_array_equal(checkpoints[row:], 0.0)
+
+
+def test_checkpoint_every_is_checked():
+    with pytest.raises(ValueError, match="checkpoint_every must be at least "
+                                         "1, got 0"):
+        gdn.delta_rule(*_small_packed(), checkpoint_every=0)
+    with pytest.raises(TypeError, match="checkpoint_every must be an int"):
+        gdn.delta_rule(*_small_packed(), checkpoint_every=2.5)

@@ -21,8 +21,8 @@
 // CHECK: arith.maxsi {{.*}}, %[[START]]
 // CHECK: %[[END:.+]] = arith.minsi
 // CHECK: %[[LEN:.+]] = arith.subi %[[END]], %[[START]]
-// CHECK: %[[INIT:.+]] = tensor.extract_slice %[[H]][%[[SEQ]], 0, 0, 0] [1, 4, 16, 8]
 // CHECK: tensor.extract_slice %[[Q]][0, %[[START]], 0, 0] [1, %[[LEN]], 2, 16]
+// CHECK: %[[INIT:.+]] = tensor.extract_slice %[[H]][%[[SEQ]], 0, 0, 0] [1, 4, 16, 8]
 // CHECK: %[[OUT:.+]], %[[FINAL:.+]] = gdn.delta_rule {{.*}} initial_state(%[[INIT]]) {scale = 5.000000e-01 : f32} : {{.*}} -> (tensor<1x?x4x8xf32>, tensor<1x4x16x8xf32>)
 // CHECK: tensor.insert_slice %[[OUT]] into %[[O]][0, %[[START]], 0, 0] [1, %[[LEN]], 4, 8]
 // CHECK: tensor.insert_slice %[[FINAL]] into %[[S]][%[[SEQ]], 0, 0, 0]
@@ -132,4 +132,22 @@ func.func @bf16_state(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: ten
 func.func @verify(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: tensor<?x?x4xf32>, %pool: tensor<?x4x16x8xf32>, %i: tensor<?xi32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x4x16x8xf32>) {
   %o, %s = gdn.delta_rule_verify %q, %q, %v, %g, %g, %pool state_indices(%i) {scale = 0.5 : f32} : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x8xf32>, tensor<?xi32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x4x16x8xf32>)
   return %o, %s : tensor<?x?x4x8xf32>, tensor<?x?x4x16x8xf32>
+}
+
+// -----
+
+// Checkpoints on dense tokens: segments of N tokens, each a dense op from
+// the state the last one left, its final state inserted as the segment's
+// checkpoint; then the tokens after the last whole segment.
+
+// CHECK-LABEL: func.func @checkpoints
+// CHECK: %[[SEGMENTS:.+]] = arith.divui %{{.+}}, %[[N:.+]] : index
+// CHECK: scf.for %[[C:.+]] = %{{.+}} to %[[SEGMENTS]] step %{{.+}} iter_args(%[[S:.+]] = %{{.+}}, %[[O:.+]] = %{{.+}}, %[[ALL:.+]] = %{{.+}})
+// CHECK: gdn.delta_rule {{.*}} initial_state(%[[S]]) : {{.*}}tensor<?x32x2x16xf32>
+// CHECK: tensor.insert_slice %{{.+}} into %[[ALL]][0, %[[C]], 0, 0, 0]
+// CHECK: gdn.delta_rule
+// CHECK-NOT: checkpoint_every
+func.func @checkpoints(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: tensor<?x?x4xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x4x16x8xf32>, tensor<?x?x4x16x8xf32>) {
+  %o, %s, %c = gdn.delta_rule %q, %q, %v, %g, %g {checkpoint_every = 32 : i64} : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x4x16x8xf32>, tensor<?x?x4x16x8xf32>)
+  return %o, %s, %c : tensor<?x?x4x8xf32>, tensor<?x4x16x8xf32>, tensor<?x?x4x16x8xf32>
 }

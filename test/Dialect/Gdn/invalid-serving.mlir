@@ -136,3 +136,27 @@ func.func @state_f16(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: tensor<?
   %o, %n = gdn.delta_rule_step %q, %q, %v, %g, %g, %s : (tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xf16>) -> (tensor<?x4x8xf32>, tensor<?x4x16x8xf16>)
   return
 }
+
+// -----
+
+func.func @checkpoint_shape(%q: tensor<2x100x2x16xf32>, %v: tensor<2x100x4x8xf32>, %g: tensor<2x100x4xf32>) {
+  // expected-error @+1 {{result 'checkpoints' must have shape [B, T / N, Hv, K, V] = [2, 3, 4, 16, 8], but got 'tensor<2x4x4x16x8xf32>'}}
+  %o, %s, %c = gdn.delta_rule %q, %q, %v, %g, %g {checkpoint_every = 32 : i64} : (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x4x8xf32>, tensor<2x100x4xf32>, tensor<2x100x4xf32>) -> (tensor<2x100x4x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @checkpoint_attribute(%q: tensor<2x100x2x16xf32>, %v: tensor<2x100x4x8xf32>, %g: tensor<2x100x4xf32>) {
+  // expected-error @+1 {{result 'checkpoints' needs the attribute 'checkpoint_every'}}
+  %o, %s, %c = gdn.delta_rule %q, %q, %v, %g, %g : (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x4x8xf32>, tensor<2x100x4xf32>, tensor<2x100x4xf32>) -> (tensor<2x100x4x8xf32>, tensor<2x4x16x8xf32>, tensor<2x3x4x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @checkpoint_every(%q: tensor<2x100x2x16xf32>, %v: tensor<2x100x4x8xf32>, %g: tensor<2x100x4xf32>) {
+  // expected-error @+1 {{attribute 'checkpoint_every' must be at least 1, but got 0}}
+  %o, %s, %c = gdn.delta_rule %q, %q, %v, %g, %g {checkpoint_every = 0 : i64} : (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x4x8xf32>, tensor<2x100x4xf32>, tensor<2x100x4xf32>) -> (tensor<2x100x4x8xf32>, tensor<2x4x16x8xf32>, tensor<2x3x4x16x8xf32>)
+  return
+}

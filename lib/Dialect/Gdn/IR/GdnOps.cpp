@@ -6,6 +6,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -286,9 +288,71 @@ LogicalResult DeltaRuleOp::verify() {
                          getWriteIndices(),
                          getALog(),
                          getDtBias()};
-  if (failed(verifyDeltaRule(*this, sig, {"B", "T"})))
+  if (failed(verifyDeltaRule(*this, sig, {"B", "T"})) ||
+      failed(verifyCheckpoints()))
     return failure();
   return verifyScanStrategy(*this);
+}
+
+LogicalResult DeltaRuleOp::verifyCheckpoints() {
+  std::optional<int64_t> every = getCheckpointEvery();
+  Value checkpoints = getCheckpoints();
+  if (!every) {
+    if (checkpoints)
+      return emitOpError() << "result 'checkpoints' needs the attribute "
+                              "'checkpoint_every'";
+    return success();
+  }
+  if (*every < 1)
+    return emitOpError() << "attribute 'checkpoint_every' must be at least "
+                            "1, but got "
+                         << *every;
+  if (!checkpoints)
+    return emitOpError() << "attribute 'checkpoint_every' needs the result "
+                            "'checkpoints'";
+  auto type = dyn_cast<RankedTensorType>(checkpoints.getType());
+  auto state = getFinalState().getType();
+  auto v = cast<RankedTensorType>(getV().getType());
+  // Dense: [B, C, Hv, K, V]; packed: [R, Hv, K, V].
+  SmallVector<int64_t> expected;
+  if (getCuSeqlens()) {
+    expected = {ShapedType::kDynamic};
+  } else {
+    int64_t tokens = v.getDimSize(1);
+    expected = {v.getDimSize(0), ShapedType::isDynamic(tokens)
+                                     ? ShapedType::kDynamic
+                                     : tokens / *every};
+  }
+  for (int64_t d = 1; d < 4; ++d)
+    expected.push_back(state.getDimSize(d));
+  auto describe = [&]() {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << (getCuSeqlens() ? "[R, Hv, K, V] = [" : "[B, T / N, Hv, K, V] = [");
+    llvm::interleaveComma(expected, os, [&](int64_t size) {
+      if (ShapedType::isDynamic(size))
+        os << "?";
+      else
+        os << size;
+    });
+    os << "]";
+    return text;
+  };
+  bool matches = type && type.getRank() == static_cast<int64_t>(expected.size());
+  for (size_t d = 0; matches && d < expected.size(); ++d)
+    matches = ShapedType::isDynamic(expected[d]) ||
+              ShapedType::isDynamic(type.getDimSize(d)) ||
+              type.getDimSize(d) == expected[d];
+  if (!matches)
+    return emitOpError() << "result 'checkpoints' must have shape "
+                         << describe() << ", but got "
+                         << checkpoints.getType();
+  if (type.getElementType() != state.getElementType())
+    return emitOpError() << "result 'checkpoints' must have the element type "
+                            "of 'final_state' ("
+                         << state.getElementType() << "), but got "
+                         << type.getElementType();
+  return success();
 }
 
 int64_t DeltaRuleOp::getGroupSize() { return groupSize(getQ(), getV()); }

@@ -75,7 +75,8 @@ struct GatedDeltaNetDecomposition
                             /*state_indices=*/Value(),
                             /*write_indices=*/Value(), /*a_log=*/Value(),
         /*dt_bias=*/Value(), b.getF32FloatAttr(1.0f),
-                            /*strategy=*/ScanStrategyAttr());
+                            /*strategy=*/ScanStrategyAttr(),
+        /*checkpoint_every=*/IntegerAttr());
     Value o = lb.mergeHeads(lb.rmsNorm(core.getO(), norm, eps));
     Value gate =
         lb.linear(x, op.getWeight(W::GateWeight), op.getWeight(W::GateBias));

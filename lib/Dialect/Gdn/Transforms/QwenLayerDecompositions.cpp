@@ -199,7 +199,8 @@ struct QwenGatedDeltaNetDecomposition
         /*state_indices=*/Value(), /*write_indices=*/Value(), /*a_log=*/Value(),
         /*dt_bias=*/Value(),
         b.getF32FloatAttr(1.0f / std::sqrt(static_cast<float>(dk))),
-        /*strategy=*/ScanStrategyAttr());
+        /*strategy=*/ScanStrategyAttr(),
+        /*checkpoint_every=*/IntegerAttr());
     Value normed = qb.rmsNorm(core.getO(), norm, eps);
     Value o = qb.mergeHeads(qb.gated(normed, qb.splitHeads(z, hv)));
     Value y = qb.linear(o, outProj, Value());

@@ -34,6 +34,46 @@ Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
 
+/// `type` with element type f32.
+RankedTensorType inF32(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return RankedTensorType::get(tensor.getShape(),
+                               Float32Type::get(type.getContext()));
+}
+
+bool storedInBF16(Type type) {
+  return cast<RankedTensorType>(type).getElementType().isBF16();
+}
+
+/// Token `t` of a [B, T, ...] tensor as a [B, ...] tensor.
+Value tokenOf(OpBuilder &b, Location loc, Value x, Value t) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  offsets[1] = t;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+  sizes[1] = b.getIndexAttr(1);
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.begin() + 1);
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), x, offsets,
+      sizes, strides);
+}
+
+/// Inserts the [B, ...] tensor `part` as token `t` of the [B, T, ...]
+/// tensor `into`.
+Value insertToken(OpBuilder &b, Location loc, Value part, Value into,
+                  Value t) {
+  auto type = cast<RankedTensorType>(into.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  offsets[1] = t;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, into);
+  sizes[1] = b.getIndexAttr(1);
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, loc, part, into, offsets, sizes,
+                                       strides);
+}
+
 /// Entry `i` of a rank-1 i32 tensor, as an index (sign-extended).
 Value readIndex(OpBuilder &b, Location loc, Value indices, Value i) {
   Value entry = tensor::ExtractOp::create(b, loc, indices, ValueRange{i});
@@ -154,6 +194,56 @@ RankedTensorType perSequenceStates(Value pool, Value indices) {
                                poolType.getElementType());
 }
 
+/// The operands, attributes and result types of a gdn.delta_rule, to build
+/// a variant of it: each pattern changes what it rewrites and passes the
+/// rest on.
+struct PrefillParts {
+  Value q, k, v, g, beta, initial, cuSeqlens, readIndices, writeIndices,
+      aLog, dtBias;
+  FloatAttr scale;
+  IntegerAttr checkpointEvery;
+  Type oType, stateType, checkpointsType;
+
+  static PrefillParts of(DeltaRuleOp op) {
+    return {op.getQ(),
+            op.getK(),
+            op.getV(),
+            op.getG(),
+            op.getBeta(),
+            op.getInitialState(),
+            op.getCuSeqlens(),
+            op.getStateIndices(),
+            op.getWriteIndices(),
+            op.getALog(),
+            op.getDtBias(),
+            op.getScaleAttr(),
+            op.getCheckpointEveryAttr(),
+            op.getO().getType(),
+            op.getFinalState().getType(),
+            op.getCheckpoints() ? op.getCheckpoints().getType() : Type()};
+  }
+
+  DeltaRuleOp build(OpBuilder &b, Location loc) const {
+    SmallVector<Type> types = {oType, stateType};
+    if (checkpointsType)
+      types.push_back(checkpointsType);
+    auto op = DeltaRuleOp::create(b, loc, types, q, k, v, g, beta, initial,
+                                  cuSeqlens, readIndices, writeIndices, aLog,
+                                  dtBias, scale, ScanStrategyAttr(),
+                                  checkpointsType ? checkpointEvery
+                                                  : IntegerAttr());
+    return op;
+  }
+};
+
+/// The results of `op` (o, the final state, the checkpoints if any).
+SmallVector<Value> resultsOf(DeltaRuleOp op) {
+  SmallVector<Value> results = {op.getO(), op.getFinalState()};
+  if (op.getCheckpoints())
+    results.push_back(op.getCheckpoints());
+  return results;
+}
+
 /// gdn.delta_rule with a pool: gather, the op on per-sequence states (still
 /// packed, if it was), scatter.
 struct UnpackPrefillPool : OpRewritePattern<DeltaRuleOp> {
@@ -168,18 +258,16 @@ struct UnpackPrefillPool : OpRewritePattern<DeltaRuleOp> {
     Value pool = op.getInitialState();
     Value writeIndices =
         op.getWriteIndices() ? op.getWriteIndices() : readIndices;
-    Value initial = gatherStates(rewriter, loc, pool, readIndices);
-    auto core = DeltaRuleOp::create(
-        rewriter, loc,
-        TypeRange{op.getO().getType(), perSequenceStates(pool, readIndices)},
-        op.getQ(), op.getK(), op.getV(), op.getG(), op.getBeta(), initial,
-        op.getCuSeqlens(), /*state_indices=*/Value(),
-        /*write_indices=*/Value(), op.getALog(), op.getDtBias(),
-        op.getScaleAttr(), /*strategy=*/ScanStrategyAttr());
-    Value updated = scatterStates(rewriter, loc, core.getFinalState(), pool,
-                                  writeIndices);
-    rewriter.replaceOp(op, castToTypes(rewriter, loc, {core.getO(), updated},
-                                       op->getResultTypes()));
+    PrefillParts parts = PrefillParts::of(op);
+    parts.initial = gatherStates(rewriter, loc, pool, readIndices);
+    parts.readIndices = parts.writeIndices = Value();
+    parts.stateType = perSequenceStates(pool, readIndices);
+    DeltaRuleOp core = parts.build(rewriter, loc);
+    SmallVector<Value> results = resultsOf(core);
+    results[1] = scatterStates(rewriter, loc, core.getFinalState(), pool,
+                               writeIndices);
+    rewriter.replaceOp(
+        op, castToTypes(rewriter, loc, results, op->getResultTypes()));
     return success();
   }
 };
@@ -238,17 +326,53 @@ RankedTensorType sequenceType(Value packed, Type elementType = {}) {
       shape, elementType ? elementType : type.getElementType());
 }
 
-/// gdn.delta_rule with cu_seqlens and per-sequence states: a loop over the
-/// sequences, each a dense op on its slice of the tokens.
+/// The rows [offset, offset + count) of `into` [R, ...] replaced by the
+/// first `count` of `rows` [1, C, ...], clamped to the rows `into` has.
+Value insertRows(OpBuilder &b, Location loc, Value rows, Value into,
+                 Value offset) {
+  auto rowsType = cast<RankedTensorType>(rows.getType());
+  auto intoType = cast<RankedTensorType>(into.getType());
+  Value available = arith::MaxSIOp::create(
+      b, loc,
+      arith::SubIOp::create(b, loc, tensor::DimOp::create(b, loc, into, 0),
+                            offset),
+      indexConstant(b, loc, 0));
+  Value count = arith::MinSIOp::create(
+      b, loc, tensor::DimOp::create(b, loc, rows, 1), available);
+  SmallVector<OpFoldResult> from = {b.getIndexAttr(0), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), count};
+  SmallVector<OpFoldResult> to = {offset};
+  SmallVector<OpFoldResult> toSizes = {count};
+  for (int64_t d = 2; d < rowsType.getRank(); ++d) {
+    from.push_back(b.getIndexAttr(0));
+    sizes.push_back(b.getIndexAttr(rowsType.getDimSize(d)));
+    to.push_back(b.getIndexAttr(0));
+    toSizes.push_back(b.getIndexAttr(rowsType.getDimSize(d)));
+  }
+  SmallVector<OpFoldResult> unit(rowsType.getRank(), b.getIndexAttr(1));
+  SmallVector<int64_t> shape(intoType.getShape());
+  shape[0] = ShapedType::kDynamic;
+  Value part = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(shape, rowsType.getElementType()), rows,
+      from, sizes, unit);
+  return tensor::InsertSliceOp::create(
+      b, loc, part, into, to, toSizes,
+      SmallVector<OpFoldResult>(intoType.getRank(), b.getIndexAttr(1)));
+}
+
+/// gdn.delta_rule with cu_seqlens and per-sequence f32 states: a loop over
+/// the sequences, each a dense op on its slice of the tokens (with its own
+/// checkpoints, inserted after the earlier sequences').
 struct UnpackPackedSequences : OpRewritePattern<DeltaRuleOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(DeltaRuleOp op,
                                 PatternRewriter &rewriter) const override {
     Value offsets = op.getCuSeqlens();
-    if (!offsets || op.getStateIndices())
+    if (!offsets || op.getStateIndices() ||
+        storedInBF16(op.getFinalState().getType()))
       return rewriter.notifyMatchFailure(
-          op, "not packed, or a pool still to gather first");
+          op, "not packed, or a pool to gather or bf16 states to widen first");
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     Type f32 = b.getF32Type();
@@ -275,9 +399,25 @@ struct UnpackPackedSequences : OpRewritePattern<DeltaRuleOp> {
     }
     Value out = createZeros(b, loc, tensor::getMixedSizes(b, loc, op.getV()),
                             oElement);
+    SmallVector<Value> carriedInit = {out, finals};
+    Value checkpoints = op.getCheckpoints();
+    if (checkpoints) {
+      // [R, Hv, K, V]: R = floor(total / N) rows suffice for any lengths.
+      auto type = cast<RankedTensorType>(checkpoints.getType());
+      SmallVector<OpFoldResult> sizes = {
+          ShapedType::isDynamic(type.getDimSize(0))
+              ? OpFoldResult(arith::DivUIOp::create(
+                    b, loc, total,
+                    indexConstant(b, loc, *op.getCheckpointEvery())))
+              : OpFoldResult(b.getIndexAttr(type.getDimSize(0)))};
+      for (int64_t d = 1; d < 4; ++d)
+        sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+      carriedInit.push_back(createZeros(b, loc, sizes, f32));
+      carriedInit.push_back(zero);
+    }
 
     auto loop = scf::ForOp::create(
-        b, loc, zero, count, one, ValueRange{out, finals},
+        b, loc, zero, count, one, carriedInit,
         [&](OpBuilder &lb, Location ll, Value n, ValueRange carried) {
           // [start, end) within [0, total], end >= start.
           Value next = arith::AddIOp::create(lb, ll, n, one);
@@ -299,36 +439,171 @@ struct UnpackPackedSequences : OpRewritePattern<DeltaRuleOp> {
                                                   packed, r.offsets, r.sizes,
                                                   r.strides);
           };
-          Value initial;
           auto rowType = RankedTensorType::get(
               {1, stateType.getDimSize(1), stateType.getDimSize(2),
                stateType.getDimSize(3)},
               f32);
+          PrefillParts parts = PrefillParts::of(op);
+          parts.q = slice(op.getQ());
+          parts.k = slice(op.getK());
+          parts.v = slice(op.getV());
+          parts.g = slice(op.getG());
+          parts.beta = slice(op.getBeta());
+          parts.cuSeqlens = Value();
+          parts.oType = sequenceType(op.getV(), oElement);
+          parts.stateType = rowType;
+          parts.initial = Value();
           if (Value states = op.getInitialState()) {
             StateRow r = stateRow(lb, rowType, n);
-            initial = tensor::ExtractSliceOp::create(
+            parts.initial = tensor::ExtractSliceOp::create(
                 lb, ll, rowType, states, r.offsets, r.sizes, r.strides);
           }
-          auto core = DeltaRuleOp::create(
-              lb, ll,
-              TypeRange{sequenceType(op.getV(), oElement), rowType},
-              slice(op.getQ()), slice(op.getK()), slice(op.getV()),
-              slice(op.getG()), slice(op.getBeta()), initial,
-              /*cu_seqlens=*/Value(), /*state_indices=*/Value(),
-              /*write_indices=*/Value(), op.getALog(), op.getDtBias(),
-              op.getScaleAttr(), /*strategy=*/ScanStrategyAttr());
+          if (checkpoints)
+            parts.checkpointsType = RankedTensorType::get(
+                {1, ShapedType::kDynamic, stateType.getDimSize(1),
+                 stateType.getDimSize(2), stateType.getDimSize(3)},
+                f32);
+          DeltaRuleOp core = parts.build(lb, ll);
           TokenRange o = tokenRange(
               lb, cast<RankedTensorType>(carried[0].getType()), start, length);
-          Value outAll = tensor::InsertSliceOp::create(
-              lb, ll, core.getO(), carried[0], o.offsets, o.sizes, o.strides);
+          SmallVector<Value> yielded = {tensor::InsertSliceOp::create(
+              lb, ll, core.getO(), carried[0], o.offsets, o.sizes,
+              o.strides)};
           StateRow s = stateRow(lb, rowType, n);
-          Value finalAll = tensor::InsertSliceOp::create(
+          yielded.push_back(tensor::InsertSliceOp::create(
               lb, ll, core.getFinalState(), carried[1], s.offsets, s.sizes,
-              s.strides);
-          scf::YieldOp::create(lb, ll, ValueRange{outAll, finalAll});
+              s.strides));
+          if (checkpoints) {
+            yielded.push_back(insertRows(lb, ll, core.getCheckpoints(),
+                                         carried[2], carried[3]));
+            yielded.push_back(arith::AddIOp::create(
+                lb, ll, carried[3],
+                tensor::DimOp::create(lb, ll, core.getCheckpoints(), 1)));
+          }
+          scf::YieldOp::create(lb, ll, yielded);
         });
-    rewriter.replaceOp(op, castToTypes(rewriter, loc, loop.getResults(),
-                                       op->getResultTypes()));
+    SmallVector<Value> results(loop.getResults().take_front(
+        checkpoints ? 3 : 2));
+    rewriter.replaceOp(
+        op, castToTypes(rewriter, loc, results, op->getResultTypes()));
+    return success();
+  }
+};
+
+/// Offsets, sizes and strides of tokens [start, start + length) of a
+/// [B, T, ...] tensor of type `type`.
+TokenRange batchTokenRange(OpBuilder &b, Location loc, Value x, Value start,
+                           OpFoldResult length) {
+  auto type = cast<RankedTensorType>(x.getType());
+  TokenRange r;
+  r.offsets.assign(type.getRank(), b.getIndexAttr(0));
+  r.offsets[1] = start;
+  r.sizes = tensor::getMixedSizes(b, loc, x);
+  r.sizes[1] = length;
+  r.strides.assign(type.getRank(), b.getIndexAttr(1));
+  return r;
+}
+
+/// gdn.delta_rule with checkpoints on dense [B, T] tokens: the tokens in
+/// segments of N, each a dense op from the state the last one left, whose
+/// final state is the segment's checkpoint; then the tokens after the last
+/// whole segment.
+struct SegmentCheckpoints : OpRewritePattern<DeltaRuleOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DeltaRuleOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getCheckpoints() || op.getCuSeqlens() || op.getStateIndices() ||
+        storedInBF16(op.getFinalState().getType()))
+      return rewriter.notifyMatchFailure(
+          op, "no checkpoints, or other forms to unpack first");
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Type f32 = b.getF32Type();
+    int64_t every = *op.getCheckpointEvery();
+    auto stateType = op.getFinalState().getType();
+    Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+    Value step = indexConstant(b, loc, every);
+    Value v = op.getV();
+    Value tokens = tensor::DimOp::create(b, loc, v, 1);
+    Value segments = arith::DivUIOp::create(b, loc, tokens, step);
+    Value whole = arith::MulIOp::create(b, loc, segments, step);
+
+    Value state = op.getInitialState();
+    if (!state) {
+      SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, v, 0)};
+      for (int64_t d = 1; d < 4; ++d)
+        sizes.push_back(b.getIndexAttr(stateType.getDimSize(d)));
+      state = createZeros(b, loc, sizes, f32);
+    } else {
+      // A copy to carry: the segments update it in place.
+      state = linalg::CopyOp::create(
+                  b, loc, state,
+                  createEmptyLike(b, loc, state, f32))
+                  .getResult(0);
+    }
+    Value out = createEmptyLike(b, loc, v, op.getO().getType().getElementType());
+    SmallVector<OpFoldResult> checkpointSizes = {
+        tensor::getMixedSize(b, loc, v, 0), segments};
+    for (int64_t d = 1; d < 4; ++d)
+      checkpointSizes.push_back(b.getIndexAttr(stateType.getDimSize(d)));
+    Value checkpoints = createEmpty(b, loc, checkpointSizes, f32);
+
+    // One dense op on tokens [start, start + length) from `from`.
+    auto segment = [&](OpBuilder &sb, Location sl, Value start,
+                       OpFoldResult length, Value from) {
+      PrefillParts parts = PrefillParts::of(op);
+      auto slice = [&](Value x) -> Value {
+        TokenRange r = batchTokenRange(sb, sl, x, start, length);
+        auto type = cast<RankedTensorType>(x.getType());
+        SmallVector<int64_t> shape(type.getShape());
+        shape[1] = ShapedType::kDynamic;
+        if (auto size = getConstantIntValue(length))
+          shape[1] = *size;
+        return tensor::ExtractSliceOp::create(
+            sb, sl, RankedTensorType::get(shape, type.getElementType()), x,
+            r.offsets, r.sizes, r.strides);
+      };
+      parts.q = slice(op.getQ());
+      parts.k = slice(op.getK());
+      parts.v = slice(v);
+      parts.g = slice(op.getG());
+      parts.beta = slice(op.getBeta());
+      parts.initial = from;
+      auto vType = cast<RankedTensorType>(parts.v.getType());
+      parts.oType = RankedTensorType::get(
+          vType.getShape(), op.getO().getType().getElementType());
+      parts.stateType = from.getType();
+      parts.checkpointsType = Type();
+      return parts.build(sb, sl);
+    };
+
+    auto loop = scf::ForOp::create(
+        b, loc, zero, segments, one, ValueRange{state, out, checkpoints},
+        [&](OpBuilder &lb, Location ll, Value c, ValueRange carried) {
+          Value start = arith::MulIOp::create(lb, ll, c, step);
+          DeltaRuleOp core =
+              segment(lb, ll, start, lb.getIndexAttr(every), carried[0]);
+          TokenRange o =
+              batchTokenRange(lb, ll, carried[1], start, lb.getIndexAttr(every));
+          Value outAll = tensor::InsertSliceOp::create(
+              lb, ll, core.getO(), carried[1], o.offsets, o.sizes, o.strides);
+          Value checkpointAll =
+              insertToken(lb, ll, core.getFinalState(), carried[2], c);
+          Value next = linalg::CopyOp::create(lb, ll, core.getFinalState(),
+                                              carried[0])
+                           .getResult(0);
+          scf::YieldOp::create(lb, ll, ValueRange{next, outAll, checkpointAll});
+        });
+    Value rest = arith::SubIOp::create(b, loc, tokens, whole);
+    DeltaRuleOp last = segment(b, loc, whole, rest, loop.getResult(0));
+    TokenRange o = batchTokenRange(b, loc, loop.getResult(1), whole, rest);
+    Value outAll = tensor::InsertSliceOp::create(
+        b, loc, last.getO(), loop.getResult(1), o.offsets, o.sizes, o.strides);
+    rewriter.replaceOp(
+        op, castToTypes(rewriter, loc,
+                        {outAll, last.getFinalState(), loop.getResult(2)},
+                        op->getResultTypes()));
     return success();
   }
 };
@@ -382,13 +657,13 @@ struct ComputePrefillGates : OpRewritePattern<DeltaRuleOp> {
                                 PatternRewriter &rewriter) const override {
     if (!op.getALog())
       return rewriter.notifyMatchFailure(op, "no raw gates");
-    auto [g, beta] = computeGates(rewriter, op.getLoc(), op.getG(),
-                                  op.getBeta(), op.getALog(), op.getDtBias());
-    rewriter.replaceOpWithNewOp<DeltaRuleOp>(
-        op, op->getResultTypes(), op.getQ(), op.getK(), op.getV(), g, beta,
-        op.getInitialState(), op.getCuSeqlens(), op.getStateIndices(),
-        op.getWriteIndices(), /*a_log=*/Value(), /*dt_bias=*/Value(),
-        op.getScaleAttr(), op.getStrategyAttr());
+    PrefillParts parts = PrefillParts::of(op);
+    std::tie(parts.g, parts.beta) =
+        computeGates(rewriter, op.getLoc(), op.getG(), op.getBeta(),
+                     op.getALog(), op.getDtBias());
+    parts.aLog = parts.dtBias = Value();
+    DeltaRuleOp core = parts.build(rewriter, op.getLoc());
+    rewriter.replaceOp(op, resultsOf(core));
     return success();
   }
 };
@@ -410,17 +685,6 @@ struct ComputeStepGates : OpRewritePattern<DeltaRuleStepOp> {
   }
 };
 
-/// `type` with element type f32.
-RankedTensorType inF32(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return RankedTensorType::get(tensor.getShape(),
-                               Float32Type::get(type.getContext()));
-}
-
-bool storedInBF16(Type type) {
-  return cast<RankedTensorType>(type).getElementType().isBF16();
-}
-
 /// A bf16 state is storage: the prefill runs on f32 states widened from it
 /// and its final states are rounded back (a pool is gathered first).
 struct WidenPrefillState : OpRewritePattern<DeltaRuleOp> {
@@ -432,19 +696,19 @@ struct WidenPrefillState : OpRewritePattern<DeltaRuleOp> {
     if (!storedInBF16(stateType) || op.getStateIndices())
       return rewriter.notifyMatchFailure(op, "f32 states, or a pool first");
     Location loc = op.getLoc();
-    Value initial = op.getInitialState();
-    if (initial)
-      initial = convertTensor(rewriter, loc, initial, rewriter.getF32Type());
-    auto core = DeltaRuleOp::create(
-        rewriter, loc, TypeRange{op.getO().getType(), inF32(stateType)},
-        op.getQ(), op.getK(), op.getV(), op.getG(), op.getBeta(), initial,
-        op.getCuSeqlens(), /*state_indices=*/Value(),
-        /*write_indices=*/Value(), op.getALog(), op.getDtBias(),
-        op.getScaleAttr(), op.getStrategyAttr());
-    Value rounded = convertTensor(rewriter, loc, core.getFinalState(),
-                                  rewriter.getBF16Type());
-    rewriter.replaceOp(op, castToTypes(rewriter, loc, {core.getO(), rounded},
-                                       op->getResultTypes()));
+    PrefillParts parts = PrefillParts::of(op);
+    if (parts.initial)
+      parts.initial =
+          convertTensor(rewriter, loc, parts.initial, rewriter.getF32Type());
+    parts.stateType = inF32(stateType);
+    if (parts.checkpointsType)
+      parts.checkpointsType = inF32(parts.checkpointsType);
+    DeltaRuleOp core = parts.build(rewriter, loc);
+    SmallVector<Value> results = resultsOf(core);
+    for (Value &result : llvm::drop_begin(results))
+      result = convertTensor(rewriter, loc, result, rewriter.getBF16Type());
+    rewriter.replaceOp(
+        op, castToTypes(rewriter, loc, results, op->getResultTypes()));
     return success();
   }
 };
@@ -472,35 +736,6 @@ struct WidenStepState : OpRewritePattern<DeltaRuleStepOp> {
     return success();
   }
 };
-
-/// Token `t` of a [B, T, ...] tensor as a [B, ...] tensor.
-Value tokenOf(OpBuilder &b, Location loc, Value x, Value t) {
-  auto type = cast<RankedTensorType>(x.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  offsets[1] = t;
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
-  sizes[1] = b.getIndexAttr(1);
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  SmallVector<int64_t> shape(type.getShape());
-  shape.erase(shape.begin() + 1);
-  return tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get(shape, type.getElementType()), x, offsets,
-      sizes, strides);
-}
-
-/// Inserts the [B, ...] tensor `part` as token `t` of the [B, T, ...]
-/// tensor `into`.
-Value insertToken(OpBuilder &b, Location loc, Value part, Value into,
-                  Value t) {
-  auto type = cast<RankedTensorType>(into.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  offsets[1] = t;
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, into);
-  sizes[1] = b.getIndexAttr(1);
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  return tensor::InsertSliceOp::create(b, loc, part, into, offsets, sizes,
-                                       strides);
-}
 
 /// gdn.delta_rule_verify as T decode steps: the state (gathered from the
 /// pool, widened from bf16) goes through the draft tokens one step at a
@@ -582,6 +817,7 @@ struct GdnUnpackSequencesPass
 void mlir::gdn::populateGdnUnpackSequencesPatterns(
     RewritePatternSet &patterns) {
   patterns.add<UnpackPrefillPool, UnpackStepPool, UnpackPackedSequences,
-               ComputePrefillGates, ComputeStepGates, WidenPrefillState,
-               WidenStepState, UnrollVerify>(patterns.getContext());
+               SegmentCheckpoints, ComputePrefillGates, ComputeStepGates,
+               WidenPrefillState, WidenStepState, UnrollVerify>(
+      patterns.getContext());
 }

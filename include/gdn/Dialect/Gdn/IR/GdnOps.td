@@ -89,6 +89,16 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     | `cu_seqlens`     | `[N + 1]` i32         |                      |
     | `state_indices`, `write_indices` |       | `[N]` i32            |
 
+    **Checkpoints** (prefix caching). With `checkpoint_every = N` (N >= 1)
+    the op has a third result, `checkpoints`: the state after every N
+    tokens of each sequence, stored like the final state. Dense: `[B, C,
+    Hv, K, V]` with C = T / N (rounded down), `checkpoints[b, c]` the state
+    after token (c + 1) N - 1. Packed: `[R, Hv, K, V]`, the checkpoints of
+    the sequences one after another (sequence n's first at row
+    `sum_{j < n} floor(len_j / N)`); R = floor(total / N) rows always
+    suffice, and rows past the last checkpoint are zero. A whole chunk is
+    the natural N: the chunked scan has the state at every chunk boundary.
+
     **Raw gates.** With `gates(%A_log, %dt_bias)` (f32 `[Hv]` each), `g` and
     `beta` are the raw projections a and b of a Qwen-style layer (f32 or the
     element type of `v`), and the op uses
@@ -131,9 +141,11 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     Optional<AnyTensor>:$a_log,
     Optional<AnyTensor>:$dt_bias,
     DefaultValuedAttr<F32Attr, "1.0">:$scale,
-    OptionalAttr<Gdn_ScanStrategyAttr>:$strategy
+    OptionalAttr<Gdn_ScanStrategyAttr>:$strategy,
+    OptionalAttr<I64Attr>:$checkpoint_every
   );
-  let results = (outs AnyTensor:$o, AnyTensor:$final_state);
+  let results = (outs AnyTensor:$o, AnyTensor:$final_state,
+                 Optional<AnyTensor>:$checkpoints);
 
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $g `,` $beta (`initial_state` `(` $initial_state^ `)`)?
@@ -148,10 +160,13 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
   let extraClassDeclaration = [{
     /// Number of value heads that share one query/key head (Hv / H).
     int64_t getGroupSize();
+    /// The checkpoint attribute and result agree, and the result's shape.
+    ::mlir::LogicalResult verifyCheckpoints();
     /// Packed sequences, a state pool, raw gates or bf16 states: the forms
     /// gdn-unpack-sequences rewrites into the dense op with f32 states.
     bool hasServingOperands() {
       return getCuSeqlens() || getStateIndices() || getALog() ||
+             getCheckpoints() ||
              getFinalState().getType().getElementType().isBF16();
     }
   }];
