@@ -778,7 +778,7 @@ func.func @delta_rule_initial_state_type(
     %q: tensor<2x8x2x16xbf16>, %k: tensor<2x8x2x16xbf16>,
     %v: tensor<2x8x4x32xbf16>, %g: tensor<2x8x4xf32>, %beta: tensor<2x8x4xf32>,
     %h0: tensor<2x4x16x32xbf16>) {
-  // expected-error @+1 {{operand 'initial_state' must have element type f32, but got 'bf16'}}
+  // expected-error @+1 {{result 'final_state' must have the element type of 'initial_state' ('bf16'), but got 'f32'}}
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta initial_state(%h0)
       : (tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x4x32xbf16>,
          tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x4x16x32xbf16>)
@@ -791,7 +791,7 @@ func.func @delta_rule_initial_state_type(
 func.func @delta_rule_step_state_type(
     %q: tensor<2x2x16xf32>, %k: tensor<2x2x16xf32>, %v: tensor<2x4x32xf32>,
     %g: tensor<2x4xf32>, %beta: tensor<2x4xf32>, %s0: tensor<2x4x16x32xf16>) {
-  // expected-error @+1 {{operand 'state' must have element type f32, but got 'f16'}}
+  // expected-error @+1 {{operand 'state' must have element type f32 or bf16, but got 'f16'}}
   %o, %s = gdn.delta_rule_step %q, %k, %v, %g, %beta, %s0
       : (tensor<2x2x16xf32>, tensor<2x2x16xf32>, tensor<2x4x32xf32>,
          tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4x16x32xf16>)
@@ -830,11 +830,11 @@ func.func @delta_rule_step_o_type(
 func.func @delta_rule_final_state_type(
     %q: tensor<2x8x2x16xbf16>, %k: tensor<2x8x2x16xbf16>,
     %v: tensor<2x8x4x32xbf16>, %g: tensor<2x8x4xf32>, %beta: tensor<2x8x4xf32>) {
-  // expected-error @+1 {{result 'final_state' must have element type f32, but got 'bf16'}}
+  // expected-error @+1 {{result 'final_state' must have element type f32 or bf16, but got 'f16'}}
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta
       : (tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x4x32xbf16>,
          tensor<2x8x4xf32>, tensor<2x8x4xf32>)
-      -> (tensor<2x8x4x32xbf16>, tensor<2x4x16x32xbf16>)
+      -> (tensor<2x8x4x32xbf16>, tensor<2x4x16x32xf16>)
   return
 }
 
@@ -843,7 +843,7 @@ func.func @delta_rule_final_state_type(
 func.func @delta_rule_step_new_state_type(
     %q: tensor<2x2x16xf32>, %k: tensor<2x2x16xf32>, %v: tensor<2x4x32xf32>,
     %g: tensor<2x4xf32>, %beta: tensor<2x4xf32>, %s0: tensor<2x4x16x32xf32>) {
-  // expected-error @+1 {{result 'new_state' must have element type f32, but got 'f16'}}
+  // expected-error @+1 {{result 'new_state' must have the element type of 'state' ('f32'), but got 'f16'}}
   %o, %s = gdn.delta_rule_step %q, %k, %v, %g, %beta, %s0
       : (tensor<2x2x16xf32>, tensor<2x2x16xf32>, tensor<2x4x32xf32>,
          tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4x16x32xf32>)
