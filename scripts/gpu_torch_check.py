@@ -1,8 +1,9 @@
 """Checks gdn.torch on the GPU machine: the custom ops and the fla-signature
 functions against transformers' own PyTorch implementation of the gated
-delta rule (modeling_qwen3_next: torch_chunk_gated_delta_rule,
-torch_recurrent_gated_delta_rule) and, where it can be imported, fla's own
-chunk_gated_delta_rule; then torch.compile and CUDA-graph capture.
+delta rule (modeling_qwen3_next.torch_chunk_gated_delta_rule) and, where
+they can be imported, fla's own chunk_gated_delta_rule and
+fused_recurrent_gated_delta_rule; then torch.compile and CUDA-graph
+capture.
 
     python3 gpu_torch_check.py KERNEL_FOLDER
 
@@ -55,8 +56,10 @@ def main():
     print(f"registered {count} configurations")
     try:
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla
+        from fla.ops.gated_delta_rule import (
+            fused_recurrent_gated_delta_rule as fla_recurrent)
     except Exception as error:     # noqa: BLE001 - any import failure
-        fla = None
+        fla = fla_recurrent = None
         print(f"fla not importable ({type(error).__name__}): compared with "
               f"transformers only")
 
@@ -107,13 +110,17 @@ def main():
     check("chunk with cu_seqlens (lengths 1, 63, 64, 65, 300)", worst < 2e-2,
           f"worst {worst:.2e}")
 
-    # Decode from a pool, with an empty entry, against transformers'
-    # recurrence run entry by entry.
+    # Decode from a pool, with an empty entry, against transformers' chunked
+    # form run entry by entry on one token (its token recurrence,
+    # torch_recurrent_gated_delta_rule, gave 0.38 relative against its own
+    # chunked form from these non-zero initial states, so it is not the
+    # reference here) and fla's fused recurrence.
     q, k, v, g, beta, _ = inputs(4, 4, 1, heads, value_heads, 128,
                                  torch.bfloat16)
     pool = inputs(5, 9, 1, heads, value_heads, 128, torch.bfloat16)[5]
     before = pool.clone()
     slots = torch.tensor([7, -1, 0, 3], device="cuda", dtype=torch.int32)
+    worst_fla = 0.0
     o, _ = gdn_torch.fused_recurrent_gated_delta_rule(
         q, k, v, g, beta, initial_state=pool, ssm_state_indices=slots,
         use_qk_l2norm_in_kernel=True)
@@ -121,18 +128,32 @@ def main():
     for b, slot in enumerate(slots.tolist()):
         start = (before[slot:slot + 1] if slot >= 0 else
                  torch.zeros_like(before[:1]))
-        ro, rs = hf.torch_recurrent_gated_delta_rule(
+        ro, rs = hf.torch_chunk_gated_delta_rule(
             repeat_heads(q[b:b + 1], 2).float(),
             repeat_heads(k[b:b + 1], 2).float(), v[b:b + 1].float(),
             g[b:b + 1], beta[b:b + 1], initial_state=start,
             output_final_state=True, use_qk_l2norm_in_kernel=True)
+        if fla_recurrent is not None:
+            # fla's recurrence (g and beta by keyword: its newest
+            # signature has gk and gv between them).
+            fo, _ = fla_recurrent(repeat_heads(q[b:b + 1], 2),
+                                  repeat_heads(k[b:b + 1], 2), v[b:b + 1],
+                                  g=g[b:b + 1], beta=beta[b:b + 1],
+                                  initial_state=start.clone(),
+                                  output_final_state=True,
+                                  use_qk_l2norm_in_kernel=True)
+            worst_fla = max(worst_fla, relative(o[b:b + 1], fo))
         worst = max(worst, relative(o[b:b + 1], ro))
         if slot >= 0:
             worst = max(worst, relative(pool[slot], rs[0]))
     untouched = [s for s in range(9) if s not in (7, 0, 3)]
     same = bool(torch.equal(pool[untouched], before[untouched]))
-    check("decode from a pool (slots 7, -1, 0, 3)", worst < 2e-2 and same,
+    check("decode from a pool (slots 7, -1, 0, 3) vs transformers",
+          worst < 2e-2 and same,
           f"worst {worst:.2e}; other slots untouched: {same}")
+    if fla_recurrent is not None:
+        check("decode from a pool vs fla's fused_recurrent", worst_fla < 2e-2,
+              f"worst {worst_fla:.2e}")
 
     # torch.compile traces the custom ops (fake implementations).
     compiled = torch.compile(
@@ -145,9 +166,11 @@ def main():
     eo, es = gdn_torch.chunk_gated_delta_rule(
         q, k, v, g, beta, None, state, output_final_state=True,
         use_qk_l2norm_in_kernel=True)
-    check("torch.compile(fullgraph=True)",
-          bool(torch.equal(co, eo) and torch.equal(cs, es)),
-          "same outputs as eager")
+    # Inductor fuses the l2 normalisation, so q and k may round
+    # differently to bf16 than in eager mode.
+    err_o, err_s = relative(co, eo), relative(cs, es)
+    check("torch.compile(fullgraph=True)", err_o < 1e-2 and err_s < 1e-2,
+          f"against eager: o {err_o:.2e}, state {err_s:.2e}")
 
     # A CUDA graph of the pool decode, replayed with new inputs.
     q, k, v, g, beta, _ = inputs(7, 4, 1, heads, value_heads, 128,

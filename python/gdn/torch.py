@@ -238,7 +238,9 @@ def fused_recurrent_gated_delta_rule(q, k, v, g, beta, scale=None,
                                      num_accepted_tokens=None,
                                      use_qk_l2norm_in_kernel=False,
                                      inplace_final_state=True, **kwargs):
-    """fla's fused_recurrent_gated_delta_rule for decode: one token per
+    """fla's fused_recurrent_gated_delta_rule for decode, in the argument
+    order of vLLM's copy (q, k, v, g, beta, ...; fla's newest puts gk and
+    gv before beta: pass g and beta by keyword to be safe): one token per
     sequence ([B, 1, ...], or packed [1, N, ...] with cu_seqlens of one
     token each). With ssm_state_indices, initial_state is the pool of
     states, updated in place (inplace_final_state=True); returns (o,
