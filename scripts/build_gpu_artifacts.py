@@ -12,6 +12,7 @@ import tempfile
 import numpy as np
 
 from gdn import inputs
+from gdn import compiled_serving as serving
 from gdn.compiled import module_source
 
 # (H, Hv, K, V) of the CPU test matrix plus the large K = V = 128 models.
@@ -37,6 +38,9 @@ RECURRENT_VARIANTS = [(16, 16, 128, 128), (32, 32, 128, 128),
 EXECUTABLES = [("exe_bf16", 2, 100, 2, 4, 64, 128, "bf16"),
                ("exe_f32", 1, 37, 1, 2, 16, 32, "f32")]
 EXECUTABLE_MANIFEST = "executables.json"
+# Decode from a pool of states: ((H, Hv, K, V), element type).
+POOL_HEADS = [((2, 4, 64, 128), "f32"), ((16, 32, 128, 128), "bf16")]
+POOL_MANIFEST = "pool_manifest.json"
 
 
 def round_to_bf16(x):
@@ -140,12 +144,13 @@ def config_name(h, hv, k, v, et):
     return f"h{h}_hv{hv}_k{k}_v{v}_{et}"
 
 
-def compile_config(compiler, out, name, config, extra=()):
+def compile_config(compiler, out, name, config, extra=(), source=None):
     """Compiles one configuration; returns its manifest entry."""
-    source = module_source(config["heads"], config["value_heads"],
-                           config["key_dim"], config["value_dim"],
-                           config["element_type"],
-                           config["beta_element_type"], config["scale"])
+    if source is None:
+        source = module_source(config["heads"], config["value_heads"],
+                               config["key_dim"], config["value_dim"],
+                               config["element_type"],
+                               config["beta_element_type"], config["scale"])
     library = f"{name}.so"
     with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
         f.write(source)
@@ -202,6 +207,22 @@ def main():
     manifest = {name: entry for (name, _, _), entry in zip(jobs, entries)}
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+    # The decode step from a pool of states (gdn_serving with
+    # state_indices and write_indices), for scripts/gpu_pool_check.py.
+    pool_jobs = []
+    for (h, hv, k, v), et in POOL_HEADS:
+        config = config_of(h, hv, k, v, et)
+        pool_jobs.append((f"{config_name(h, hv, k, v, et)}_pool", config,
+                          [], serving.module_source(
+                              serving.Form(step=True, pooled=True), h, hv,
+                              k, v, et, "f32", "f32", config["scale"])))
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        entries = list(pool.map(
+            lambda job: compile_config(args.compiler, args.out, *job),
+            pool_jobs))
+    with open(os.path.join(args.out, POOL_MANIFEST), "w") as f:
+        json.dump({job[0]: entry for job, entry in zip(pool_jobs, entries)},
+                  f, indent=1)
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         built = list(pool.map(
             lambda spec: build_executable(args.compiler, args.out, *spec),

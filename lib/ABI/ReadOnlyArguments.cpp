@@ -15,6 +15,8 @@ using namespace mlir::gdn;
 namespace {
 /// The argument attribute of a cache the function appends to in place.
 constexpr StringLiteral kInPlace = "gdn.in_place";
+/// The function attribute that lists them after bufferization.
+constexpr StringLiteral kInPlaceArguments = "gdn.in_place_arguments";
 
 struct GdnReadOnlyArgumentsPass
     : gdn::impl::GdnReadOnlyArgumentsPassBase<GdnReadOnlyArgumentsPass> {
@@ -25,16 +27,25 @@ struct GdnReadOnlyArgumentsPass
     if (func.isExternal() || !func.isPublic())
       return;
     StringRef writable = bufferization::BufferizationDialect::kWritableAttrName;
+    SmallVector<int64_t> inPlaceArguments;
     for (BlockArgument arg : func.getArguments()) {
       if (!isa<TensorType>(arg.getType()))
         continue;
       unsigned index = arg.getArgNumber();
       bool inPlace = static_cast<bool>(func.getArgAttr(index, kInPlace));
       func.setArgAttr(index, writable, BoolAttr::get(&getContext(), inPlace));
+      if (inPlace)
+        inPlaceArguments.push_back(index);
       // The marker has done its job; left in place it reaches the LLVM
       // translation, which warns about every argument that carries it.
       func.removeArgAttr(index, kInPlace);
     }
+    // Bufferization drops the argument attributes; the function keeps the
+    // list for gdn-results-to-out-params, which gives a result that returns
+    // one of these buffers no out-parameter.
+    if (!inPlaceArguments.empty())
+      func->setAttr(kInPlaceArguments,
+                    DenseI64ArrayAttr::get(&getContext(), inPlaceArguments));
   }
 };
 } // namespace

@@ -7,8 +7,6 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/BitVector.h"
 
 namespace mlir::gdn {
@@ -22,32 +20,20 @@ using namespace mlir::gdn;
 namespace {
 constexpr StringLiteral kInternalSuffix = "_returning_buffers";
 
-/// Whether an operation of `func` writes into the buffer of `arg`, directly
-/// or through views of it. Only arguments marked gdn.in_place are writable
-/// (gdn-read-only-arguments), so these are the ones updated in place.
-bool writesInto(func::FuncOp func, BlockArgument arg) {
-  WalkResult found = func.walk([&](MemoryEffectOpInterface op) {
-    SmallVector<MemoryEffects::EffectInstance> effects;
-    op.getEffects(effects);
-    for (const MemoryEffects::EffectInstance &effect : effects) {
-      Value target = effect.getValue();
-      if (!target || !isa<MemoryEffects::Write>(effect.getEffect()))
-        continue;
-      while (auto view = target.getDefiningOp<ViewLikeOpInterface>())
-        target = view.getViewSource();
-      if (target == arg)
-        return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return found.wasInterrupted();
-}
+/// The function attribute of gdn-read-only-arguments that lists the
+/// arguments updated in place (marked gdn.in_place).
+constexpr StringLiteral kInPlaceArguments = "gdn.in_place_arguments";
 
-/// Drops the results of `func` that return one of its own arguments (after
-/// casts) which it updated in place: that buffer is already the caller's,
-/// and an out-parameter for it would only take a copy of it. A read-only
-/// argument returned as it is keeps its out-parameter (a copy).
+/// Drops the results of `func` that return one of its arguments updated in
+/// place (after casts): that buffer is already the caller's, and an
+/// out-parameter for it would only take a copy of it. A read-only argument
+/// returned as it is keeps its out-parameter (a copy).
 void dropArgumentResults(func::FuncOp func) {
+  auto inPlace = func->getAttrOfType<DenseI64ArrayAttr>(kInPlaceArguments);
+  func->removeAttr(kInPlaceArguments);
+  // A private copy for internal callers keeps its results.
+  if (!inPlace || !func.isPublic() || !func.getBody().hasOneBlock())
+    return;
   auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
   llvm::BitVector drop(func.getNumResults());
   for (OpOperand &operand : returnOp->getOpOperands()) {
@@ -56,7 +42,8 @@ void dropArgumentResults(func::FuncOp func) {
       value = cast.getSource();
     auto arg = dyn_cast<BlockArgument>(value);
     if (arg && arg.getOwner() == &func.getBody().front() &&
-        writesInto(func, arg))
+        llvm::is_contained(inPlace.asArrayRef(),
+                           static_cast<int64_t>(arg.getArgNumber())))
       drop.set(operand.getOperandNumber());
   }
   if (drop.none())
@@ -110,8 +97,8 @@ struct GdnResultsToOutParamsPass
         call.setCallee(copy.getName());
     }
 
-    for (func::FuncOp func : publicFunctions)
-      if (func.getBody().hasOneBlock())
+    for (func::FuncOp func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
         dropArgumentResults(func);
 
     bufferization::BufferResultsToOutParamsOpts options;

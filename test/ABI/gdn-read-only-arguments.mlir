@@ -17,13 +17,15 @@ func.func @public(%a: tensor<4xf32>, %b: memref<4xf32>, %c: f32, %d: tensor<?x8x
 // -----
 
 // A cache the function appends to in place (a model step's MLA caches) is
-// the one writable argument; its marker is dropped once read, so that it does
-// not reach the LLVM translation.
+// the one writable argument; its argument marker is dropped once read, so
+// that it does not reach the LLVM translation, and the function lists it
+// for gdn-results-to-out-params (bufferization drops argument attributes).
 
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: (%{{.+}}: tensor<?x?x8xf32> {bufferization.writable = false},
 // CHECK-SAME: %{{.+}}: tensor<?x?x8xf32> {bufferization.writable = true})
-// CHECK-NOT: gdn.in_place
+// CHECK-SAME: attributes {gdn.in_place_arguments = array<i64: 1>}
+// CHECK-NOT: gdn.in_place}
 func.func @step(%a: tensor<?x?x8xf32>, %cache: tensor<?x?x8xf32> {gdn.in_place}) -> tensor<?x?x8xf32> {
   return %a : tensor<?x?x8xf32>
 }

@@ -38,6 +38,9 @@ struct RecurrenceOperands {
   float scale;
   bool hasTokens;
   int64_t groupSize;
+  // A pool of states: `state` is the pool [S, Hv, K, V], read at
+  // readIndices[b] and written in place at writeIndices[b].
+  Value readIndices = {}, writeIndices = {};
 };
 
 /// Emits the launch; returns the result buffers {o, final state}: `om`
@@ -62,7 +65,19 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
   Value qm = toBuffer(b, loc, in.q), km = toBuffer(b, loc, in.k);
   Value vm = toBuffer(b, loc, in.v), gm = toBuffer(b, loc, in.g);
   Value betam = toBuffer(b, loc, in.beta);
-  Value statem = in.state ? toBuffer(b, loc, in.state) : Value();
+  bool pooled = static_cast<bool>(in.readIndices);
+  // A pool is updated in place: its buffer is written (one-shot
+  // bufferization copies it first unless the caller's buffer is writable).
+  Value statem = in.state ? toBuffer(b, loc, in.state, /*readOnly=*/!pooled)
+                          : Value();
+  Value readm, writem, slots;
+  if (pooled) {
+    readm = toBuffer(b, loc, in.readIndices);
+    writem = toBuffer(b, loc, in.writeIndices ? in.writeIndices
+                                              : in.readIndices);
+    slots = memref::DimOp::create(b, loc, statem, 0);
+    sm = statem;
+  }
 
   Value batch = memref::DimOp::create(b, loc, vm, 0);
   Value tokens = in.hasTokens ? memref::DimOp::create(b, loc, vm, 1).getResult()
@@ -74,7 +89,7 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
     oSizes.push_back(batch);
   if (in.hasTokens && in.oType.isDynamicDim(1))
     oSizes.push_back(tokens);
-  if (in.stateType.isDynamicDim(0))
+  if (in.stateType.isDynamicDim(0) && !pooled)
     sSizes.push_back(batch);
   auto oMemref =
       MemRefType::get(in.oType.getShape(), in.oType.getElementType());
@@ -145,8 +160,36 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
     return convertFloat(nb, nl, x, f32);
   };
 
+  // The entry's slot of a pool, and whether it names one: -1 and anything
+  // outside [0, S) read zeros and write nothing.
+  auto slotOf = [&](Value indices) -> std::pair<Value, Value> {
+    Value slot = arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        memref::LoadOp::create(b, loc, indices, ValueRange{bIdx}));
+    Value valid = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, slot,
+                              indexConstant(b, loc, 0)),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, slot, slots));
+    return {slot, valid};
+  };
   SmallVector<Value> initial;
-  for (int64_t j = 0; j < rowsPerThread; ++j) {
+  if (pooled) {
+    auto [slot, valid] = slotOf(readm);
+    SmallVector<Type> types(rowsPerThread, f32);
+    auto read = scf::IfOp::create(b, loc, types, valid, /*withElse=*/true);
+    OpBuilder::InsertionGuard readGuard(b);
+    b.setInsertionPointToStart(read.thenBlock());
+    SmallVector<Value> values;
+    for (int64_t j = 0; j < rowsPerThread; ++j)
+      values.push_back(loadF32(b, loc, statem,
+                               {slot, head, rowIndex(b, loc, j), safeColumn}));
+    scf::YieldOp::create(b, loc, values);
+    b.setInsertionPointToStart(read.elseBlock());
+    scf::YieldOp::create(b, loc, SmallVector<Value>(rowsPerThread, zeroF));
+    initial.assign(read.getResults().begin(), read.getResults().end());
+  }
+  for (int64_t j = 0; j < rowsPerThread && !pooled; ++j) {
     if (!statem) {
       initial.push_back(zeroF);
       continue;
@@ -266,11 +309,17 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
   } else {
     final = body(b, loc, Value(), initial);
   }
-  scf::IfOp::create(b, loc, active, [&](OpBuilder &ib, Location il) {
+  Value stateRow = bIdx, writes = active;
+  if (pooled) {
+    auto [slot, valid] = slotOf(writem);
+    stateRow = slot;
+    writes = arith::AndIOp::create(b, loc, active, valid);
+  }
+  scf::IfOp::create(b, loc, writes, [&](OpBuilder &ib, Location il) {
     for (int64_t j = 0; j < rowsPerThread; ++j)
       memref::StoreOp::create(
           ib, il, final[j], sm,
-          ValueRange{bIdx, head, rowIndex(ib, il, j), column});
+          ValueRange{stateRow, head, rowIndex(ib, il, j), column});
     scf::YieldOp::create(ib, il);
   });
   gpu::TerminatorOp::create(b, loc);
@@ -320,7 +369,9 @@ RecurrenceOperands recurrenceOperands(DeltaRuleStepOp op) {
           cast<RankedTensorType>(op.getNewState().getType()),
           op.getScale().convertToFloat(),
           /*hasTokens=*/false,
-          op.getGroupSize()};
+          op.getGroupSize(),
+          op.getStateIndices(),
+          op.getWriteIndices()};
 }
 
 /// Either delta-rule op to one launch of the column recurrence.
@@ -355,14 +406,17 @@ struct ConvertGdnToGPUPass
     });
     if (unbuildable.wasInterrupted())
       return signalPassFailure();
-    // Packed sequences and state pools are unpacked for the CPU by a loop
-    // whose bounds are device data here; the kernels do not take them yet.
+    // Packed sequences and the other serving forms are unpacked for the CPU
+    // by loops whose bounds are device data here; the kernels do not take
+    // them yet, except a pool of states in the decode kernel.
     WalkResult serving = getOperation().walk([](Operation *op) {
       bool has = false;
       if (auto prefill = dyn_cast<DeltaRuleOp>(op))
         has = prefill.hasServingOperands();
       else if (auto step = dyn_cast<DeltaRuleStepOp>(op))
-        has = step.hasServingOperands();
+        // A pool is read and written by the decode kernel itself.
+        has = step.getALog() ||
+              step.getNewState().getType().getElementType().isBF16();
       else
         has = isa<DeltaRuleVerifyOp>(op);
       if (!has)

@@ -9,11 +9,12 @@
 
 using namespace mlir;
 
-Value mlir::gdn::toBuffer(OpBuilder &b, Location loc, Value tensor) {
+Value mlir::gdn::toBuffer(OpBuilder &b, Location loc, Value tensor,
+                          bool readOnly) {
   auto type = cast<RankedTensorType>(tensor.getType());
   auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
   return bufferization::ToBufferOp::create(b, loc, memrefType, tensor,
-                                           /*read_only=*/true);
+                                           readOnly);
 }
 
 Value mlir::gdn::multiplyAdd(OpBuilder &b, Location loc, Value x, Value y,

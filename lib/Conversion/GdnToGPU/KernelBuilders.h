@@ -8,8 +8,8 @@
 
 namespace mlir::gdn {
 
-/// The buffer of a tensor operand, read-only.
-Value toBuffer(OpBuilder &b, Location loc, Value tensor);
+/// The buffer of a tensor operand: read-only, or written in place.
+Value toBuffer(OpBuilder &b, Location loc, Value tensor, bool readOnly = true);
 
 /// x * y + z as arith ops allowed to contract: NVPTX emits fma.rn.f32,
 /// where math.fma would become a libdevice call.

@@ -1,9 +1,10 @@
 // RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu -verify-diagnostics
 // RUN: not gdn-opt %s -split-input-file -convert-gdn-to-recurrence 2>&1 | FileCheck %s --check-prefix=REFERENCE
 
-// The CUDA lowering does not take packed sequences or pools of states yet:
-// it says so, instead of running them as dense batches. The reference
-// recurrence wants them unpacked first.
+// The CUDA lowering does not take packed sequences, raw gates, bf16 states
+// or draft tokens yet (a pool of states only in the decode kernel,
+// pool-decode.mlir): it says so, instead of running them as dense batches.
+// The reference recurrence wants them unpacked first.
 
 // REFERENCE: run gdn-unpack-sequences before the recurrence
 
@@ -15,9 +16,9 @@ func.func @packed(%q: tensor<1x?x2x16xbf16>, %v: tensor<1x?x4x16xbf16>, %g: tens
 
 // -----
 
-func.func @pool_step(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: tensor<?x4xf32>, %pool: tensor<?x4x16x8xf32>, %i: tensor<?xi32>) -> tensor<?x4x8xf32> {
+func.func @pool_step_gates(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: tensor<?x4xf32>, %pool: tensor<?x4x16x8xf32>, %i: tensor<?xi32>, %a: tensor<4xf32>) -> tensor<?x4x8xf32> {
   // expected-error @+1 {{with cu_seqlens, state_indices, raw gates, bf16 states or draft tokens to verify has no CUDA lowering yet; compile it with --target=cpu}}
-  %o, %s = gdn.delta_rule_step %q, %q, %v, %g, %g, %pool state_indices(%i) : (tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xf32>, tensor<?xi32>) -> (tensor<?x4x8xf32>, tensor<?x4x16x8xf32>)
+  %o, %s = gdn.delta_rule_step %q, %q, %v, %g, %g, %pool state_indices(%i) gates(%a, %a) : (tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xf32>, tensor<?xi32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x8xf32>, tensor<?x4x16x8xf32>)
   return %o : tensor<?x4x8xf32>
 }
 

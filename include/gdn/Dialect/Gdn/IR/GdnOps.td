@@ -205,10 +205,13 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step",
     **State pools.** With `state_indices` (i32 `[B]`), `state` is a pool
     `[S, Hv, K, V]`: entry b reads slot `state_indices[b]` and writes slot
     `write_indices[b]` (`state_indices[b]` without it), and `new_state` is
-    the pool after the writes, every read seeing the pool as passed in. An
-    index of -1, or any outside `[0, S)`, reads a zero state and writes
-    nothing. `gdn-unpack-sequences` rewrites this form into a gather, the
-    dense step and a scatter.
+    the pool after the writes. An index of -1, or any outside `[0, S)`,
+    reads a zero state and writes nothing. On the CPU
+    (`gdn-unpack-sequences`: a gather, the dense step, a scatter) every read
+    sees the pool as passed in. The CUDA decode kernel reads and writes the
+    pool in place, one block per entry and head: there a slot that one entry
+    writes and another reads gives either state, so the slots an engine
+    writes should be read by their own entries only (as they are).
 
     **Raw gates.** With `gates(%A_log, %dt_bias)`, `g` and `beta` are the raw
     a and b, as for `gdn.delta_rule`.
