@@ -36,7 +36,8 @@ ScanShape scan::shapeOf(DeltaRuleOp op, int64_t valueTile) {
 }
 
 static bool fitsWorkgroupMemory(const ScanShape &shape) {
-  return std::max(shape.chunkKernelBytes(), shape.stateKernelBytes()) <=
+  return std::max(shape.chunkKernelBytes(),
+                  shape.stateKernelBytes() + kHandOverBarrierBytes) <=
          kMaxSharedBytes;
 }
 
@@ -60,7 +61,7 @@ ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
       shape.valueDim % shape.valueTile != 0)
     return {};
   // Wide keys leave less workgroup memory for the state tile.
-  while (shape.stateKernelBytes() > kMaxSharedBytes &&
+  while (shape.stateKernelBytes() + kHandOverBarrierBytes > kMaxSharedBytes &&
          shape.valueTile % 16 == 0)
     shape.valueTile /= 2;
   if (!fitsWorkgroupMemory(shape))
@@ -95,7 +96,8 @@ LogicalResult gdn::checkScanStrategyBuildable(DeltaRuleOp op) {
       return op.emitOpError()
              << "strategy: with a value tile of " << tile
              << " the scan's kernels need "
-             << std::max(shape.chunkKernelBytes(), shape.stateKernelBytes())
+             << std::max(shape.chunkKernelBytes(),
+                         shape.stateKernelBytes() + kHandOverBarrierBytes)
              << " bytes of workgroup memory, more than the " << kMaxSharedBytes
              << " of a multiprocessor";
     if (tile == strategy.getValueTile() &&
