@@ -92,6 +92,51 @@ StateRow serving::stateRow(OpBuilder &b, RankedTensorType type,
   return r;
 }
 
+namespace {
+/// Which side of a copy between a pool and per-entry states the slot
+/// indices address.
+enum class SlotSide { Source, Destination };
+} // namespace
+
+/// `into` with rows copied from `from` ([rows, Hv, K, V] both) for entries
+/// n < `entries` whose index `indices[n]` names one of `slots`: row
+/// indices[n] to row n (SlotSide::Source) or row n to row indices[n]
+/// (SlotSide::Destination).
+static Value copyRowsBySlot(OpBuilder &b, Location loc, Value from, Value into,
+                            Value indices, Value entries, Value slots,
+                            SlotSide side) {
+  auto fromType = cast<RankedTensorType>(from.getType());
+  auto intoType = cast<RankedTensorType>(into.getType());
+  auto rowType = RankedTensorType::get(
+      {1, fromType.getDimSize(1), fromType.getDimSize(2),
+       fromType.getDimSize(3)},
+      fromType.getElementType());
+  auto loop = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), entries, indexConstant(b, loc, 1),
+      ValueRange{into},
+      [&](OpBuilder &lb, Location ll, Value n, ValueRange carried) {
+        Value slot = serving::readIndex(lb, ll, indices, n);
+        Value source = side == SlotSide::Source ? slot : n;
+        Value destination = side == SlotSide::Source ? n : slot;
+        auto copy = scf::IfOp::create(
+            lb, ll, serving::namesSlot(lb, ll, slot, slots),
+            [&](OpBuilder &ib, Location il) {
+              StateRow at = serving::stateRow(ib, fromType, source);
+              Value row = tensor::ExtractSliceOp::create(
+                  ib, il, rowType, from, at.offsets, at.sizes, at.strides);
+              StateRow to = serving::stateRow(ib, intoType, destination);
+              Value copied = tensor::InsertSliceOp::create(
+                  ib, il, row, carried[0], to.offsets, to.sizes, to.strides);
+              scf::YieldOp::create(ib, il, copied);
+            },
+            [&](OpBuilder &ib, Location il) {
+              scf::YieldOp::create(ib, il, carried[0]);
+            });
+        scf::YieldOp::create(lb, ll, copy.getResult(0));
+      });
+  return loop.getResult(0);
+}
+
 /// The states [N, Hv, K, V] (N = the entries of `readIndices`) that the
 /// sequences start from: slot `readIndices[n]` of `pool`, or zeros.
 Value serving::gatherStates(OpBuilder &b, Location loc, Value pool,
@@ -102,74 +147,22 @@ Value serving::gatherStates(OpBuilder &b, Location loc, Value pool,
   for (int64_t d = 1; d < 4; ++d)
     sizes.push_back(b.getIndexAttr(poolType.getDimSize(d)));
   Value gathered = createZeros(b, loc, sizes, poolType.getElementType());
-  Value entries = tensor::DimOp::create(b, loc, readIndices, 0);
-  Value slots = tensor::DimOp::create(b, loc, pool, 0);
-  auto loop = scf::ForOp::create(
-      b, loc, indexConstant(b, loc, 0), entries, indexConstant(b, loc, 1),
-      ValueRange{gathered},
-      [&](OpBuilder &lb, Location ll, Value n, ValueRange carried) {
-        Value slot = readIndex(lb, ll, readIndices, n);
-        auto copy = scf::IfOp::create(
-            lb, ll, namesSlot(lb, ll, slot, slots),
-            [&](OpBuilder &ib, Location il) {
-              StateRow from = stateRow(ib, poolType, slot);
-              auto rowType = RankedTensorType::get(
-                  {1, poolType.getDimSize(1), poolType.getDimSize(2),
-                   poolType.getDimSize(3)},
-                  poolType.getElementType());
-              Value row = tensor::ExtractSliceOp::create(
-                  ib, il, rowType, pool, from.offsets, from.sizes,
-                  from.strides);
-              StateRow to = stateRow(ib, poolType, n);
-              Value inserted = tensor::InsertSliceOp::create(
-                  ib, il, row, carried[0], to.offsets, to.sizes, to.strides);
-              scf::YieldOp::create(ib, il, inserted);
-            },
-            [&](OpBuilder &ib, Location il) {
-              scf::YieldOp::create(ib, il, carried[0]);
-            });
-        scf::YieldOp::create(lb, ll, copy.getResult(0));
-      });
-  return loop.getResult(0);
+  return copyRowsBySlot(b, loc, pool, gathered, readIndices,
+                        tensor::DimOp::create(b, loc, readIndices, 0),
+                        tensor::DimOp::create(b, loc, pool, 0),
+                        SlotSide::Source);
 }
 
 /// `pool` with row n of `states` [N, Hv, K, V] written to slot
 /// `writeIndices[n]`, for the indices that name a slot.
 Value serving::scatterStates(OpBuilder &b, Location loc, Value states,
                              Value pool, Value writeIndices) {
-  auto poolType = cast<RankedTensorType>(pool.getType());
-  auto statesType = cast<RankedTensorType>(states.getType());
   Value entries = arith::MinSIOp::create(
       b, loc, tensor::DimOp::create(b, loc, writeIndices, 0),
       tensor::DimOp::create(b, loc, states, 0));
-  Value slots = tensor::DimOp::create(b, loc, pool, 0);
-  auto loop = scf::ForOp::create(
-      b, loc, indexConstant(b, loc, 0), entries, indexConstant(b, loc, 1),
-      ValueRange{pool},
-      [&](OpBuilder &lb, Location ll, Value n, ValueRange carried) {
-        Value slot = readIndex(lb, ll, writeIndices, n);
-        auto write = scf::IfOp::create(
-            lb, ll, namesSlot(lb, ll, slot, slots),
-            [&](OpBuilder &ib, Location il) {
-              StateRow from = stateRow(ib, statesType, n);
-              auto rowType = RankedTensorType::get(
-                  {1, statesType.getDimSize(1), statesType.getDimSize(2),
-                   statesType.getDimSize(3)},
-                  statesType.getElementType());
-              Value row = tensor::ExtractSliceOp::create(
-                  ib, il, rowType, states, from.offsets, from.sizes,
-                  from.strides);
-              StateRow to = stateRow(ib, poolType, slot);
-              Value written = tensor::InsertSliceOp::create(
-                  ib, il, row, carried[0], to.offsets, to.sizes, to.strides);
-              scf::YieldOp::create(ib, il, written);
-            },
-            [&](OpBuilder &ib, Location il) {
-              scf::YieldOp::create(ib, il, carried[0]);
-            });
-        scf::YieldOp::create(lb, ll, write.getResult(0));
-      });
-  return loop.getResult(0);
+  return copyRowsBySlot(b, loc, states, pool, writeIndices, entries,
+                        tensor::DimOp::create(b, loc, pool, 0),
+                        SlotSide::Destination);
 }
 
 /// The type [N, Hv, K, V] of one state per pool entry.
