@@ -185,6 +185,9 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
   ConvertVectorToLLVMPassOptions vectorOptions;
   vectorOptions.vectorContractLowering =
       vector::VectorContractLowering::OuterProduct;
+  // A vector's sum as a tree of adds: in order, each of a 256-lane dot
+  // product's adds would wait for the one before.
+  vectorOptions.reassociateFPReductions = true;
   pm.addPass(createConvertVectorToLLVMPass(vectorOptions));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());

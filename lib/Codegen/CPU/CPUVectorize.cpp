@@ -16,6 +16,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNCPUVECTORIZEPASS
@@ -106,6 +108,7 @@ module attributes {transform.with_named_sequence} {
                                   !transform.any_op)
     transform.structured.vectorize %tt : !transform.any_op
 
+@INNERMOST@
     transform.apply_patterns to %root {
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.memref.fold_memref_alias_ops
@@ -117,6 +120,8 @@ module attributes {transform.with_named_sequence} {
     transform.apply_patterns to %hoisted {
       transform.apply_patterns.vector.lower_contraction
           lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_multi_reduction
+          lowering_strategy = "innerreduction"
       transform.apply_patterns.vector.lower_outerproduct
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.transfer_to_scf
@@ -136,6 +141,38 @@ void replaceAll(std::string &text, StringRef from, StringRef to) {
   for (size_t pos = text.find(from); pos != std::string::npos;
        pos = text.find(from, pos + to.size()))
     text.replace(pos, from.size(), to.str());
+}
+
+/// The lowest and highest loop counts of the `innermostN` schedules.
+constexpr int64_t kInnermostMinLoops = 3;
+constexpr int64_t kInnermostMaxLoops = 6;
+
+/// The `innermostN` schedules, one per loop count N: the leading N - 2
+/// loops one iteration per scf.forall task, the next loop an scf.for, and
+/// the innermost loop (static) vectorized whole.
+std::string innermostSchedules() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (int64_t loops = kInnermostMinLoops; loops <= kInnermostMaxLoops;
+       ++loops) {
+    SmallVector<StringRef> ones(loops - 2, "1"), zeros(loops - 2, "0");
+    zeros.push_back("1");
+    os << llvm::formatv(R"mlir(
+    %in{0} = transform.structured.match
+        attributes {{gdn.cpu_schedule = "innermost{0}"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %in{0}t, %in{0}f = transform.structured.tile_using_forall %in{0}
+        tile_sizes [{1}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %in{0}s, %in{0}l = transform.structured.tile_using_for %in{0}t
+        tile_sizes [{2}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %in{0}s : !transform.any_op
+)mlir",
+                        loops, llvm::join(ones, ", "),
+                        llvm::join(zeros, ", "));
+  }
+  return text;
 }
 
 bool hasStaticDomain(linalg::LinalgOp op) {
@@ -159,8 +196,50 @@ bool readsTransposed(linalg::LinalgOp op) {
 constexpr int64_t kWidestRow = 4096;
 constexpr int64_t kRowPiece = 512;
 
+/// Whether `op` is a generic of kInnermostMinLoops to kInnermostMaxLoops
+/// loops that vectorizes along its innermost loop: that loop static (a
+/// multiple of 16, up to kWidestRow), contiguous in every operand that it
+/// indexes, and the one reduction either that loop (dot products, as the
+/// attention scores over a latent are) or the one before it (running sums
+/// of vectors, as the attended latents over the keys are). The other loops
+/// may be dynamic (the keys of a cache).
+bool vectorizesInnermost(linalg::LinalgOp op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  int64_t loops = op.getNumLoops();
+  if (!generic || !op.hasPureBufferSemantics() ||
+      loops < kInnermostMinLoops || loops > kInnermostMaxLoops ||
+      op.getNumReductionLoops() != 1)
+    return false;
+  int64_t width = op.getStaticLoopRanges().back();
+  if (ShapedType::isDynamic(width) || width % 16 != 0 || width > kWidestRow)
+    return false;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (iterators[loops - 1] != utils::IteratorType::reduction &&
+      iterators[loops - 2] != utils::IteratorType::reduction)
+    return false;
+  return llvm::all_of(op->getOpOperands(), [&](OpOperand &operand) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (!map.isProjectedPermutation())
+      return false;
+    if (!map.isFunctionOfDim(loops - 1))
+      return true;
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    return type && map.getNumResults() > 0 &&
+           map.getResults().back() == getAffineDimExpr(loops - 1,
+                                                       op->getContext()) &&
+           type.isLastDimUnitStride();
+  });
+}
+
 /// The schedule for `op`, or an empty string to leave it to loops.
 StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
+  if (vectorizesInnermost(op)) {
+    static const std::array<StringRef, 4> names = {
+        "innermost3", "innermost4", "innermost5", "innermost6"};
+    static_assert(names.size() == kInnermostMaxLoops - kInnermostMinLoops + 1,
+                  "a name per loop count");
+    return names[op.getNumLoops() - kInnermostMinLoops];
+  }
   if (!op.hasPureBufferSemantics() || !hasStaticDomain(op))
     return "";
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -217,6 +296,7 @@ struct GdnCPUVectorizePass
     std::string text = kSchedule.str();
     replaceAll(text, "@TILE_M@", std::to_string(matmulTileM));
     replaceAll(text, "@TILE_N@", std::to_string(matmulTileN));
+    replaceAll(text, "@INNERMOST@", innermostSchedules());
     auto parsed = std::make_shared<OwningOpRef<ModuleOp>>(
         parseSourceString<ModuleOp>(text, context));
     if (!*parsed)

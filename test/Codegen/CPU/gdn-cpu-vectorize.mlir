@@ -262,3 +262,60 @@ func.func @annotate(%a: memref<16x32xf32>, %b: memref<32x32xf32>, %c: memref<16x
   linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x32xf32>) outs(%c : memref<16x32xf32>)
   return
 }
+
+// -----
+
+// Attention over a cache of dynamic length (the absorbed MLA decode): the
+// scores are dot products along a static latent of 256 (the reduction
+// innermost), the attended latents running sums of latent rows over the
+// keys (the reduction just outside the latent). Each takes the innermost
+// loop in vector lanes, a task per (batch, head, token) and a loop over the
+// keys; the running sum stays in registers across the keys. A weight read
+// along a strided dimension keeps its loops.
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=INNER
+// INNER-LABEL: func.func @attention_over_keys
+// INNER: linalg.generic {{.*}}gdn.cpu_schedule = "innermost5"
+// INNER: linalg.generic {{.*}}gdn.cpu_schedule = "innermost5"
+// INNER: linalg.generic
+// INNER-NOT: gdn.cpu_schedule
+// INNER-SAME: iterator_types
+// SMALL-LABEL: func.func @attention_over_keys
+// CHECK-LABEL: func.func @attention_over_keys
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x?x12x256xf32>, %[[LAT:[a-z0-9]+]]: memref<?x?x256xf32>, %[[S:[a-z0-9]+]]: memref<?x12x?x?xf32>, %[[P:[a-z0-9]+]]: memref<?x12x?x?xf32>, %[[A:[a-z0-9]+]]: memref<?x?x12x256xf32>
+// CHECK: scf.forall (%[[B:.+]], %[[N:.+]], %[[T:.+]]) in (%{{.+}}, 12, %{{.+}}) {
+// CHECK: %[[QROW:.+]] = vector.load %[[Q]][%[[B]], %[[T]], %[[N]], %{{.+}}] : memref<?x?x12x256xf32>, vector<256xf32>
+// CHECK: scf.for %[[KEY:.+]] = {{.+}} {
+// CHECK: %[[KROW:.+]] = vector.load %[[LAT]][%[[B]], %[[KEY]], %{{.+}}] : memref<?x?x256xf32>, vector<256xf32>
+// CHECK: %[[PROD:.+]] = arith.mulf %[[QROW]], %[[KROW]] : vector<256xf32>
+// CHECK: vector.reduction <add>, %[[PROD]], %{{.+}} : vector<256xf32> into f32
+// CHECK: scf.forall (%[[B2:.+]], %[[T2:.+]], %[[N2:.+]]) in (%{{.+}}, %{{.+}}, 12) {
+// CHECK: %[[INIT:.+]] = vector.load %[[A]][%[[B2]], %[[T2]], %[[N2]], %{{.+}}] : memref<?x?x12x256xf32>, vector<256xf32>
+// CHECK: %[[SUM:.+]] = scf.for {{.+}} iter_args(%[[SOFAR:.+]] = %[[INIT]]) -> (vector<256xf32>) {
+// CHECK: vector.load %[[LAT]]{{.+}} : memref<?x?x256xf32>, vector<256xf32>
+// CHECK: arith.addf %[[SOFAR]], %{{.+}} : vector<256xf32>
+// CHECK: vector.store %[[SUM]], %[[A]][%[[B2]], %[[T2]], %[[N2]], %{{.+}}] : memref<?x?x12x256xf32>, vector<256xf32>
+// CHECK: linalg.generic
+func.func @attention_over_keys(%q: memref<?x?x12x256xf32>, %lat: memref<?x?x256xf32>,
+                               %s: memref<?x12x?x?xf32>, %p: memref<?x12x?x?xf32>,
+                               %a: memref<?x?x12x256xf32>, %w: memref<12x64x256xf32>,
+                               %x: memref<?x?x12x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, n, t, s, r) -> (b, t, n, r)>, affine_map<(b, n, t, s, r) -> (b, s, r)>, affine_map<(b, n, t, s, r) -> (b, n, t, s)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %lat : memref<?x?x12x256xf32>, memref<?x?x256xf32>) outs(%s : memref<?x12x?x?xf32>) {
+  ^bb0(%in: f32, %k: f32, %out: f32):
+    %m = arith.mulf %in, %k : f32
+    %d = arith.addf %out, %m : f32
+    linalg.yield %d : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(b, t, n, s, r) -> (b, n, t, s)>, affine_map<(b, t, n, s, r) -> (b, s, r)>, affine_map<(b, t, n, s, r) -> (b, t, n, r)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%p, %lat : memref<?x12x?x?xf32>, memref<?x?x256xf32>) outs(%a : memref<?x?x12x256xf32>) {
+  ^bb0(%in: f32, %k: f32, %out: f32):
+    %m = arith.mulf %in, %k : f32
+    %d = arith.addf %out, %m : f32
+    linalg.yield %d : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(b, t, n, r, d) -> (b, t, n, d)>, affine_map<(b, t, n, r, d) -> (n, d, r)>, affine_map<(b, t, n, r, d) -> (b, t, n, r)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%x, %w : memref<?x?x12x64xf32>, memref<12x64x256xf32>) outs(%a : memref<?x?x12x256xf32>) {
+  ^bb0(%in: f32, %k: f32, %out: f32):
+    %m = arith.mulf %in, %k : f32
+    %d = arith.addf %out, %m : f32
+    linalg.yield %d : f32
+  }
+  return
+}

@@ -56,7 +56,8 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
   let summary = "Tile and vectorize bufferized linalg ops for AVX-512 CPUs";
   let description = [{
     Picks a schedule for every linalg op on memrefs whose iteration domain is
-    static and divides the register tiles, records it on the op as the
+    static and divides the register tiles (or, for `innermostN`, whose
+    innermost loop is), records it on the op as the
     `gdn.cpu_schedule` attribute, and applies a transform-dialect schedule
     that implements them:
 
@@ -74,7 +75,15 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
     - `whole`: one-dimensional element-wise ops, vectorized whole;
     - `transpose`: `linalg.transpose`, and element-wise generics that read an
       operand transposed (a bf16 weight widened while it is transposed), in
-      16 x 16 vectorized blocks.
+      16 x 16 vectorized blocks;
+    - `innermostN`: generics of N = 3 to 6 loops, dynamic ones allowed (the
+      keys of a cache), whose innermost loop is static (a multiple of 16, up
+      to 4096), contiguous in every operand it indexes, and either their one
+      reduction (dot products: attention scores over a latent) or just
+      inside it (running sums of rows: the attended latents over the keys):
+      one `scf.forall` task per iteration of the leading N - 2 loops, an
+      `scf.for` over the next, the innermost loop one vector (a running sum
+      stays in registers across the `scf.for`).
 
     `math.exp` is then replaced by its polynomial approximation so that it
     vectorizes. Ops without a schedule are left for convert-linalg-to-loops.
