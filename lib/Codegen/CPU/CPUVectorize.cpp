@@ -147,9 +147,10 @@ void replaceAll(std::string &text, StringRef from, StringRef to) {
 constexpr int64_t kInnermostMinLoops = 3;
 constexpr int64_t kInnermostMaxLoops = 6;
 
-/// The `innermostN` schedules, one per loop count N: the leading N - 2
-/// loops one iteration per scf.forall task, the next loop an scf.for, and
-/// the innermost loop (static) vectorized whole.
+/// The `innermostN` and `innermost-loopsN` schedules, one of each per loop
+/// count N: the innermost loop (static) vectorized whole, the loop outside
+/// it an scf.for, and the leading N - 2 loops one iteration per scf.forall
+/// task (`innermostN`) or scf.for loops too (`innermost-loopsN`).
 std::string innermostSchedules() {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -157,6 +158,7 @@ std::string innermostSchedules() {
        ++loops) {
     SmallVector<StringRef> ones(loops - 2, "1"), zeros(loops - 2, "0");
     zeros.push_back("1");
+    SmallVector<StringRef> allOnes(loops - 1, "1");
     os << llvm::formatv(R"mlir(
     %in{0} = transform.structured.match
         attributes {{gdn.cpu_schedule = "innermost{0}"} in %root
@@ -168,9 +170,19 @@ std::string innermostSchedules() {
         tile_sizes [{2}]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.structured.vectorize %in{0}s : !transform.any_op
+    %il{0} = transform.structured.match
+        attributes {{gdn.cpu_schedule = "innermost-loops{0}"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %il{0}s, %il{0}l:{4} = transform.structured.tile_using_for %il{0}
+        tile_sizes [{3}]
+        : (!transform.any_op) -> ({5})
+    transform.structured.vectorize %il{0}s : !transform.any_op
 )mlir",
-                        loops, llvm::join(ones, ", "),
-                        llvm::join(zeros, ", "));
+                        loops, llvm::join(ones, ", "), llvm::join(zeros, ", "),
+                        llvm::join(allOnes, ", "), loops - 1,
+                        llvm::join(SmallVector<StringRef>(
+                                       loops, "!transform.any_op"),
+                                   ", "));
   }
   return text;
 }
@@ -231,14 +243,35 @@ bool vectorizesInnermost(linalg::LinalgOp op) {
   });
 }
 
+/// Whether an `innermostN` op is worth a task per leading iteration: a
+/// static leading loop of more than one iteration gives tasks whatever the
+/// dynamic sizes are (the heads of an attention), and the loop that each
+/// task runs is dynamic (the keys of a cache), so that a task is not a
+/// single short vector; a decode step's norms (one token, a reduction over
+/// a static width) would be parallel regions of one tiny task each.
+bool hasInnermostTasks(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t loops = ranges.size();
+  bool staticTasks = llvm::any_of(
+      ArrayRef<int64_t>(ranges).take_front(loops - 2),
+      [](int64_t range) { return !ShapedType::isDynamic(range) && range > 1; });
+  return staticTasks && ShapedType::isDynamic(ranges[loops - 2]);
+}
+
 /// The schedule for `op`, or an empty string to leave it to loops.
 StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
   if (vectorizesInnermost(op)) {
-    static const std::array<StringRef, 4> names = {
+    static const std::array<StringRef, 4> parallel = {
         "innermost3", "innermost4", "innermost5", "innermost6"};
-    static_assert(names.size() == kInnermostMaxLoops - kInnermostMinLoops + 1,
+    static const std::array<StringRef, 4> serial = {
+        "innermost-loops3", "innermost-loops4", "innermost-loops5",
+        "innermost-loops6"};
+    static_assert(parallel.size() ==
+                          kInnermostMaxLoops - kInnermostMinLoops + 1 &&
+                      serial.size() == parallel.size(),
                   "a name per loop count");
-    return names[op.getNumLoops() - kInnermostMinLoops];
+    size_t index = op.getNumLoops() - kInnermostMinLoops;
+    return hasInnermostTasks(op) ? parallel[index] : serial[index];
   }
   if (!op.hasPureBufferSemantics() || !hasStaticDomain(op))
     return "";

@@ -319,3 +319,29 @@ func.func @attention_over_keys(%q: memref<?x?x12x256xf32>, %lat: memref<?x?x256x
   }
   return
 }
+
+// -----
+
+// A sum of squares over a static width per token: no static loop to give
+// tasks, so the leading loops stay scf.for (a decode step's norm would be
+// a parallel region of one tiny task), the width one vector.
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=INNER
+// INNER-LABEL: func.func @norm_per_token
+// INNER: linalg.generic {{.*}}gdn.cpu_schedule = "innermost-loops3"
+// SMALL-LABEL: func.func @norm_per_token
+// CHECK-LABEL: func.func @norm_per_token
+// CHECK-NOT: scf.forall
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: vector.load {{.+}} : memref<?x?x256xf32>, vector<256xf32>
+// CHECK: vector.reduction <add>, {{.+}} : vector<256xf32> into f32
+// CHECK-NOT: linalg.generic
+func.func @norm_per_token(%x: memref<?x?x256xf32>, %s: memref<?x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, t, d) -> (b, t, d)>, affine_map<(b, t, d) -> (b, t)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : memref<?x?x256xf32>) outs(%s : memref<?x?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.mulf %in, %in : f32
+    %d = arith.addf %out, %m : f32
+    linalg.yield %d : f32
+  }
+  return
+}

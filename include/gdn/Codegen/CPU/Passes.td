@@ -83,7 +83,10 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
       inside it (running sums of rows: the attended latents over the keys):
       one `scf.forall` task per iteration of the leading N - 2 loops, an
       `scf.for` over the next, the innermost loop one vector (a running sum
-      stays in registers across the `scf.for`).
+      stays in registers across the `scf.for`). Tasks only where a static
+      leading loop gives more than one (heads) and the loop each task runs
+      is dynamic (keys); otherwise `innermost-loopsN`, every outer loop an
+      `scf.for` (a decode step's per-token norms).
 
     `math.exp` is then replaced by its polynomial approximation so that it
     vectorizes. Ops without a schedule are left for convert-linalg-to-loops.
