@@ -266,31 +266,45 @@ def check_pool(name, pool, state_dims):
 # Calls
 # ----------------------------------------------------------------------------
 
+def _check_operands(q, k, v, g, beta, per_token):
+    """q, k, v, g and beta as arrays, checked against each other: [B, T,
+    ...] (per_token) or [B, ...] (a decode step). Returns them and (B, T,
+    H, Hv, K, V), T None for a step."""
+    lead, rank = ("B, T", 4) if per_token else ("B", 3)
+    q = _check_array("q", q, rank, f"[{lead}, H, K]")
+    k = _check_array("k", k, rank, f"[{lead}, H, K]")
+    v = _check_array("v", v, rank, f"[{lead}, Hv, V]")
+    g = _check_array("g", g, rank - 1, f"[{lead}, Hv]")
+    beta = _check_array("beta", beta, rank - 1, f"[{lead}, Hv]")
+    leading = tuple(q.shape[:rank - 2])
+    heads, key_dim = q.shape[rank - 2:]
+    if tuple(k.shape) != tuple(q.shape):
+        raise ValueError(f"k must have shape {tuple(q.shape)} like q, got "
+                         f"{tuple(k.shape)}")
+    if tuple(v.shape[:rank - 2]) != leading:
+        shown = ", ".join(map(str, leading))
+        raise ValueError(f"v must have shape ({shown}, Hv, V) ({lead} from "
+                         f"q), got {tuple(v.shape)}")
+    value_heads, value_dim = v.shape[rank - 2:]
+    for name, x in (("g", g), ("beta", beta)):
+        if tuple(x.shape) != leading + (value_heads,):
+            raise ValueError(f"{name} must have shape "
+                             f"{leading + (value_heads,)} ({lead} from q, "
+                             f"Hv from v), got {tuple(x.shape)}")
+    _check_dims(heads, value_heads, key_dim, value_dim)
+    tokens = leading[1] if per_token else None
+    return (q, k, v, g, beta), (leading[0], tokens, heads, value_heads,
+                                key_dim, value_dim)
+
+
 def serving_prefill(q, k, v, g, beta, initial_state, scale, chunk_size,
                     compile_options, check_numerics, cu_seqlens,
                     state_indices, write_indices, a_log, dt_bias,
                     checkpoint_every=None):
     """gdn.delta_rule with cu_seqlens, state_indices or raw gates (its
     docstring is the contract)."""
-    q = _check_array("q", q, 4, "[B, T, H, K]")
-    k = _check_array("k", k, 4, "[B, T, H, K]")
-    v = _check_array("v", v, 4, "[B, T, Hv, V]")
-    g = _check_array("g", g, 3, "[B, T, Hv]")
-    beta = _check_array("beta", beta, 3, "[B, T, Hv]")
-    batch, tokens, heads, key_dim = q.shape
-    if tuple(k.shape) != tuple(q.shape):
-        raise ValueError(f"k must have shape {tuple(q.shape)} like q, got "
-                         f"{tuple(k.shape)}")
-    if tuple(v.shape[:2]) != (batch, tokens):
-        raise ValueError(f"v must have shape ({batch}, {tokens}, Hv, V) "
-                         f"(B, T from q), got {tuple(v.shape)}")
-    value_heads, value_dim = v.shape[2], v.shape[3]
-    for name, x in (("g", g), ("beta", beta)):
-        if tuple(x.shape) != (batch, tokens, value_heads):
-            raise ValueError(f"{name} must have shape "
-                             f"{(batch, tokens, value_heads)} (B, T from q, "
-                             f"Hv from v), got {tuple(x.shape)}")
-    _check_dims(heads, value_heads, key_dim, value_dim)
+    (q, k, v, g, beta), dims = _check_operands(q, k, v, g, beta, True)
+    batch, tokens, heads, value_heads, key_dim, value_dim = dims
     gates = _check_gates(a_log, dt_bias, value_heads)
     state_dims = (value_heads, key_dim, value_dim)
     packed = cu_seqlens is not None
@@ -383,24 +397,8 @@ def serving_step(q, k, v, g, beta, state, scale, compile_options,
                  dt_bias):
     """gdn.delta_rule_step with state_indices or raw gates (its docstring is
     the contract)."""
-    q = _check_array("q", q, 3, "[B, H, K]")
-    k = _check_array("k", k, 3, "[B, H, K]")
-    v = _check_array("v", v, 3, "[B, Hv, V]")
-    g = _check_array("g", g, 2, "[B, Hv]")
-    beta = _check_array("beta", beta, 2, "[B, Hv]")
-    batch, heads, key_dim = q.shape
-    if tuple(k.shape) != tuple(q.shape):
-        raise ValueError(f"k must have shape {tuple(q.shape)} like q, got "
-                         f"{tuple(k.shape)}")
-    if v.shape[0] != batch:
-        raise ValueError(f"v must have shape ({batch}, Hv, V) (B from q), "
-                         f"got {tuple(v.shape)}")
-    value_heads, value_dim = v.shape[1], v.shape[2]
-    for name, x in (("g", g), ("beta", beta)):
-        if tuple(x.shape) != (batch, value_heads):
-            raise ValueError(f"{name} must have shape {(batch, value_heads)} "
-                             f"(B from q, Hv from v), got {tuple(x.shape)}")
-    _check_dims(heads, value_heads, key_dim, value_dim)
+    (q, k, v, g, beta), dims = _check_operands(q, k, v, g, beta, False)
+    batch, _, heads, value_heads, key_dim, value_dim = dims
     gates = _check_gates(a_log, dt_bias, value_heads)
     state_dims = (value_heads, key_dim, value_dim)
     pooled = state_indices is not None
@@ -456,29 +454,12 @@ def delta_rule_verify(q, k, v, g, beta, state, scale=1.0, *,
     where it keeps it. Returns (o [B, T, Hv, V] of v's dtype, states
     [B, T, Hv, K, V] float32).
     """
-    q = _check_array("q", q, 4, "[B, T, H, K]")
-    k = _check_array("k", k, 4, "[B, T, H, K]")
-    v = _check_array("v", v, 4, "[B, T, Hv, V]")
-    g = _check_array("g", g, 3, "[B, T, Hv]")
-    beta = _check_array("beta", beta, 3, "[B, T, Hv]")
-    batch, tokens, heads, key_dim = q.shape
-    if tuple(k.shape) != tuple(q.shape):
-        raise ValueError(f"k must have shape {tuple(q.shape)} like q, got "
-                         f"{tuple(k.shape)}")
-    if tuple(v.shape[:2]) != (batch, tokens):
-        raise ValueError(f"v must have shape ({batch}, {tokens}, Hv, V) "
-                         f"(B, T from q), got {tuple(v.shape)}")
+    (q, k, v, g, beta), dims = _check_operands(q, k, v, g, beta, True)
+    batch, tokens, heads, value_heads, key_dim, value_dim = dims
     if tokens > MAX_DRAFT_TOKENS:
         raise ValueError(f"delta_rule_verify takes at most "
                          f"{MAX_DRAFT_TOKENS} draft tokens, got T = "
                          f"{tokens}")
-    value_heads, value_dim = v.shape[2], v.shape[3]
-    for name, x in (("g", g), ("beta", beta)):
-        if tuple(x.shape) != (batch, tokens, value_heads):
-            raise ValueError(f"{name} must have shape "
-                             f"{(batch, tokens, value_heads)} (B, T from q, "
-                             f"Hv from v), got {tuple(x.shape)}")
-    _check_dims(heads, value_heads, key_dim, value_dim)
     gates = _check_gates(a_log, dt_bias, value_heads)
     state_dims = (value_heads, key_dim, value_dim)
     state = _check_array("state", state, 4, "[B, Hv, K, V] or a pool")
