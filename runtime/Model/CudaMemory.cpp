@@ -63,6 +63,8 @@ const Device &device() {
 }
 } // namespace
 
+void gdn::model::prepareStepAllocations() {}
+
 std::string gdn::model::memoryUnavailable() {
   const Device &d = device();
   if (d.status == CUDA_SUCCESS)

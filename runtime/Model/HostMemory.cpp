@@ -5,8 +5,32 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 std::string gdn::model::memoryUnavailable() { return {}; }
+
+void gdn::model::prepareStepAllocations() {
+#if defined(__GLIBC__)
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char *defaults = std::getenv("GDN_MALLOC_DEFAULTS");
+    if (defaults && std::strcmp(defaults, "0") != 0)
+      return;
+    // A step frees its temporaries (megabytes each in a prefill) and the
+    // next allocates them again. By default glibc maps blocks over its
+    // adaptive threshold afresh and returns freed memory at the top of the
+    // heap, so that every step faults the pages in again: measured on a
+    // 2-core VM, 4x of a 2000-token prefill. 32 MiB is the largest mapping
+    // threshold glibc accepts; the trim threshold keeps up to 1 GiB.
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  });
+#endif
+}
 
 void *gdn::model::allocateBytes(size_t bytes) {
   return std::malloc(bytes ? bytes : 1);

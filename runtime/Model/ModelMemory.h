@@ -21,6 +21,13 @@
 namespace gdn::model {
 /// Why buffers cannot be had at all (no CUDA device, no driver), or empty.
 std::string memoryUnavailable();
+/// Prepares the process's allocator for the step's temporaries, once per
+/// process: on a CPU, glibc keeps freed blocks of up to 32 MiB for reuse
+/// instead of returning them to the system, which would fault each page of
+/// the next step's temporaries in again (GDN_MALLOC_DEFAULTS=1 leaves
+/// glibc's settings alone). Nothing on a GPU, whose temporaries are device
+/// memory.
+void prepareStepAllocations();
 /// `bytes` (at least one) of memory the step can use, or nullptr; then
 /// memoryError() says why.
 void *allocateBytes(size_t bytes);

@@ -426,6 +426,7 @@ extern "C" gdn_model *gdn_model_load(const char *weightsPath) {
     fail(unavailable);
     return nullptr;
   }
+  gdn::model::prepareStepAllocations();
   const char *path = weightsPath ? weightsPath : _gdn_model_default_weights;
   llvm::Expected<WeightFiles> file = WeightFiles::open(path);
   if (!file) {
