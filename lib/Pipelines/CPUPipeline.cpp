@@ -37,6 +37,7 @@ tileOptionsOf(const CPUPipelineOptions &options) {
   tileOptions.rowBlock = options.projectionRowBlock;
   tileOptions.rowTile = options.projectionRowTile;
   tileOptions.columnTile = options.matmulTileN;
+  tileOptions.rowDotParallelMin = options.projectionRowDotParallelMin;
   return tileOptions;
 }
 

@@ -92,6 +92,13 @@ struct CPUPipelineOptions : public ListablePipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("Rows per static matmul tile of the projections "
                      "(gdn-cpu-tile-projections row-tile)"),
       llvm::cl::init(GdnCPUTileProjectionsPassOptions().rowTile)};
+  Option<int64_t> projectionRowDotParallelMin{
+      *this, "projection-row-dot-parallel-min",
+      llvm::cl::desc("Weights of at least this many elements spread a "
+                     "decode step's row dots over the threads; smaller ones "
+                     "run them on one (gdn-cpu-tile-projections "
+                     "row-dot-parallel-min)"),
+      llvm::cl::init(GdnCPUTileProjectionsPassOptions().rowDotParallelMin)};
   Option<int64_t> matmulTileM{
       *this, "matmul-tile-m",
       llvm::cl::desc("Rows of the register tile of the chunk matmuls"),

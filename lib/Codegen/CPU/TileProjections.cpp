@@ -51,10 +51,11 @@ bool isProjection(linalg::ContractOp op) {
 class ProjectionTiler {
 public:
   ProjectionTiler(RewriterBase &b, linalg::ContractOp op, int64_t rowBlock,
-                  int64_t rowTile, int64_t columnTile)
+                  int64_t rowTile, int64_t columnTile, int64_t parallelMin)
       : b(b), loc(op.getLoc()), x(op.getInputs()[0]), weight(op.getInputs()[1]),
         init(op.getOutputs()[0]), rowBlock(rowBlock), rowTile(rowTile),
-        columnTile(columnTile), f32(b.getF32Type()) {
+        columnTile(columnTile), parallelMin(parallelMin),
+        f32(b.getF32Type()) {
     auto weightType = cast<RankedTensorType>(weight.getType());
     outputs = weightType.getDimSize(0);
     inputs = weightType.getDimSize(1);
@@ -229,41 +230,63 @@ private:
       return contraction(b, rows, acc, 0, outputs);
     int64_t blocks = outputs / block;
     int64_t covered = blocks * block;
-    auto forall = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(blocks)}, ValueRange{acc},
-        std::nullopt, [&](OpBuilder &fb, Location, ValueRange args) {
-          Value firstRow =
-              arith::MulIOp::create(fb, loc, args[0], index(fb, block));
-          Value weightBlock = weightRows(fb, firstRow, block);
-          Value columns =
-              columnsOf(fb, args[1], batch, tokens, firstRow, block);
-          auto overSequences = scf::ForOp::create(
-              fb, loc, index(fb, 0), batch, index(fb, 1), ValueRange{columns},
-              [&](OpBuilder &sb, Location, Value sequence, ValueRange outer) {
-                auto overTokens = scf::ForOp::create(
-                    sb, loc, index(sb, 0), tokens, index(sb, 1), outer,
-                    [&](OpBuilder &lb, Location, Value token,
-                        ValueRange inner) {
-                      scf::YieldOp::create(lb, loc,
-                                           tokenDots(lb, inner[0], sequence,
-                                                     token, weightBlock, block,
-                                                     lanes, rows));
-                    });
-                scf::YieldOp::create(sb, loc, overTokens.getResults());
-              });
-          auto terminator = scf::InParallelOp::create(fb, loc);
-          OpBuilder ib = OpBuilder::atBlockBegin(terminator.getBody());
-          tensor::ParallelInsertSliceOp::create(
-              ib, loc, overSequences.getResult(0), args[1],
-              columnOffsets(ib, firstRow),
-              columnSizes(ib, batch, tokens, block), unitStrides(ib));
-        });
-    forall->setAttr(
+    // The dots of every token with one block of weight rows (starting at
+    // `firstRow`), into that block's columns of `result`.
+    auto blockDots = [&](OpBuilder &fb, Value firstRow, Value result) {
+      Value weightBlock = weightRows(fb, firstRow, block);
+      Value columns = columnsOf(fb, result, batch, tokens, firstRow, block);
+      auto overSequences = scf::ForOp::create(
+          fb, loc, index(fb, 0), batch, index(fb, 1), ValueRange{columns},
+          [&](OpBuilder &sb, Location, Value sequence, ValueRange outer) {
+            auto overTokens = scf::ForOp::create(
+                sb, loc, index(sb, 0), tokens, index(sb, 1), outer,
+                [&](OpBuilder &lb, Location, Value token, ValueRange inner) {
+                  scf::YieldOp::create(lb, loc,
+                                       tokenDots(lb, inner[0], sequence, token,
+                                                 weightBlock, block, lanes,
+                                                 rows));
+                });
+            scf::YieldOp::create(sb, loc, overTokens.getResults());
+          });
+      return overSequences.getResult(0);
+    };
+    Operation *blockLoop;
+    if (outputs * inputs >= parallelMin) {
+      blockLoop = scf::ForallOp::create(
+          b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(blocks)},
+          ValueRange{acc}, std::nullopt,
+          [&](OpBuilder &fb, Location, ValueRange args) {
+            Value firstRow =
+                arith::MulIOp::create(fb, loc, args[0], index(fb, block));
+            Value dots = blockDots(fb, firstRow, args[1]);
+            auto terminator = scf::InParallelOp::create(fb, loc);
+            OpBuilder ib = OpBuilder::atBlockBegin(terminator.getBody());
+            tensor::ParallelInsertSliceOp::create(
+                ib, loc, dots, args[1], columnOffsets(ib, firstRow),
+                columnSizes(ib, batch, tokens, block), unitStrides(ib));
+          });
+    } else {
+      blockLoop = scf::ForOp::create(
+          b, loc, index(b, 0), index(b, covered), index(b, block),
+          ValueRange{acc},
+          [&](OpBuilder &fb, Location, Value firstRow, ValueRange result) {
+            Value dots = blockDots(fb, firstRow, result[0]);
+            scf::YieldOp::create(
+                fb, loc,
+                tensor::InsertSliceOp::create(
+                    fb, loc, dots, result[0], columnOffsets(fb, firstRow),
+                    columnSizes(fb, batch, tokens, block), unitStrides(fb))
+                    .getResult());
+          });
+    }
+    blockLoop->setAttr(
         kTilingAttr,
         b.getDictionaryAttr(
             {b.getNamedAttr("row_dot_block", b.getI64IntegerAttr(block)),
-             b.getNamedAttr("row_dot_lanes", b.getI64IntegerAttr(lanes))}));
-    Value result = forall.getResult(0);
+             b.getNamedAttr("row_dot_lanes", b.getI64IntegerAttr(lanes)),
+             b.getNamedAttr("row_dot_parallel",
+                            b.getBoolAttr(isa<scf::ForallOp>(blockLoop)))}));
+    Value result = blockLoop->getResult(0);
     if (covered == outputs)
       return result;
     // The weight rows past the last whole block.
@@ -423,7 +446,8 @@ private:
   RewriterBase &b;
   Location loc;
   Value x, weight, init;
-  int64_t rowBlock, rowTile, columnTile, outputs = 0, inputs = 0;
+  int64_t rowBlock, rowTile, columnTile, parallelMin, outputs = 0,
+      inputs = 0;
   Type f32;
 };
 
@@ -434,7 +458,8 @@ struct GdnCPUTileProjectionsPass
   void runOnOperation() override {
     // The pass options, in Passes.td order.
     if (llvm::Error error =
-            checkCPUTileProjectionsOptions({rowBlock, rowTile, columnTile})) {
+            checkCPUTileProjectionsOptions(
+                {rowBlock, rowTile, columnTile, rowDotParallelMin})) {
       getOperation().emitError()
           << "gdn-cpu-tile-projections: " << llvm::toString(std::move(error));
       return signalPassFailure();
@@ -449,8 +474,9 @@ struct GdnCPUTileProjectionsPass
     IRRewriter rewriter(&getContext());
     for (linalg::ContractOp op : projections) {
       rewriter.setInsertionPoint(op);
-      Value tiled =
-          ProjectionTiler(rewriter, op, rowBlock, rowTile, columnTile).tile();
+      Value tiled = ProjectionTiler(rewriter, op, rowBlock, rowTile,
+                                    columnTile, rowDotParallelMin)
+                        .tile();
       rewriter.replaceOp(op, tiled);
     }
   }
@@ -459,6 +485,10 @@ struct GdnCPUTileProjectionsPass
 
 llvm::Error mlir::gdn::checkCPUTileProjectionsOptions(
     const GdnCPUTileProjectionsPassOptions &options) {
+  if (options.rowDotParallelMin < 0)
+    return llvm::createStringError(
+        "row-dot-parallel-min must not be negative, but got " +
+        llvm::Twine(options.rowDotParallelMin));
   if (options.columnTile < 1)
     return llvm::createStringError("column-tile must be positive, but got " +
                                    llvm::Twine(options.columnTile));

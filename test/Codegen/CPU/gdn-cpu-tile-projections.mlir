@@ -1,4 +1,6 @@
-// RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections='column-tile=16' | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections='column-tile=16 row-dot-parallel-min=0' | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections='column-tile=16' | FileCheck %s --check-prefix=SERIAL
+// RUN: not gdn-opt %s -split-input-file -gdn-cpu-tile-projections='row-dot-parallel-min=-1' 2>&1 | FileCheck %s --check-prefix=BADMIN
 // RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections='row-block=32 row-tile=4 column-tile=16' | FileCheck %s --check-prefix=SMALL
 // RUN: gdn-opt %s -split-input-file -gdn-cpu-tile-projections | FileCheck %s --check-prefix=SPLIT
 // RUN: not gdn-opt %s -split-input-file -gdn-cpu-tile-projections='column-tile=0' 2>&1 | FileCheck %s --check-prefix=BADCOLUMNS
@@ -41,8 +43,19 @@
 // CHECK-COUNT-8: vector.fma
 // CHECK-COUNT-8: vector.reduction <add>
 // CHECK: vector.from_elements {{.*}} : vector<8xf32>
-// CHECK: } {gdn.projection_tiling = {row_dot_block = 16 : i64, row_dot_lanes = 32 : i64}}
+// CHECK: } {gdn.projection_tiling = {row_dot_block = 16 : i64, row_dot_lanes = 32 : i64, row_dot_parallel = true}}
 // CHECK-NOT: linalg.contract
+// A weight under row-dot-parallel-min elements (48 x 32 against the
+// default 262144) takes its row dots in an scf.for over the blocks: a
+// parallel region would cost more than its few dot products.
+// SERIAL-LABEL: func.func @projection
+// SERIAL: {gdn.projection_tiling = {row_block = 64 : i64, row_tile = 8 : i64}}
+// SERIAL-NOT: scf.forall
+// SERIAL: %[[C48:.+]] = arith.constant 48 : index
+// SERIAL: scf.for %{{.*}} = %{{.*}} to %[[C48]] step %{{.*}} iter_args
+// SERIAL: vector.from_elements {{.*}} : vector<8xf32>
+// SERIAL: } {gdn.projection_tiling = {row_dot_block = 16 : i64, row_dot_lanes = 32 : i64, row_dot_parallel = false}}
+// BADMIN: gdn-cpu-tile-projections: row-dot-parallel-min must not be negative, but got -1
 // SMALL-LABEL: func.func @projection
 // SMALL: tensor<32x32xf32>, tensor<32x48xf32>
 // SMALL: {gdn.projection_tiling = {row_block = 32 : i64, row_tile = 4 : i64}}
@@ -103,7 +116,7 @@ func.func @bf16_projection(%x: tensor<?x?x32xf32>, %w: tensor<48x32xbf16>, %init
 // CHECK-LABEL: func.func @rows_past_the_blocks
 // CHECK: scf.forall (%{{.*}}) in (1)
 // CHECK: vector<16xf32>
-// CHECK: {gdn.projection_tiling = {row_dot_block = 64 : i64, row_dot_lanes = 16 : i64}}
+// CHECK: {gdn.projection_tiling = {row_dot_block = 64 : i64, row_dot_lanes = 16 : i64, row_dot_parallel = true}}
 // CHECK: %[[LEFT:.*]] = tensor.extract_slice %{{.*}}[64, 0] [36, 48] [1, 1] : tensor<100x48xf32> to tensor<36x48xf32>
 // CHECK: linalg.contract {{.*}} ins(%{{.*}}, %[[LEFT]] : tensor<?x?x48xf32>, tensor<36x48xf32>)
 func.func @rows_past_the_blocks(%x: tensor<?x?x48xf32>, %w: tensor<100x48xf32>, %init: tensor<?x?x100xf32>) -> tensor<?x?x100xf32> {

@@ -20,7 +20,8 @@ def GdnCPUTileProjectionsPass
     transposition is skipped when there is no full tile. The last tokens
     (fewer than `row-tile`, as in decode) are dot products along the
     weight's rows, which are contiguous: an `scf.forall` over blocks of 8
-    to 64 weight rows (so that one token spreads over the threads), and per
+    to 64 weight rows (so that one token spreads over the threads; an
+    `scf.for` for weights under `row-dot-parallel-min` elements), and per
     token vector code that carries 8 rows' vectors of 16 or 32 partial sums
     along the inputs (the weight read as stored, bf16 widened in
     registers), then adds up each row's lanes. Weight rows past the last
@@ -42,6 +43,12 @@ def GdnCPUTileProjectionsPass
            "tiles must divide them), the few outputs after it a matmul of "
            "their own: a vocabulary of 50257 no longer leaves the whole LM "
            "head to scalar loops">,
+    Option<"rowDotParallelMin", "row-dot-parallel-min", "int64_t",
+           /*default=*/"262144",
+           "Weights of at least this many elements take their row dots in "
+           "an scf.forall over blocks of rows; smaller ones in an scf.for "
+           "(a parallel region costs more than a few microseconds of dot "
+           "products saves)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
