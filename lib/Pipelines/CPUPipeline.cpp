@@ -187,7 +187,9 @@ void mlir::gdn::buildGdnLinalgToLLVMCPUPipeline(
   vectorOptions.vectorContractLowering =
       vector::VectorContractLowering::OuterProduct;
   // A vector's sum as a tree of adds: in order, each of a 256-lane dot
-  // product's adds would wait for the one before.
+  // product's adds would wait for the one before. This holds for every
+  // vector.reduction of the pipeline (the projections' row dots too), so
+  // their float sums are associated differently from the loops'.
   vectorOptions.reassociateFPReductions = true;
   pm.addPass(createConvertVectorToLLVMPass(vectorOptions));
   pm.addPass(createConvertMathToLLVMPass());

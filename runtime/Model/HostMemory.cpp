@@ -18,7 +18,7 @@ void gdn::model::prepareStepAllocations() {
   static std::once_flag once;
   std::call_once(once, [] {
     const char *defaults = std::getenv("GDN_MALLOC_DEFAULTS");
-    if (defaults && std::strcmp(defaults, "0") != 0)
+    if (defaults && *defaults && std::strcmp(defaults, "0") != 0)
       return;
     // A step frees its temporaries (megabytes each in a prefill) and the
     // next allocates them again. By default glibc maps blocks over its

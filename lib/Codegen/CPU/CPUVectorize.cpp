@@ -9,7 +9,10 @@
 
 #include "gdn/Codegen/CPU/Passes.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
@@ -208,6 +211,32 @@ bool readsTransposed(linalg::LinalgOp op) {
 constexpr int64_t kWidestRow = 4096;
 constexpr int64_t kRowPiece = 512;
 
+/// Whether the linalg vectorizer takes `generic`'s body as it stands:
+/// element-wise arith and math ops (and linalg.index), each output updated
+/// by one combiner of a kind that vector reductions have. Claiming an op
+/// whose body it rejects would fail the whole transform schedule.
+bool hasVectorizableBody(linalg::GenericOp generic) {
+  Block &body = generic.getRegion().front();
+  for (Operation &bodyOp : body.without_terminator())
+    if (!isa<linalg::IndexOp>(bodyOp) &&
+        !(OpTrait::hasElementwiseMappableTraits(&bodyOp) &&
+          isa<arith::ArithDialect, math::MathDialect>(bodyOp.getDialect())))
+      return false;
+  SmallVector<BlockArgument> outputs(generic.getRegionOutputArgs());
+  for (unsigned position = 0; position < outputs.size(); ++position) {
+    SmallVector<Operation *> combiners;
+    if (!matchReduction(outputs, position, combiners) ||
+        combiners.size() != 1 ||
+        !isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp,
+             arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp,
+             arith::AddIOp, arith::MulIOp, arith::MaxSIOp, arith::MinSIOp,
+             arith::MaxUIOp, arith::MinUIOp, arith::AndIOp, arith::OrIOp,
+             arith::XOrIOp>(combiners.front()))
+      return false;
+  }
+  return true;
+}
+
 /// Whether `op` is a generic of kInnermostMinLoops to kInnermostMaxLoops
 /// loops that vectorizes along its innermost loop: that loop static (a
 /// multiple of 16, up to kWidestRow), contiguous in every operand that it
@@ -228,6 +257,18 @@ bool vectorizesInnermost(linalg::LinalgOp op) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   if (iterators[loops - 1] != utils::IteratorType::reduction &&
       iterators[loops - 2] != utils::IteratorType::reduction)
+    return false;
+  // Every output is written once per parallel iteration: a parallel loop
+  // missing from its map would make the tasks race on it, or the vector
+  // form keep one lane of it.
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    for (int64_t dim = 0; dim < loops; ++dim)
+      if (iterators[dim] == utils::IteratorType::parallel &&
+          !map.isFunctionOfDim(dim))
+        return false;
+  }
+  if (!hasVectorizableBody(generic))
     return false;
   return llvm::all_of(op->getOpOperands(), [&](OpOperand &operand) {
     AffineMap map = op.getMatchingIndexingMap(&operand);

@@ -345,3 +345,29 @@ func.func @norm_per_token(%x: memref<?x?x256xf32>, %s: memref<?x?xf32>) {
   }
   return
 }
+
+// -----
+
+// Generics the innermost schedules leave to loops: a maximum written as a
+// compare and select (no combiner the vector reductions know), and an
+// output without the token loop (tasks over tokens would race on it).
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=INNER
+// INNER-LABEL: func.func @not_innermost
+// INNER-NOT: gdn.cpu_schedule
+// SMALL-LABEL: func.func @not_innermost
+// CHECK-LABEL: func.func @not_innermost
+// CHECK-COUNT-2: linalg.generic
+func.func @not_innermost(%x: memref<?x?x256xf32>, %m: memref<?x?xf32>, %s: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, t, d) -> (b, t, d)>, affine_map<(b, t, d) -> (b, t)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : memref<?x?x256xf32>) outs(%m : memref<?x?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %gt = arith.cmpf ogt, %in, %out : f32
+    %r = arith.select %gt, %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(b, t, d) -> (b, t, d)>, affine_map<(b, t, d) -> (b)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : memref<?x?x256xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  }
+  return
+}

@@ -28,9 +28,10 @@ def GdnCPUTileProjectionsPass
     whole block, and inputs that are not a multiple of 16, stay a
     contraction on loops. The choices are recorded on the loops as
     `gdn.projection_tiling = {row_block, row_tile}` and
-    `{row_dot_block, row_dot_lanes}`. Where the outputs are not a multiple
-    of `column-tile`, each tile's matmul is two: the outputs up to the last
-    multiple (which gdn-cpu-vectorize's register tiles divide) and the rest.
+    `{row_dot_block, row_dot_lanes, row_dot_parallel}`. Where the outputs
+    are not a multiple of `column-tile`, each tile's matmul is two: the
+    outputs up to the last multiple (which gdn-cpu-vectorize's register
+    tiles divide) and the rest.
   }];
   let options = [
     Option<"rowBlock", "row-block", "int64_t", /*default=*/"64",
