@@ -35,15 +35,17 @@ func.func @packed(%q: tensor<1x?x2x16xf32>, %k: tensor<1x?x2x16xf32>, %v: tensor
 // -----
 
 // A pool read through state_indices and written through write_indices: the
-// slots that name one ([0, S)) are gathered into per-entry states (zeros
-// otherwise), the dense step runs, and its states are inserted into the pool
-// operand itself, after every read.
+// slots that name one ([0, S)) are gathered into per-entry states, each
+// entry's row written once (zeros where the index names no slot), the
+// dense step runs, and its states are inserted into the pool operand
+// itself, after every read.
 
 // CHECK-LABEL: func.func @pool_step
 // CHECK-SAME: %[[POOL:[a-z0-9]+]]: tensor<?x4x16x8xf32>, %[[READ:[a-z0-9]+]]: tensor<?xi32>, %[[WRITE:[a-z0-9]+]]: tensor<?xi32>
-// CHECK: %[[ZEROS:.+]] = linalg.fill
+// CHECK: %[[EMPTY:.+]] = tensor.empty(%{{.+}}) : tensor<?x4x16x8xf32>
+// CHECK-NOT: linalg.fill
 // CHECK: %[[SLOTS:.+]] = tensor.dim %[[POOL]]
-// CHECK: %[[GATHERED:.+]] = scf.for %[[E:.+]] = {{.*}} iter_args(%[[ACC:.+]] = %[[ZEROS]])
+// CHECK: %[[GATHERED:.+]] = scf.for %[[E:.+]] = {{.*}} iter_args(%[[ACC:.+]] = %[[EMPTY]])
 // CHECK: %[[R:.+]] = tensor.extract %[[READ]][%[[E]]]
 // CHECK: %[[SLOT:.+]] = arith.index_cast %[[R]] : i32 to index
 // CHECK: arith.cmpi sge, %[[SLOT]]
@@ -51,6 +53,9 @@ func.func @packed(%q: tensor<1x?x2x16xf32>, %k: tensor<1x?x2x16xf32>, %v: tensor
 // CHECK: scf.if
 // CHECK: tensor.extract_slice %[[POOL]][%[[SLOT]], 0, 0, 0] [1, 4, 16, 8]
 // CHECK: tensor.insert_slice {{.*}} into %[[ACC]][%[[E]], 0, 0, 0]
+// CHECK: } else {
+// CHECK: %[[ZERO:.+]] = linalg.fill {{.*}} -> tensor<1x4x16x8xf32>
+// CHECK: tensor.insert_slice %[[ZERO]] into %[[ACC]][%[[E]], 0, 0, 0]
 // CHECK: %[[OUT:.+]], %[[NEW:.+]] = gdn.delta_rule_step {{.*}}, %[[GATHERED]] :
 // CHECK: scf.for %[[E2:.+]] = {{.*}} iter_args(%[[P:.+]] = %[[POOL]])
 // CHECK: %[[W:.+]] = tensor.extract %[[WRITE]][%[[E2]]]

@@ -42,7 +42,16 @@ struct ParallelizeDeltaRuleStep : OpRewritePattern<DeltaRuleStepOp> {
 
     OpFoldResult batchSize = tensor::getMixedSize(rewriter, loc, op.getV(), 0);
     Value oInit = createEmptyLike(rewriter, loc, op.getV(), outElementType);
-    Value stateInit = createEmptyLike(rewriter, loc, op.getState(), f32);
+    // A state that only this step reads (the states gathered from a pool)
+    // is updated in its own buffer: a fresh one would be one more state's
+    // worth of memory written, and of pages faulted in, per step.
+    Value stateOperand = op.getState();
+    bool updateInPlace =
+        stateOperand.getDefiningOp() && stateOperand.hasOneUse() &&
+        cast<RankedTensorType>(stateOperand.getType()).getElementType() == f32;
+    Value stateInit = updateInPlace
+                          ? stateOperand
+                          : createEmptyLike(rewriter, loc, stateOperand, f32);
     auto forall = scf::ForallOp::create(
         rewriter, loc,
         ArrayRef<OpFoldResult>{batchSize, rewriter.getIndexAttr(valueHeads)},
@@ -84,11 +93,16 @@ struct ParallelizeDeltaRuleStep : OpRewritePattern<DeltaRuleStepOp> {
                                             b.getIndexAttr(valueDim)};
     SmallVector<OpFoldResult> unit4(4, one);
     auto headStateType = RankedTensorType::get({keyDim, valueDim}, f32);
-    Value state = tensor::ExtractSliceOp::create(
-        b, loc, headStateType, op.getState(), stateOffsets, stateSizes, unit4);
     Value stateOut = tensor::ExtractSliceOp::create(
         b, loc, headStateType, forall.getRegionIterArgs()[1], stateOffsets,
         stateSizes, unit4);
+    Value state = updateInPlace
+                      ? stateOut
+                      : tensor::ExtractSliceOp::create(b, loc, headStateType,
+                                                       stateOperand,
+                                                       stateOffsets, stateSizes,
+                                                       unit4)
+                            .getResult();
 
     auto [read, newState] =
         buildHeadStep(b, loc, state, stateOut, HeadStepInputs{q, k, v, g, beta},

@@ -101,7 +101,8 @@ enum class SlotSide { Source, Destination };
 /// `into` with rows copied from `from` ([rows, Hv, K, V] both) for entries
 /// n < `entries` whose index `indices[n]` names one of `slots`: row
 /// indices[n] to row n (SlotSide::Source) or row n to row indices[n]
-/// (SlotSide::Destination).
+/// (SlotSide::Destination). With SlotSide::Source, the rows of the other
+/// entries are zeroed, so that `into` may start uninitialized.
 static Value copyRowsBySlot(OpBuilder &b, Location loc, Value from, Value into,
                             Value indices, Value entries, Value slots,
                             SlotSide side) {
@@ -130,7 +131,21 @@ static Value copyRowsBySlot(OpBuilder &b, Location loc, Value from, Value into,
               scf::YieldOp::create(ib, il, copied);
             },
             [&](OpBuilder &ib, Location il) {
-              scf::YieldOp::create(ib, il, carried[0]);
+              if (side == SlotSide::Destination) {
+                scf::YieldOp::create(ib, il, carried[0]);
+                return;
+              }
+              StateRow to = serving::stateRow(ib, intoType, destination);
+              Value zeros = createZeros(
+                  ib, il, getAsIndexOpFoldResult(ib.getContext(),
+                                                 rowType.getShape()),
+                  intoType.getElementType());
+              scf::YieldOp::create(
+                  ib, il,
+                  tensor::InsertSliceOp::create(ib, il, zeros, carried[0],
+                                                to.offsets, to.sizes,
+                                                to.strides)
+                      .getResult());
             });
         scf::YieldOp::create(lb, ll, copy.getResult(0));
       });
@@ -146,7 +161,8 @@ Value serving::gatherStates(OpBuilder &b, Location loc, Value pool,
       tensor::getMixedSize(b, loc, readIndices, 0)};
   for (int64_t d = 1; d < 4; ++d)
     sizes.push_back(b.getIndexAttr(poolType.getDimSize(d)));
-  Value gathered = createZeros(b, loc, sizes, poolType.getElementType());
+  // Each entry's row is written once, by its slot's copy or with zeros.
+  Value gathered = createEmpty(b, loc, sizes, poolType.getElementType());
   return copyRowsBySlot(b, loc, pool, gathered, readIndices,
                         tensor::DimOp::create(b, loc, readIndices, 0),
                         tensor::DimOp::create(b, loc, pool, 0),
