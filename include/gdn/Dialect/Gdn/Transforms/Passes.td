@@ -105,7 +105,9 @@ def GdnParallelizeDeltaRuleStepPass
     the output read hit the head's 64 KiB (K = V = 128) in cache. Every
     element of the new state depends only on the same element of the old
     state, so a caller may pass the same buffer as state and new state and
-    update the state in place.
+    update the state in place. A state that only the step reads (one made
+    in the function, as a pool's gather makes it) is updated in place
+    here: the forall's shared output is that state itself.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
