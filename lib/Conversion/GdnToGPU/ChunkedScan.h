@@ -36,12 +36,6 @@ constexpr int64_t kPad = 4;
 constexpr int64_t kHalfPad = 8;
 /// Hopper's largest dynamic workgroup memory per block.
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
-/// The state kernel's hand-over mbarriers (full and empty, per slot): 8
-/// bytes each of static workgroup memory beside the dynamic tiles.
-constexpr int64_t kHandOverBarriers = 4;
-constexpr int64_t kHandOverBarrierBytes = 8 * kHandOverBarriers;
-/// The suspend-time hint of an mbarrier wait, in nanoseconds.
-constexpr int64_t kWaitTicks = 10000000;
 
 /// The most output tiles a warp of the state kernel accumulates at once
 /// (one block per multiprocessor leaves registers to spare), and of the

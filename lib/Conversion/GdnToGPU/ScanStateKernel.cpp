@@ -2,8 +2,7 @@
 //
 // One block per (value head x value tile, batch): the chunks of a
 // sequence in order. Copy warps keep the next chunk's operands in flight
-// while the compute warps run this chunk's products; the two roles hand
-// the operand slots over through mbarriers.
+// while the compute warps run this chunk's products.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,46 +72,12 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     return tile;
   };
   Value chunks = arith::CeilDivUIOp::create(b, loc, tokens, c(b, loc, chunk));
-  // The hand-over of a slot between the roles, in mbarriers: full[slot]
-  // completes a phase when every copy thread's cp.async of a chunk into
-  // the slot has landed (cp.async.mbarrier.arrive.noinc, one arrival per
-  // copy thread), empty[slot] when every compute thread is done reading
-  // the chunk in it. The n-th use of a slot is phase n of both, waited for
-  // by its parity. Unlike a named barrier of both roles, each role waits
-  // only for the event it depends on, and the sanitizers see the
-  // asynchronous copies' completion tied to the barrier they arrive on.
-  auto barriers = nvgpu::MBarrierCreateOp::create(
-      b, loc,
-      nvgpu::MBarrierGroupType::get(
-          b.getContext(),
-          gpu::AddressSpaceAttr::get(b.getContext(),
-                                     gpu::AddressSpace::Workgroup),
-          kHandOverBarriers));
-  auto full = [](OpBuilder &, Location, Value slot) { return slot; };
-  auto empty = [&](OpBuilder &nb, Location nl, Value slot) {
-    return add(nb, nl, slot, c(nb, nl, 2));
-  };
-  Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                       c(b, loc, 0));
-  scf::IfOp::create(b, loc, leader, [&](OpBuilder &nb, Location nl) {
-    for (int64_t slot : {0, 1}) {
-      nvgpu::MBarrierInitOp::create(nb, nl, barriers,
-                                    c(nb, nl, 32 * s.copyWarps),
-                                    full(nb, nl, c(nb, nl, slot)), Value());
-      nvgpu::MBarrierInitOp::create(nb, nl, barriers, c(nb, nl, s.threads()),
-                                    empty(nb, nl, c(nb, nl, slot)), Value());
-    }
-    scf::YieldOp::create(nb, nl);
-  });
-  barrier(b, loc);
-  // Waits for phase `use` (the chunk's use of its slot) of `which`.
-  auto waitForPhase = [&](OpBuilder &nb, Location nl, Value which,
-                          Value use) {
-    Value parity = arith::CmpIOp::create(
-        nb, nl, arith::CmpIPredicate::ne,
-        arith::RemUIOp::create(nb, nl, use, c(nb, nl, 2)), c(nb, nl, 0));
-    nvgpu::MBarrierTryWaitParityOp::create(nb, nl, barriers, parity,
-                                           c(nb, nl, kWaitTicks), which);
+  Value lastChunk = arith::SubIOp::create(b, loc, chunks, c(b, loc, 1));
+  // The hand-over of chunk i: the copy warps have seen its operands land,
+  // and the compute warps are done with chunk i - 1, whose slots the copy
+  // warps fill next.
+  auto handOver = [&](OpBuilder &nb, Location nl) {
+    rolesBarrier(nb, nl, /*id=*/1, s.stateThreads());
   };
   Value computes = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
                                          c(b, loc, s.threads()));
@@ -167,44 +132,42 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             nb.getIndexAttr(4), Value(), nb.getUnitAttr());
         scf::YieldOp::create(nb, nl);
       });
-      // full[slot] completes once these copies, and those of the other
-      // copy threads, have landed.
-      Value pointer = nvgpu::MBarrierGetOp::create(
-          b, loc, b.getI32Type(), barriers, full(b, loc, slot));
-      NVVM::CpAsyncMBarrierArriveOp::create(
-          b, loc,
-          LLVM::IntToPtrOp::create(
-              b, loc,
-              LLVM::LLVMPointerType::get(
-                  b.getContext(),
-                  static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared)),
-              pointer),
-          /*noinc=*/true);
+      // The group's token only orders the IR: cp.async.wait_group counts
+      // the thread's groups.
+      return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
+                                                     ValueRange{})
+          .getResult();
     };
-    scf::ForOp::create(
-        b, loc, c(b, loc, 0), chunks, c(b, loc, 1), ValueRange{},
-        [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange) {
+    auto waitForCopies = [&](Value group) {
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+    };
+    Value firstGroup = copyChunkAsync(c(b, loc, 0), c(b, loc, 0));
+    auto loop = scf::ForOp::create(
+        b, loc, c(b, loc, 0), chunks, c(b, loc, 1), ValueRange{firstGroup},
+        [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange carried) {
           OpBuilder::InsertionGuard loopGuard(b);
           Value slot = arith::RemUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
-          Value use = arith::DivUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
-          auto yield = scf::YieldOp::create(lb, ll);
+          Value nextSlot = arith::SubIOp::create(lb, ll, c(lb, ll, 1), slot);
+          // The last iteration fetches nothing: a copy after the last
+          // hand-over would write slots whose readers no barrier orders it
+          // after (racecheck: a write-after-read hazard).
+          Value more = arith::CmpIOp::create(
+              lb, ll, arith::CmpIPredicate::ult, chunkIndex, lastChunk);
+          auto yield = scf::YieldOp::create(lb, ll, carried);
           b.setInsertionPoint(yield);
-          // The slot's previous chunk (index - 2) must have been read.
-          Value reused = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::uge, chunkIndex, c(b, loc, 2));
-          scf::IfOp::create(b, loc, reused, [&](OpBuilder &nb, Location nl) {
-            waitForPhase(nb, nl, empty(nb, nl, slot),
-                         arith::SubIOp::create(nb, nl, use, c(nb, nl, 1)));
-            scf::YieldOp::create(nb, nl);
-          });
-          copyChunkAsync(chunkIndex, slot);
+          waitForCopies(carried[0]);
+          handOver(b, loc);
+          auto fetch = scf::IfOp::create(b, loc, TypeRange{tokenType}, more,
+                                         /*withElseRegion=*/true);
+          b.setInsertionPointToStart(fetch.thenBlock());
+          scf::YieldOp::create(
+              b, loc,
+              copyChunkAsync(add(b, loc, chunkIndex, c(b, loc, 1)), nextSlot));
+          b.setInsertionPointToStart(fetch.elseBlock());
+          scf::YieldOp::create(b, loc, carried[0]);
+          yield->setOperands(fetch.getResults());
         });
-    // No copy is left in flight when the thread exits.
-    nvgpu::DeviceAsyncWaitOp::create(
-        b, loc,
-        nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType,
-                                                ValueRange{}),
-        b.getI32IntegerAttr(0));
+    waitForCopies(loop.getResult(0));
   }
 
   // The compute warps.
@@ -248,10 +211,9 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         OpBuilder::InsertionGuard loopGuard(b);
         Value start = mul(lb, ll, chunkIndex, c(lb, ll, chunk));
         Value slot = arith::RemUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
-        Value use = arith::DivUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
         auto yield = scf::YieldOp::create(lb, ll);
         b.setInsertionPoint(yield);
-        waitForPhase(b, loc, full(b, loc, slot), use);
+        handOver(b, loc);
         // The chunk's row factors (RowFactor), one per compute thread, from
         // its log-decays G. They are computed here rather than by the copy
         // warps, so that no plain store of one role is read by the other:
@@ -397,10 +359,6 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             });
         assert(outputElement == outputStart.size() &&
                "O's product takes every element of Y");
-        // Every read of the slot is behind: the copy warps may refill it.
-        nvgpu::MBarrierArriveOp::create(
-            b, loc, nvgpu::MBarrierTokenType::get(b.getContext()), barriers,
-            empty(b, loc, slot));
       });
   if (stateInRegisters) {
     // Each lane stores the elements it holds, in the product's order.

@@ -36,8 +36,7 @@ ScanShape scan::shapeOf(DeltaRuleOp op, int64_t valueTile) {
 }
 
 static bool fitsWorkgroupMemory(const ScanShape &shape) {
-  return std::max(shape.chunkKernelBytes(),
-                  shape.stateKernelBytes() + kHandOverBarrierBytes) <=
+  return std::max(shape.chunkKernelBytes(), shape.stateKernelBytes()) <=
          kMaxSharedBytes;
 }
 
@@ -61,7 +60,7 @@ ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
       shape.valueDim % shape.valueTile != 0)
     return {};
   // Wide keys leave less workgroup memory for the state tile.
-  while (shape.stateKernelBytes() + kHandOverBarrierBytes > kMaxSharedBytes &&
+  while (shape.stateKernelBytes() > kMaxSharedBytes &&
          shape.valueTile % 16 == 0)
     shape.valueTile /= 2;
   if (!fitsWorkgroupMemory(shape))
@@ -96,8 +95,7 @@ LogicalResult gdn::checkScanStrategyBuildable(DeltaRuleOp op) {
       return op.emitOpError()
              << "strategy: with a value tile of " << tile
              << " the scan's kernels need "
-             << std::max(shape.chunkKernelBytes(),
-                         shape.stateKernelBytes() + kHandOverBarrierBytes)
+             << std::max(shape.chunkKernelBytes(), shape.stateKernelBytes())
              << " bytes of workgroup memory, more than the " << kMaxSharedBytes
              << " of a multiprocessor";
     if (tile == strategy.getValueTile() &&

@@ -99,25 +99,16 @@
 // CHECK: %[[FSLOTS:.+]] = memref.view {{.+}} to memref<2x2x64xf32, #gpu.address_space<workgroup>>
 // CHECK-NOT: xf32, #gpu.address_space<workgroup>>
 // The compute warps (threads 0-127) walk the chunks with the f32 state
-// tile in registers, 64 elements per thread carried by the chunk loop.
-// The roles hand the two slots over through four mbarriers that thread 0
-// initializes before the roles part: full[slot] counts the 64 copy
-// threads, empty[slot] the 128 compute threads.
-// CHECK: %[[BARRIERS:.+]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-// CHECK: nvgpu.mbarrier.init %[[BARRIERS]][%c0{{[_0-9]*}}], %c64
-// CHECK: nvgpu.mbarrier.init %[[BARRIERS]][%{{.+}}], %c128
-// CHECK: nvgpu.mbarrier.init %[[BARRIERS]][%c1{{[_0-9]*}}], %c64
-// CHECK: nvgpu.mbarrier.init %[[BARRIERS]][%{{.+}}], %c128
-// CHECK: gpu.barrier
-// Each chunk starts with the wait for its slot's full barrier; then the
-// chunk's row factors from its gates and a barrier of the 128,
+// tile in registers, 64 elements per thread carried by the chunk loop:
+// each chunk starts at the hand-over barrier of all 192 threads (the
+// unaligned barrier.sync: the copy warps reach it from other code); then
+// the chunk's row factors from its gates and a barrier of the 128,
 // X = V - e^G K S and Y = e^G Q S, a barrier of the 128, Vnew = T diag(beta) X,
-// another barrier, the state update and O; no global load; last, the
-// arrival on the slot's empty barrier.
+// another barrier, the state update and O; no global load.
 // CHECK: %[[COMPUTES:.+]] = arith.cmpi ult, %{{.+}}, %c128
 // CHECK: scf.if %[[COMPUTES]] {
 // CHECK: %[[FINAL:.+]]:64 = scf.for {{.+}} -> (f32, f32,
-// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARRIERS]]
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"(%c1_i32, %c192_i32)
 // CHECK: memref.load %[[GSLOTS]]
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: memref.store %{{.+}}, %[[FSLOTS]]
@@ -137,27 +128,22 @@
 // CHECK: nvgpu.ldmatrix %[[KSLOTS]]{{.+}}transpose = true
 // CHECK: nvgpu.ldmatrix %[[PSLOTS]]
 // CHECK-NOT: nvvm.barrier
-// CHECK: nvgpu.mbarrier.arrive %[[BARRIERS]]
-// CHECK-NEXT: scf.yield
+// CHECK: scf.yield
 // Each thread stores the final state it holds, in pairs, without a barrier.
 // CHECK-NOT: nvvm.barrier
 // CHECK: %[[PAIR:.+]] = vector.from_elements %[[FINAL]]#0, %[[FINAL]]#1 : vector<2xf32>
 // CHECK-NEXT: vector.store %[[PAIR]], %{{.+}} {alignment = 8 : i64} : memref<?x4x128x128xf32>, vector<2xf32>
 // The copy warps put every operand of a chunk into its slot by cp.async,
 // q, k and v straight from the operands: a whole chunk without clamping, the
-// last (partial) one zero-filled past the end of the sequence. Each
-// iteration waits until the compute warps are done with the slot's chunk
-// before (from the third chunk on), copies, and has the slot's full barrier
-// track the copies: the copy warps store nothing but by cp.async.
+// last (partial) one zero-filled past the end of the sequence. Chunk 0
+// first, then in each iteration the wait for the chunk's copies, the
+// hand-over, and the next chunk's copies into the other slots: the copy
+// warps store nothing but by cp.async.
 // CHECK: } else {
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: scf.for
-// CHECK: %[[REUSED:.+]] = arith.cmpi uge, %{{.+}}, %c2
-// CHECK: scf.if %[[REUSED]] {
-// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARRIERS]]
 // CHECK: %[[WHOLE:.+]] = arith.cmpi ule, %{{.+}}, %dim
 // CHECK: scf.if %[[WHOLE]] {
-// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[QSLOTS]][{{.+}}], 8 {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[QSLOTS]][%c0{{[_0-9]*}}, {{.+}}], 8 {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[KSLOTS]][{{.+}}], 8 {bypassL1} : memref<?x?x2x128xbf16> to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %{{.+}}[{{.+}}], %[[VSLOTS]][{{.+}}], 8 {bypassL1} : memref<?x?x4x128xbf16> to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: } else {
@@ -168,15 +154,15 @@
 // CHECK: nvgpu.device_async_copy %[[TB]][{{.+}}], %[[TSLOTS]]
 // CHECK: nvgpu.device_async_copy %[[P]][{{.+}}], %[[PSLOTS]]
 // CHECK: nvgpu.device_async_copy %[[G]][{{.+}}], %[[GSLOTS]][{{.+}}], 4 {bypassL1} : memref<?x4x?xf32> to memref<2x64xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
+// CHECK: scf.for {{.+}} iter_args(%[[CARRIED:.+]] = %[[GROUP]])
+// CHECK: nvgpu.device_async_wait %[[CARRIED]] {numGroups = 0 : i32}
 // CHECK-NOT: memref.store
-// CHECK: %[[FULL:.+]] = nvgpu.mbarrier.get %[[BARRIERS]]
-// CHECK: %[[POINTER:.+]] = llvm.inttoptr %[[FULL]] : i32 to !llvm.ptr<3>
-// CHECK-NEXT: nvvm.cp.async.mbarrier.arrive %[[POINTER]] {noinc = true}
-// CHECK-NEXT: }
-// No copy is in flight when the copy warps leave.
-// CHECK-NEXT: %[[LAST:.+]] = nvgpu.device_async_create_group
-// CHECK-NEXT: nvgpu.device_async_wait %[[LAST]] {numGroups = 0 : i32}
-// CHECK-NOT: llvm.nvvm.barrier.cta.sync.count
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"(%c1_i32{{[_0-9]*}}, %c192_i32{{[_0-9]*}})
+// CHECK: nvgpu.device_async_copy %{{.+}}, %[[QSLOTS]]
+// CHECK: nvgpu.device_async_create_group
+// CHECK: scf.yield
+// CHECK: nvgpu.device_async_wait
 // CHECK: gpu.terminator
 // CHECK-NEXT: } {gdn.chunked_scan = {chunk = 64 : i64, copy_warps = 2 : i64, kernel = "state", mma = "m16n8k16.bf16", value_tile = 64 : i64, warps = 4 : i64}}
 // CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c16{{[_0-9]*}}, %{{[a-z0-9_]+}} = %dim
@@ -198,21 +184,17 @@
 // PTX-LABEL: llvm.func @prefill(
 // Three blocks of the WY kernel and one of the state kernel fit a
 // multiprocessor by workgroup memory; registers are kept to match
-// (.minnctapersm). The state kernel stages by cp.async, its roles handing
-// the slots over through mbarriers.
+// (.minnctapersm). The state kernel stages by cp.async.
 // PTX: gpu.binary @prefill_kernel {{.+}}.target sm_90a
 // PTX-SAME: .minnctapersm 3
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX: gpu.binary @prefill_kernel_0 {{.+}}.minnctapersm 1
-// PTX-SAME: mbarrier.init.shared.b64
-// PTX-SAME: mbarrier.arrive.shared.b64
-// PTX-SAME: mbarrier.try_wait.parity.shared.b64
-// PTX-SAME: bar.sync {{[^;]+}}, 128;
+// PTX-SAME: barrier.sync {{[^;]+}}, 192;
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-SAME: bar.sync {{[^;]+}}, 128;
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// PTX-SAME: cp.async.mbarrier.arrive.noinc.shared.b64
 // PTX-SAME: cp.async.cg.shared.global [%rd{{[0-9+]+}}], [%rd{{[0-9]+}}], 16;
 // PTX-SAME: cp.async.wait_group {{.+}}0;
 // PTX: gpu.binary @prefill_kernel_1 {{.+}}.minnctapersm 1
