@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -190,6 +191,84 @@ std::string innermostSchedules() {
   return text;
 }
 
+/// The lowest and highest loop counts of the `piecesN` schedules.
+constexpr int64_t kPiecesMinLoops = 2;
+constexpr int64_t kPiecesMaxLoops = 6;
+/// The vector width of a `piecesN` piece: one zmm register of f32.
+constexpr int64_t kPieceLanes = 16;
+
+/// The `piecesN` and `pieces-loopsN` schedules, one of each per loop count
+/// N: the innermost loop (dynamic) in pieces of kPieceLanes, each piece one
+/// vector, the last partial piece peeled off and left to loops; the
+/// leading N - 1 loops one iteration per scf.forall task (`piecesN`) or
+/// scf.for loops (`pieces-loopsN`). The peeled main loop is canonicalized
+/// before it is vectorized, so that its pieces have the static shape the
+/// vectorizer needs.
+std::string piecesSchedules() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (int64_t loops = kPiecesMinLoops; loops <= kPiecesMaxLoops; ++loops) {
+    SmallVector<StringRef> ones(loops - 1, "1"), zeros(loops - 1, "0");
+    ones.push_back("0");
+    std::string lanes = std::to_string(kPieceLanes);
+    zeros.push_back(lanes);
+    SmallVector<StringRef> serial(loops - 1, "1");
+    serial.push_back(lanes);
+    os << llvm::formatv(R"mlir(
+    %pc{0} = transform.structured.match
+        attributes {{gdn.cpu_schedule = "pieces{0}"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %pc{0}t, %pc{0}f = transform.structured.tile_using_forall %pc{0}
+        tile_sizes [{1}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %pc{0}s, %pc{0}l = transform.structured.tile_using_for %pc{0}t
+        tile_sizes [{2}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %pc{0}c = transform.cast %pc{0}l
+        : !transform.any_op to !transform.op<"scf.for">
+    %pc{0}m, %pc{0}r = transform.loop.peel %pc{0}c
+        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+    transform.apply_patterns to %pc{0}m {{
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.foreach %pc{0}m : !transform.any_op {{
+    ^bb0(%main: !transform.any_op):
+      %piece = transform.structured.match
+          attributes {{gdn.cpu_schedule = "pieces{0}"} in %main
+          : (!transform.any_op) -> !transform.any_op
+      transform.structured.vectorize %piece : !transform.any_op
+    }
+    %pl{0} = transform.structured.match
+        attributes {{gdn.cpu_schedule = "pieces-loops{0}"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %pl{0}s, %pl{0}l:{4} = transform.structured.tile_using_for %pl{0}
+        tile_sizes [{3}]
+        : (!transform.any_op) -> ({5})
+    %pl{0}c = transform.cast %pl{0}l#{6}
+        : !transform.any_op to !transform.op<"scf.for">
+    %pl{0}m, %pl{0}r = transform.loop.peel %pl{0}c
+        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+    transform.apply_patterns to %pl{0}m {{
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.foreach %pl{0}m : !transform.any_op {{
+    ^bb0(%main: !transform.any_op):
+      %piece = transform.structured.match
+          attributes {{gdn.cpu_schedule = "pieces-loops{0}"} in %main
+          : (!transform.any_op) -> !transform.any_op
+      transform.structured.vectorize %piece : !transform.any_op
+    }
+)mlir",
+                        loops, llvm::join(ones, ", "), llvm::join(zeros, ", "),
+                        llvm::join(serial, ", "), loops,
+                        llvm::join(SmallVector<StringRef>(
+                                       loops + 1, "!transform.any_op"),
+                                   ", "),
+                        loops - 1);
+  }
+  return text;
+}
+
 bool hasStaticDomain(linalg::LinalgOp op) {
   return llvm::none_of(op.getStaticLoopRanges(), ShapedType::isDynamic);
 }
@@ -213,9 +292,11 @@ constexpr int64_t kRowPiece = 512;
 
 /// Whether the linalg vectorizer takes `generic`'s body as it stands:
 /// element-wise arith and math ops (and linalg.index), each output updated
-/// by one combiner of a kind that vector reductions have. Claiming an op
-/// whose body it rejects would fail the whole transform schedule.
-bool hasVectorizableBody(linalg::GenericOp generic) {
+/// by one combiner of a kind that vector reductions have, or, with
+/// `plainWrites`, written without being read (an element-wise result).
+/// Claiming an op whose body it rejects would fail the whole transform
+/// schedule.
+bool hasVectorizableBody(linalg::GenericOp generic, bool plainWrites = false) {
   Block &body = generic.getRegion().front();
   for (Operation &bodyOp : body.without_terminator())
     if (!isa<linalg::IndexOp>(bodyOp) &&
@@ -224,6 +305,8 @@ bool hasVectorizableBody(linalg::GenericOp generic) {
       return false;
   SmallVector<BlockArgument> outputs(generic.getRegionOutputArgs());
   for (unsigned position = 0; position < outputs.size(); ++position) {
+    if (plainWrites && outputs[position].use_empty())
+      continue;
     SmallVector<Operation *> combiners;
     if (!matchReduction(outputs, position, combiners) ||
         combiners.size() != 1 ||
@@ -284,6 +367,57 @@ bool vectorizesInnermost(linalg::LinalgOp op) {
   });
 }
 
+/// Whether `op` is a generic of kPiecesMinLoops to kPiecesMaxLoops loops
+/// whose innermost loop is dynamic (the keys of a cache: scores masked,
+/// scaled, exponentiated, normalized) and either parallel like every other
+/// loop or the one reduction (a row's maximum or sum), contiguous in every
+/// operand that it indexes: it vectorizes in pieces along that loop.
+bool vectorizesInPieces(linalg::LinalgOp op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  int64_t loops = op.getNumLoops();
+  if (!generic || !op.hasPureBufferSemantics() || loops < kPiecesMinLoops ||
+      loops > kPiecesMaxLoops || op.getNumReductionLoops() > 1 ||
+      !ShapedType::isDynamic(op.getStaticLoopRanges().back()))
+    return false;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (int64_t dim = 0; dim + 1 < loops; ++dim)
+    if (iterators[dim] != utils::IteratorType::parallel)
+      return false;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    for (int64_t dim = 0; dim < loops; ++dim)
+      if (iterators[dim] == utils::IteratorType::parallel &&
+          !map.isFunctionOfDim(dim))
+        return false;
+  }
+  if (!hasVectorizableBody(generic, /*plainWrites=*/true))
+    return false;
+  return llvm::all_of(op->getOpOperands(), [&](OpOperand &operand) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (!map.isProjectedPermutation())
+      return false;
+    if (!map.isFunctionOfDim(loops - 1))
+      return true;
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    return type && map.getResults().back() ==
+                       getAffineDimExpr(loops - 1, op->getContext()) &&
+           type.isLastDimUnitStride();
+  });
+}
+
+/// Whether a `piecesN` op is worth a task per leading iteration: a static
+/// leading loop of more than one iteration (heads), and no task around it
+/// already (the blocks of a blocked attention), which would nest parallel
+/// regions.
+bool hasPiecesTasks(linalg::LinalgOp op) {
+  if (op->getParentOfType<scf::ForallOp>())
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  return llvm::any_of(ArrayRef(ranges).drop_back(), [](int64_t range) {
+    return !ShapedType::isDynamic(range) && range > 1;
+  });
+}
+
 /// Whether an `innermostN` op is worth a task per leading iteration: a
 /// static leading loop of more than one iteration gives tasks whatever the
 /// dynamic sizes are (the heads of an attention), and the loop that each
@@ -313,6 +447,18 @@ StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
                   "a name per loop count");
     size_t index = op.getNumLoops() - kInnermostMinLoops;
     return hasInnermostTasks(op) ? parallel[index] : serial[index];
+  }
+  if (vectorizesInPieces(op)) {
+    static const std::array<StringRef, 5> parallel = {
+        "pieces2", "pieces3", "pieces4", "pieces5", "pieces6"};
+    static const std::array<StringRef, 5> serial = {
+        "pieces-loops2", "pieces-loops3", "pieces-loops4", "pieces-loops5",
+        "pieces-loops6"};
+    static_assert(parallel.size() == kPiecesMaxLoops - kPiecesMinLoops + 1 &&
+                      serial.size() == parallel.size(),
+                  "a name per loop count");
+    size_t index = op.getNumLoops() - kPiecesMinLoops;
+    return hasPiecesTasks(op) ? parallel[index] : serial[index];
   }
   if (!op.hasPureBufferSemantics() || !hasStaticDomain(op))
     return "";
@@ -370,7 +516,7 @@ struct GdnCPUVectorizePass
     std::string text = kSchedule.str();
     replaceAll(text, "@TILE_M@", std::to_string(matmulTileM));
     replaceAll(text, "@TILE_N@", std::to_string(matmulTileN));
-    replaceAll(text, "@INNERMOST@", innermostSchedules());
+    replaceAll(text, "@INNERMOST@", innermostSchedules() + piecesSchedules());
     auto parsed = std::make_shared<OwningOpRef<ModuleOp>>(
         parseSourceString<ModuleOp>(text, context));
     if (!*parsed)

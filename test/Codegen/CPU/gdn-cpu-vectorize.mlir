@@ -371,3 +371,75 @@ func.func @not_innermost(%x: memref<?x?x256xf32>, %m: memref<?x?xf32>, %s: memre
   }
   return
 }
+
+// -----
+
+// The causal softmax over the keys of a cache (dynamic, innermost): the
+// mask and scale, the row maximum, the exponentials and the division each
+// take the keys in pieces of 16 lanes, a task per (batch, head, token); the
+// last partial piece is peeled off and stays a generic on loops. A row
+// without a static loop of tasks (one head) takes its pieces in loops.
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=PIECES
+// PIECES-LABEL: func.func @softmax_over_keys
+// PIECES-COUNT-4: linalg.generic {{.*}}gdn.cpu_schedule = "pieces4"
+// PIECES: linalg.generic {{.*}}gdn.cpu_schedule = "pieces-loops2"
+// INNER-LABEL: func.func @softmax_over_keys
+// SMALL-LABEL: func.func @softmax_over_keys
+// CHECK-LABEL: func.func @softmax_over_keys
+// CHECK-SAME: (%[[S:[a-z0-9]+]]: memref<?x12x?x?xf32>, %[[M:[a-z0-9]+]]: memref<?x12x?xf32>
+// CHECK: %[[WHOLE:.+]] = affine.apply #{{.+}}()[%[[KEYS:.+]]]
+// CHECK: scf.forall (%[[B:.+]], %[[N:.+]], %[[T:.+]]) in (%{{.+}}, 12, %{{.+}}) {
+// CHECK: scf.for %[[KEY:.+]] = %{{.+}} to %[[WHOLE]] step %{{.+}} {
+// CHECK: arith.select {{.+}} : vector<16xi1>, vector<16xf32>
+// CHECK: vector.store {{.+}} %[[S]][%[[B]], %[[N]], %[[T]], %[[KEY]]] : memref<?x12x?x?xf32>, vector<16xf32>
+// CHECK: scf.for %{{.+}} = %[[WHOLE]] to %[[KEYS]]
+// CHECK: linalg.generic {{.+}} ins(%{{.+}} : memref<1x1x1x?xf32
+// CHECK: scf.forall
+// CHECK: vector.reduction <maxnumf>, {{.+}} : vector<16xf32> into f32
+// CHECK: linalg.generic
+// CHECK: scf.forall
+// CHECK: arith.subf {{.+}} : vector<16xf32>
+// CHECK: linalg.generic
+// CHECK: scf.forall
+// CHECK: arith.divf {{.+}} : vector<16xf32>
+// CHECK: linalg.generic
+// CHECK-NOT: scf.forall
+// CHECK: scf.for
+// CHECK: vector.reduction <add>, {{.+}} : vector<16xf32> into f32
+// CHECK: linalg.generic
+func.func @softmax_over_keys(%s: memref<?x12x?x?xf32>, %m: memref<?x12x?xf32>, %offset: index, %row: memref<?x?xf32>, %sum: memref<?xf32>) {
+  %scale = arith.constant 0.125 : f32
+  %lowest = arith.constant 0xFF800000 : f32
+  linalg.generic {indexing_maps = [affine_map<(b, n, t, s) -> (b, n, t, s)>, affine_map<(b, n, t, s) -> (b, n, t, s)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : memref<?x12x?x?xf32>) outs(%s : memref<?x12x?x?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = linalg.index 2 : index
+    %last = arith.addi %t, %offset : index
+    %key = linalg.index 3 : index
+    %causal = arith.cmpi ule, %key, %last : index
+    %scaled = arith.mulf %in, %scale : f32
+    %r = arith.select %causal, %scaled, %lowest : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(b, n, t, s) -> (b, n, t, s)>, affine_map<(b, n, t, s) -> (b, n, t)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<?x12x?x?xf32>) outs(%m : memref<?x12x?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maxnumf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(b, n, t, s) -> (b, n, t, s)>, affine_map<(b, n, t, s) -> (b, n, t)>, affine_map<(b, n, t, s) -> (b, n, t, s)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %m : memref<?x12x?x?xf32>, memref<?x12x?xf32>) outs(%s : memref<?x12x?x?xf32>) {
+  ^bb0(%in: f32, %max: f32, %out: f32):
+    %d = arith.subf %in, %max : f32
+    %e = math.exp %d : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(b, n, t, s) -> (b, n, t, s)>, affine_map<(b, n, t, s) -> (b, n, t)>, affine_map<(b, n, t, s) -> (b, n, t, s)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %m : memref<?x12x?x?xf32>, memref<?x12x?xf32>) outs(%s : memref<?x12x?x?xf32>) {
+  ^bb0(%in: f32, %total: f32, %out: f32):
+    %r = arith.divf %in, %total : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(t, s) -> (t, s)>, affine_map<(t, s) -> (t)>], iterator_types = ["parallel", "reduction"]} ins(%row : memref<?x?xf32>) outs(%sum : memref<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}

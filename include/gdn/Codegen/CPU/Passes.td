@@ -65,9 +65,9 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
   let description = [{
     Picks a schedule for every linalg op on memrefs whose iteration domain is
     static and divides the register tiles (or, for `innermostN`, whose
-    innermost loop is), records it on the op as the
-    `gdn.cpu_schedule` attribute, and applies a transform-dialect schedule
-    that implements them:
+    innermost loop is; `piecesN` takes dynamic innermost loops), records it
+    on the op as the `gdn.cpu_schedule` attribute, and applies a
+    transform-dialect schedule that implements them:
 
     - `matmul`: `linalg.matmul` tiled `[matmul-tile-m, matmul-tile-n, 1]`
       (N outer), vectorized into named contractions, the accumulators hoisted
@@ -94,7 +94,14 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
       stays in registers across the `scf.for`). Tasks only where a static
       leading loop gives more than one (heads) and the loop each task runs
       is dynamic (keys); otherwise `innermost-loopsN`, every outer loop an
-      `scf.for` (a decode step's per-token norms).
+      `scf.for` (a decode step's per-token norms);
+    - `piecesN`: generics of N = 2 to 6 loops whose innermost loop is
+      dynamic (the keys of a cache in a softmax), contiguous in every
+      operand, and parallel or their one reduction: a task per iteration of
+      the outer loops where a static outer loop gives more than one (heads)
+      and the op is not already inside a task, the keys in pieces of 16
+      lanes; the last partial piece is peeled off and stays a generic on
+      loops. Otherwise `pieces-loopsN`, the outer loops as `scf.for`.
 
     `math.exp` is then replaced by its polynomial approximation so that it
     vectorizes. Ops without a schedule are left for convert-linalg-to-loops.
