@@ -12,6 +12,7 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -269,6 +270,36 @@ std::string piecesSchedules() {
   return text;
 }
 
+/// The `head-sumsN` schedules (N = kInnermostMinLoops + 1 to
+/// kInnermostMaxLoops): sums over the keys (loop N - 3) of rows that every
+/// head (loop N - 2) weighs differently, the leading loops and the keys as
+/// scf.for loops, the heads and the innermost loop one 2-D vector, so that
+/// a cached row is loaded once for all heads and the sums stay in
+/// registers across the keys.
+std::string headSumsSchedules() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (int64_t loops = kInnermostMinLoops + 1; loops <= kInnermostMaxLoops;
+       ++loops) {
+    SmallVector<StringRef> sizes(loops - 2, "1");
+    sizes.append({"0", "0"});
+    os << llvm::formatv(R"mlir(
+    %hs{0} = transform.structured.match
+        attributes {{gdn.cpu_schedule = "head-sums{0}"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %hs{0}s, %hs{0}l:{2} = transform.structured.tile_using_for %hs{0}
+        tile_sizes [{1}]
+        : (!transform.any_op) -> ({3})
+    transform.structured.vectorize %hs{0}s : !transform.any_op
+)mlir",
+                        loops, llvm::join(sizes, ", "), loops - 2,
+                        llvm::join(SmallVector<StringRef>(
+                                       loops - 1, "!transform.any_op"),
+                                   ", "));
+  }
+  return text;
+}
+
 bool hasStaticDomain(linalg::LinalgOp op) {
   return llvm::none_of(op.getStaticLoopRanges(), ShapedType::isDynamic);
 }
@@ -433,8 +464,68 @@ bool hasInnermostTasks(linalg::LinalgOp op) {
   return staticTasks && ShapedType::isDynamic(ranges[loops - 2]);
 }
 
+/// The most f32 lanes of the sums a `head-sumsN` op carries across its keys.
+constexpr int64_t kHeadSumsLanes = 256;
+
+/// For an `innermostN` op whose loop outside the innermost is dynamic (the
+/// keys of a cache), the loop order that reads the key operand once: the
+/// static leading loops of more than one iteration that an input indexed
+/// by the keys does not index (heads sharing the cached latents) moved just
+/// inside the key loop, as an interchange vector (new loop i is old loop
+/// result[i]). Dot products over the innermost loop (scores) may move any
+/// number of such loops; sums over the keys (attended latents), whose head
+/// loop and innermost loop become one 2-D vector of at most kHeadSumsLanes,
+/// exactly one. Empty when no such loop exists.
+SmallVector<unsigned> keysOutsideHeads(linalg::LinalgOp op) {
+  int64_t loops = op.getNumLoops();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t keys = loops - 2;
+  if (!vectorizesInnermost(op) || op->getParentOfType<scf::ForallOp>() ||
+      !ShapedType::isDynamic(ranges[keys]))
+    return {};
+  bool sums = iterators[keys] == utils::IteratorType::reduction;
+  SmallVector<unsigned> heads, others;
+  for (int64_t dim = 0; dim < keys; ++dim) {
+    bool shared = llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *in) {
+      AffineMap map = op.getMatchingIndexingMap(in);
+      return map.isFunctionOfDim(keys) && !map.isFunctionOfDim(dim);
+    });
+    bool isHead = !ShapedType::isDynamic(ranges[dim]) && ranges[dim] > 1;
+    (shared && isHead ? heads : others).push_back(dim);
+  }
+  // The sums of every head stay in registers across the keys: at most
+  // kHeadSumsLanes of them (half of the 32 zmm registers).
+  if (heads.empty() ||
+      (sums && (heads.size() != 1 ||
+                ranges[heads.front()] * ranges.back() > kHeadSumsLanes)))
+    return {};
+  SmallVector<unsigned> order = others;
+  order.push_back(keys);
+  llvm::append_range(order, heads);
+  order.push_back(loops - 1);
+  return order;
+}
+
+/// Whether a `keys-outside-heads` op sums over its keys (rather than taking
+/// dot products along its innermost loop).
+bool sumsOverKeys(linalg::LinalgOp op) {
+  return op.getIteratorTypesArray()[op.getNumLoops() - 2] ==
+         utils::IteratorType::reduction;
+}
+
 /// The schedule for `op`, or an empty string to leave it to loops.
 StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
+  if (!keysOutsideHeads(op).empty()) {
+    static const std::array<StringRef, 4> dots = {
+        "keys-outside-heads3", "keys-outside-heads4", "keys-outside-heads5",
+        "keys-outside-heads6"};
+    static const std::array<StringRef, 4> sums = {
+        "", "keys-outside-head-sums4", "keys-outside-head-sums5",
+        "keys-outside-head-sums6"};
+    size_t index = op.getNumLoops() - kInnermostMinLoops;
+    return sumsOverKeys(op) ? sums[index] : dots[index];
+  }
   if (vectorizesInnermost(op)) {
     static const std::array<StringRef, 4> parallel = {
         "innermost3", "innermost4", "innermost5", "innermost6"};
@@ -516,7 +607,9 @@ struct GdnCPUVectorizePass
     std::string text = kSchedule.str();
     replaceAll(text, "@TILE_M@", std::to_string(matmulTileM));
     replaceAll(text, "@TILE_N@", std::to_string(matmulTileN));
-    replaceAll(text, "@INNERMOST@", innermostSchedules() + piecesSchedules());
+    replaceAll(text, "@INNERMOST@",
+               innermostSchedules() + piecesSchedules() +
+                   headSumsSchedules());
     auto parsed = std::make_shared<OwningOpRef<ModuleOp>>(
         parseSourceString<ModuleOp>(text, context));
     if (!*parsed)
@@ -545,6 +638,8 @@ struct GdnCPUVectorizePass
 
     if (annotateOnly)
       return;
+    if (failed(putKeysOutsideHeads(func)))
+      return signalPassFailure();
     if (any) {
       ModuleOp scheduleModule = **schedule;
       Operation *entry = transform::detail::findTransformEntryPoint(
@@ -566,6 +661,34 @@ struct GdnCPUVectorizePass
   }
 
 private:
+  /// Interchanges the loops of the `keys-outside-heads...N` ops, which then
+  /// take the `innermostN` schedule (dot products: a task per key, every
+  /// head inside it) or `head-sumsN` (sums over the keys).
+  LogicalResult putKeysOutsideHeads(func::FuncOp func) {
+    SmallVector<linalg::GenericOp> ops;
+    func.walk([&](linalg::GenericOp op) {
+      auto schedule = op->getAttrOfType<StringAttr>(kScheduleAttr);
+      if (schedule && schedule.getValue().starts_with("keys-outside-head"))
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : ops) {
+      SmallVector<unsigned> order = keysOutsideHeads(op);
+      bool sums = sumsOverKeys(op);
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::GenericOp> interchanged =
+          linalg::interchangeGenericOp(rewriter, op, order);
+      if (failed(interchanged))
+        return op.emitError("gdn-cpu-vectorize: cannot interchange the loops");
+      std::string schedule =
+          (sums ? "head-sums" : "innermost") +
+          std::to_string(order.size());
+      (*interchanged)
+          ->setAttr(kScheduleAttr, rewriter.getStringAttr(schedule));
+    }
+    return success();
+  }
+
   /// The pass options, in Passes.td order.
   GdnCPUVectorizePassOptions currentOptions() const {
     return {annotateOnly, matmulTileM, matmulTileN};

@@ -268,13 +268,15 @@ func.func @annotate(%a: memref<16x32xf32>, %b: memref<32x32xf32>, %c: memref<16x
 // Attention over a cache of dynamic length (the absorbed MLA decode): the
 // scores are dot products along a static latent of 256 (the reduction
 // innermost), the attended latents running sums of latent rows over the
-// keys (the reduction just outside the latent). Each takes the innermost
-// loop in vector lanes, a task per (batch, head, token) and a loop over the
-// keys; the running sum stays in registers across the keys. A weight read
-// along a strided dimension keeps its loops.
+// keys (the reduction just outside the latent). Both take the latent in
+// vector lanes. The scores' heads share the latents: a task per key, the
+// latent row loaded once for every head. The attended latents of 12 heads
+// of 256 would not fit in registers together: a task per (batch, token,
+// head) and a loop over the keys, the running sum kept in registers across
+// them. A weight read along a strided dimension keeps its loops.
 // RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=INNER
 // INNER-LABEL: func.func @attention_over_keys
-// INNER: linalg.generic {{.*}}gdn.cpu_schedule = "innermost5"
+// INNER: linalg.generic {{.*}}gdn.cpu_schedule = "keys-outside-heads5"
 // INNER: linalg.generic {{.*}}gdn.cpu_schedule = "innermost5"
 // INNER: linalg.generic
 // INNER-NOT: gdn.cpu_schedule
@@ -282,10 +284,10 @@ func.func @annotate(%a: memref<16x32xf32>, %b: memref<32x32xf32>, %c: memref<16x
 // SMALL-LABEL: func.func @attention_over_keys
 // CHECK-LABEL: func.func @attention_over_keys
 // CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x?x12x256xf32>, %[[LAT:[a-z0-9]+]]: memref<?x?x256xf32>, %[[S:[a-z0-9]+]]: memref<?x12x?x?xf32>, %[[P:[a-z0-9]+]]: memref<?x12x?x?xf32>, %[[A:[a-z0-9]+]]: memref<?x?x12x256xf32>
-// CHECK: scf.forall (%[[B:.+]], %[[N:.+]], %[[T:.+]]) in (%{{.+}}, 12, %{{.+}}) {
-// CHECK: %[[QROW:.+]] = vector.load %[[Q]][%[[B]], %[[T]], %[[N]], %{{.+}}] : memref<?x?x12x256xf32>, vector<256xf32>
-// CHECK: scf.for %[[KEY:.+]] = {{.+}} {
+// CHECK: scf.forall (%[[B:.+]], %[[T:.+]], %[[KEY:.+]]) in (%{{.+}}, %{{.+}}, %{{.+}}) {
 // CHECK: %[[KROW:.+]] = vector.load %[[LAT]][%[[B]], %[[KEY]], %{{.+}}] : memref<?x?x256xf32>, vector<256xf32>
+// CHECK: scf.for %[[N:.+]] = %{{.+}} to %{{.+}} step {{.+}} {
+// CHECK: %[[QROW:.+]] = vector.load %[[Q]][%[[B]], %[[T]], %[[N]], %{{.+}}] : memref<?x?x12x256xf32>, vector<256xf32>
 // CHECK: %[[PROD:.+]] = arith.mulf %[[QROW]], %[[KROW]] : vector<256xf32>
 // CHECK: vector.reduction <add>, %[[PROD]], %{{.+}} : vector<256xf32> into f32
 // CHECK: scf.forall (%[[B2:.+]], %[[T2:.+]], %[[N2:.+]]) in (%{{.+}}, %{{.+}}, 12) {
@@ -439,6 +441,45 @@ func.func @softmax_over_keys(%s: memref<?x12x?x?xf32>, %m: memref<?x12x?xf32>, %
   linalg.generic {indexing_maps = [affine_map<(t, s) -> (t, s)>, affine_map<(t, s) -> (t)>], iterator_types = ["parallel", "reduction"]} ins(%row : memref<?x?xf32>) outs(%sum : memref<?xf32>) {
   ^bb0(%in: f32, %out: f32):
     %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// The absorbed attention's scores and attended latents, whose heads share
+// the cached latents: the heads move inside the loop over the keys, so that
+// each latent row is loaded once. Scores take a task per key, the heads in
+// an scf.for inside it; the attended latents run the keys in an scf.for
+// with the four heads' sums one 4 x 64 vector carried across it.
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=HEADS
+// HEADS-LABEL: func.func @heads_share_latents
+// HEADS: linalg.generic {{.*}}gdn.cpu_schedule = "keys-outside-heads5"
+// HEADS: linalg.generic {{.*}}gdn.cpu_schedule = "keys-outside-head-sums5"
+// CHECK-LABEL: func.func @heads_share_latents
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x?x4x64xf32>, %[[LAT:[a-z0-9]+]]: memref<?x?x64xf32>, %[[S:[a-z0-9]+]]: memref<?x4x?x?xf32>, %[[P:[a-z0-9]+]]: memref<?x4x?x?xf32>, %[[ACC:[a-z0-9]+]]: memref<?x?x4x64xf32>)
+// CHECK: scf.forall (%[[B:.+]], %[[T:.+]], %[[KEY:.+]]) in
+// CHECK: %[[ROW:.+]] = vector.load %[[LAT]][%[[B]], %[[KEY]], %{{.+}}] : memref<?x?x64xf32>, vector<64xf32>
+// CHECK: scf.for %[[HEAD:.+]] = %{{.+}} to %{{.+}} step
+// CHECK: vector.load %[[Q]][%[[B]], %[[T]], %[[HEAD]], %{{.+}}]
+// CHECK: arith.mulf %{{.+}}, %[[ROW]] : vector<64xf32>
+// CHECK: vector.reduction <add>
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[SUMS:.+]] = %{{.+}}) -> (vector<4x64xf32>)
+// CHECK-COUNT-1: vector.load %[[LAT]]
+// CHECK: arith.addf %[[SUMS]], %{{.+}} : vector<4x64xf32>
+// CHECK-NOT: linalg.generic
+func.func @heads_share_latents(%q: memref<?x?x4x64xf32>, %lat: memref<?x?x64xf32>, %s: memref<?x4x?x?xf32>, %p: memref<?x4x?x?xf32>, %acc: memref<?x?x4x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, n, t, s, r) -> (b, t, n, r)>, affine_map<(b, n, t, s, r) -> (b, s, r)>, affine_map<(b, n, t, s, r) -> (b, n, t, s)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %lat : memref<?x?x4x64xf32>, memref<?x?x64xf32>) outs(%s : memref<?x4x?x?xf32>) {
+  ^bb0(%a: f32, %l: f32, %o: f32):
+    %m = arith.mulf %a, %l : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(b, t, n, s, r) -> (b, n, t, s)>, affine_map<(b, t, n, s, r) -> (b, s, r)>, affine_map<(b, t, n, s, r) -> (b, t, n, r)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%p, %lat : memref<?x4x?x?xf32>, memref<?x?x64xf32>) outs(%acc : memref<?x?x4x64xf32>) {
+  ^bb0(%a: f32, %l: f32, %o: f32):
+    %m = arith.mulf %a, %l : f32
+    %r = arith.addf %o, %m : f32
     linalg.yield %r : f32
   }
   return

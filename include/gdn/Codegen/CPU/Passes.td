@@ -101,7 +101,17 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
       the outer loops where a static outer loop gives more than one (heads)
       and the op is not already inside a task, the keys in pieces of 16
       lanes; the last partial piece is peeled off and stays a generic on
-      loops. Otherwise `pieces-loopsN`, the outer loops as `scf.for`.
+      loops. Otherwise `pieces-loopsN`, the outer loops as `scf.for`;
+    - `keys-outside-headsN` and `keys-outside-head-sumsN`: `innermostN`
+      generics whose loop outside the innermost is dynamic (keys) and that
+      read an operand by the keys but not by a static leading loop (the
+      heads of an absorbed attention share the cached latents). The pass
+      interchanges the loops so that the heads run inside the keys and a
+      cached row is loaded once: dot products (scores) then take
+      `innermostN`, a task per key; sums over the keys (attended latents)
+      of one head loop whose sums fit in 16 vector registers take
+      `head-sumsN`, the keys an `scf.for` carrying every head's sums in
+      registers, the heads and the innermost loop one 2-D vector.
 
     `math.exp` is then replaced by its polynomial approximation so that it
     vectorizes. Ops without a schedule are left for convert-linalg-to-loops.
