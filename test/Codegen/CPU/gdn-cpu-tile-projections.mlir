@@ -13,8 +13,8 @@
 // A projection: blocks of 64 tokens per sequence in an scf.forall, then
 // 8-token tiles, both static matmuls on the weight transposed once; the
 // last tokens are dot products along the weight's rows: blocks of 16 rows
-// (the widest that divides 48) in an scf.forall, 8 rows of 32-lane FMAs at
-// a time. The choices are on the loops.
+// (the widest that divides 48) in an scf.forall, one row at a time in
+// 32-lane FMAs along it. The choices are on the loops.
 // With the default column-tile of 32, each tile's matmul is the 32
 // outputs that the vectorizer's register tiles divide, then the other 16.
 // SPLIT-LABEL: func.func @projection
@@ -39,10 +39,12 @@
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (tensor<16xf32>)
-// CHECK: scf.for {{.*}} -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
-// CHECK-COUNT-8: vector.fma
-// CHECK-COUNT-8: vector.reduction <add>
-// CHECK: vector.from_elements {{.*}} : vector<8xf32>
+// CHECK: scf.for {{.*}} -> (vector<32xf32>) {
+// CHECK: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: vector.reduction <add>
+// CHECK-NOT: vector.reduction
+// CHECK: vector.from_elements {{.*}} : vector<1xf32>
 // CHECK: } {gdn.projection_tiling = {row_dot_block = 16 : i64, row_dot_lanes = 32 : i64, row_dot_parallel = true}}
 // CHECK-NOT: linalg.contract
 // A weight under row-dot-parallel-min elements (48 x 32 against the
@@ -53,7 +55,7 @@
 // SERIAL-NOT: scf.forall
 // SERIAL: %[[C48:.+]] = arith.constant 48 : index
 // SERIAL: scf.for %{{.*}} = %{{.*}} to %[[C48]] step %{{.*}} iter_args
-// SERIAL: vector.from_elements {{.*}} : vector<8xf32>
+// SERIAL: vector.from_elements {{.*}} : vector<1xf32>
 // SERIAL: } {gdn.projection_tiling = {row_dot_block = 16 : i64, row_dot_lanes = 32 : i64, row_dot_parallel = false}}
 // BADMIN: gdn-cpu-tile-projections: row-dot-parallel-min must not be negative, but got -1
 // SMALL-LABEL: func.func @projection

@@ -22,9 +22,10 @@ def GdnCPUTileProjectionsPass
     weight's rows, which are contiguous: an `scf.forall` over blocks of 8
     to 64 weight rows (so that one token spreads over the threads; an
     `scf.for` for weights under `row-dot-parallel-min` elements), and per
-    token vector code that carries 8 rows' vectors of 16 or 32 partial sums
-    along the inputs (the weight read as stored, bf16 widened in
-    registers), then adds up each row's lanes. Weight rows past the last
+    token vector code that takes one row at a time (the weight streams
+    through memory in order, which the hardware prefetcher follows), a
+    vector of 16 or 32 partial sums along the inputs (the weight read as
+    stored, bf16 widened in registers), then adds up the row's lanes. Weight rows past the last
     whole block, and inputs that are not a multiple of 16, stay a
     contraction on loops. The choices are recorded on the loops as
     `gdn.projection_tiling = {row_block, row_tile}` and
