@@ -141,7 +141,23 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     auto waitForCopies = [&](Value group) {
       nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
     };
-    Value firstGroup = copyChunkAsync(c(b, loc, 0), c(b, loc, 0));
+    // No chunk (T = 0) copies nothing: the empty operands may have no
+    // memory at all, and the block only writes the initial state back.
+    Value anyChunk = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                           chunks, c(b, loc, 0));
+    auto first = scf::IfOp::create(b, loc, TypeRange{tokenType}, anyChunk,
+                                   /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard firstGuard(b);
+      b.setInsertionPointToStart(first.thenBlock());
+      scf::YieldOp::create(b, loc, copyChunkAsync(c(b, loc, 0), c(b, loc, 0)));
+      b.setInsertionPointToStart(first.elseBlock());
+      scf::YieldOp::create(b, loc,
+                           nvgpu::DeviceAsyncCreateGroupOp::create(
+                               b, loc, tokenType, ValueRange{})
+                               .getResult());
+    }
+    Value firstGroup = first.getResult(0);
     auto loop = scf::ForOp::create(
         b, loc, c(b, loc, 0), chunks, c(b, loc, 1), ValueRange{firstGroup},
         [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange carried) {

@@ -154,8 +154,12 @@
 // CHECK: nvgpu.device_async_copy %[[TB]][{{.+}}], %[[TSLOTS]]
 // CHECK: nvgpu.device_async_copy %[[P]][{{.+}}], %[[PSLOTS]]
 // CHECK: nvgpu.device_async_copy %[[G]][{{.+}}], %[[GSLOTS]][{{.+}}], 4 {bypassL1} : memref<?x4x?xf32> to memref<2x64xf32, #gpu.address_space<workgroup>>
-// CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
-// CHECK: scf.for {{.+}} iter_args(%[[CARRIED:.+]] = %[[GROUP]])
+// CHECK: %[[CHUNK0:.+]] = nvgpu.device_async_create_group
+// CHECK: scf.yield %[[CHUNK0]]
+// CHECK: } else {
+// CHECK: %[[NOTHING:.+]] = nvgpu.device_async_create_group
+// CHECK: scf.yield %[[NOTHING]]
+// CHECK: scf.for {{.+}} iter_args(%[[CARRIED:.+]] = %{{.+}})
 // CHECK: nvgpu.device_async_wait %[[CARRIED]] {numGroups = 0 : i32}
 // CHECK-NOT: memref.store
 // CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"(%c1_i32{{[_0-9]*}}, %c192_i32{{[_0-9]*}})
