@@ -9,6 +9,8 @@
 
 #include "gdn/Codegen/CPU/Passes.h"
 
+#include "KeyBlockScores.h"
+
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -516,6 +518,9 @@ bool sumsOverKeys(linalg::LinalgOp op) {
 
 /// The schedule for `op`, or an empty string to leave it to loops.
 StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+      generic && isKeyBlockScores(generic))
+    return "key-blocks5";
   if (!keysOutsideHeads(op).empty()) {
     static const std::array<StringRef, 4> dots = {
         "keys-outside-heads3", "keys-outside-heads4", "keys-outside-heads5",
@@ -638,7 +643,7 @@ struct GdnCPUVectorizePass
 
     if (annotateOnly)
       return;
-    if (failed(putKeysOutsideHeads(func)))
+    if (failed(scoresInKeyBlocks(func)) || failed(putKeysOutsideHeads(func)))
       return signalPassFailure();
     if (any) {
       ModuleOp scheduleModule = **schedule;
@@ -661,6 +666,34 @@ struct GdnCPUVectorizePass
   }
 
 private:
+  /// Lowers the `key-blocks5` ops (KeyBlockScores.h); the keys past their
+  /// last whole block (at most 15: too few for tasks) run with the heads
+  /// inside them on loops, `innermost-loops5`.
+  LogicalResult scoresInKeyBlocks(func::FuncOp func) {
+    SmallVector<linalg::GenericOp> ops;
+    func.walk([&](linalg::GenericOp op) {
+      auto schedule = op->getAttrOfType<StringAttr>(kScheduleAttr);
+      if (schedule && schedule.getValue() == "key-blocks5")
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : ops) {
+      FailureOr<linalg::GenericOp> rest = lowerScoresInKeyBlocks(rewriter, op);
+      if (failed(rest))
+        return op.emitError("gdn-cpu-vectorize: not scores in key blocks");
+      SmallVector<unsigned> order = keysOutsideHeads(*rest);
+      rewriter.setInsertionPoint(*rest);
+      FailureOr<linalg::GenericOp> interchanged =
+          linalg::interchangeGenericOp(rewriter, *rest, order);
+      if (order.empty() || failed(interchanged))
+        return rest->emitError("gdn-cpu-vectorize: cannot interchange the "
+                               "loops of the keys past the last block");
+      (*interchanged)
+          ->setAttr(kScheduleAttr, rewriter.getStringAttr("innermost-loops5"));
+    }
+    return success();
+  }
+
   /// Interchanges the loops of the `keys-outside-heads...N` ops, which then
   /// take the `innermostN` schedule (dot products: a task per key, every
   /// head inside it) or `head-sumsN` (sums over the keys).

@@ -268,15 +268,17 @@ func.func @annotate(%a: memref<16x32xf32>, %b: memref<32x32xf32>, %c: memref<16x
 // Attention over a cache of dynamic length (the absorbed MLA decode): the
 // scores are dot products along a static latent of 256 (the reduction
 // innermost), the attended latents running sums of latent rows over the
-// keys (the reduction just outside the latent). Both take the latent in
-// vector lanes. The scores' heads share the latents: a task per key, the
-// latent row loaded once for every head. The attended latents of 12 heads
-// of 256 would not fit in registers together: a task per (batch, token,
-// head) and a loop over the keys, the running sum kept in registers across
-// them. A weight read along a strided dimension keeps its loops.
+// keys (the reduction just outside the latent). The scores go 16 keys at a
+// time: each 16 x 16 tile of latents transposed in registers, one FMA per
+// head and channel into a vector of 16 keys' scores per head; the keys past
+// the last whole block take the heads inside each key, on loops. The
+// attended latents of 12 heads of 256 would not fit in registers together:
+// a task per (batch, token, head) and a loop over the keys, the running sum
+// kept in registers across them. A weight read along a strided dimension
+// keeps its loops.
 // RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=INNER
 // INNER-LABEL: func.func @attention_over_keys
-// INNER: linalg.generic {{.*}}gdn.cpu_schedule = "keys-outside-heads5"
+// INNER: linalg.generic {{.*}}gdn.cpu_schedule = "key-blocks5"
 // INNER: linalg.generic {{.*}}gdn.cpu_schedule = "innermost5"
 // INNER: linalg.generic
 // INNER-NOT: gdn.cpu_schedule
@@ -284,12 +286,21 @@ func.func @annotate(%a: memref<16x32xf32>, %b: memref<32x32xf32>, %c: memref<16x
 // SMALL-LABEL: func.func @attention_over_keys
 // CHECK-LABEL: func.func @attention_over_keys
 // CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x?x12x256xf32>, %[[LAT:[a-z0-9]+]]: memref<?x?x256xf32>, %[[S:[a-z0-9]+]]: memref<?x12x?x?xf32>, %[[P:[a-z0-9]+]]: memref<?x12x?x?xf32>, %[[A:[a-z0-9]+]]: memref<?x?x12x256xf32>
-// CHECK: scf.forall (%[[B:.+]], %[[T:.+]], %[[KEY:.+]]) in (%{{.+}}, %{{.+}}, %{{.+}}) {
-// CHECK: %[[KROW:.+]] = vector.load %[[LAT]][%[[B]], %[[KEY]], %{{.+}}] : memref<?x?x256xf32>, vector<256xf32>
-// CHECK: scf.for %[[N:.+]] = %{{.+}} to %{{.+}} step {{.+}} {
-// CHECK: %[[QROW:.+]] = vector.load %[[Q]][%[[B]], %[[T]], %[[N]], %{{.+}}] : memref<?x?x12x256xf32>, vector<256xf32>
-// CHECK: %[[PROD:.+]] = arith.mulf %[[QROW]], %[[KROW]] : vector<256xf32>
-// CHECK: vector.reduction <add>, %[[PROD]], %{{.+}} : vector<256xf32> into f32
+// CHECK: %[[BLOCKS:.+]] = arith.divui %{{.+}}, %c16
+// CHECK: scf.forall (%[[B:.+]], %[[T:.+]], %[[BLOCK:.+]]) in (%{{.+}}, %{{.+}}, %[[BLOCKS]]) {
+// CHECK-COUNT-12: vector.load %[[S]]{{.+}} : memref<?x12x?x?xf32>, vector<16xf32>
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK-COUNT-16: vector.load %[[LAT]]{{.+}} : memref<?x?x256xf32>, vector<16xf32>
+// CHECK: vector.shuffle
+// CHECK: vector.fma {{.+}} : vector<16xf32>
+// CHECK-NOT: vector.reduction
+// CHECK: scf.yield
+// CHECK-COUNT-12: vector.store {{.+}}, %[[S]]{{.+}} : memref<?x12x?x?xf32>, vector<16xf32>
+// CHECK-NOT: scf.forall
+// CHECK: scf.for %[[KEY:.+]] = %{{.+}} to %{{.+}} step
+// CHECK: vector.load %[[LAT]]{{.+}} : memref<?x?x256xf32>, vector<256xf32>
+// CHECK: scf.for %[[N:.+]] = %{{.+}} to %{{.+}} step
+// CHECK: vector.reduction <add>, {{.+}} : vector<256xf32> into f32
 // CHECK: scf.forall (%[[B2:.+]], %[[T2:.+]], %[[N2:.+]]) in (%{{.+}}, %{{.+}}, 12) {
 // CHECK: %[[INIT:.+]] = vector.load %[[A]][%[[B2]], %[[T2]], %[[N2]], %{{.+}}] : memref<?x?x12x256xf32>, vector<256xf32>
 // CHECK: %[[SUM:.+]] = scf.for {{.+}} iter_args(%[[SOFAR:.+]] = %[[INIT]]) -> (vector<256xf32>) {
@@ -449,20 +460,25 @@ func.func @softmax_over_keys(%s: memref<?x12x?x?xf32>, %m: memref<?x12x?xf32>, %
 // -----
 
 // The absorbed attention's scores and attended latents, whose heads share
-// the cached latents: the heads move inside the loop over the keys, so that
-// each latent row is loaded once. Scores take a task per key, the heads in
-// an scf.for inside it; the attended latents run the keys in an scf.for
-// with the four heads' sums one 4 x 64 vector carried across it.
+// the cached latents: each latent row is loaded once for every head. The
+// scores go in blocks of 16 keys, the keys left over with the heads inside
+// each key; the attended latents run the keys in an scf.for with the four
+// heads' sums one 4 x 64 vector carried across it.
 // RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=HEADS
 // HEADS-LABEL: func.func @heads_share_latents
-// HEADS: linalg.generic {{.*}}gdn.cpu_schedule = "keys-outside-heads5"
+// HEADS: linalg.generic {{.*}}gdn.cpu_schedule = "key-blocks5"
 // HEADS: linalg.generic {{.*}}gdn.cpu_schedule = "keys-outside-head-sums5"
 // CHECK-LABEL: func.func @heads_share_latents
 // CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x?x4x64xf32>, %[[LAT:[a-z0-9]+]]: memref<?x?x64xf32>, %[[S:[a-z0-9]+]]: memref<?x4x?x?xf32>, %[[P:[a-z0-9]+]]: memref<?x4x?x?xf32>, %[[ACC:[a-z0-9]+]]: memref<?x?x4x64xf32>)
-// CHECK: scf.forall (%[[B:.+]], %[[T:.+]], %[[KEY:.+]]) in
-// CHECK: %[[ROW:.+]] = vector.load %[[LAT]][%[[B]], %[[KEY]], %{{.+}}] : memref<?x?x64xf32>, vector<64xf32>
+// CHECK: scf.forall (%[[B:.+]], %[[T:.+]], %[[BLOCK:.+]]) in
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK-COUNT-4: vector.load %[[Q]][%[[B]], %[[T]], %{{.+}}, %{{.+}}] : memref<?x?x4x64xf32>, vector<16xf32>
+// CHECK: vector.fma
+// CHECK-NOT: scf.forall
+// CHECK: scf.for %[[KEY:.+]] = %{{.+}} to %{{.+}} step
+// CHECK: %[[ROW:.+]] = vector.load %[[LAT]][%{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x64xf32>, vector<64xf32>
 // CHECK: scf.for %[[HEAD:.+]] = %{{.+}} to %{{.+}} step
-// CHECK: vector.load %[[Q]][%[[B]], %[[T]], %[[HEAD]], %{{.+}}]
+// CHECK: vector.load %[[Q]][%{{.+}}, %{{.+}}, %[[HEAD]], %{{.+}}]
 // CHECK: arith.mulf %{{.+}}, %[[ROW]] : vector<64xf32>
 // CHECK: vector.reduction <add>
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[SUMS:.+]] = %{{.+}}) -> (vector<4x64xf32>)
@@ -477,6 +493,23 @@ func.func @heads_share_latents(%q: memref<?x?x4x64xf32>, %lat: memref<?x?x64xf32
     linalg.yield %r : f32
   }
   linalg.generic {indexing_maps = [affine_map<(b, t, n, s, r) -> (b, n, t, s)>, affine_map<(b, t, n, s, r) -> (b, s, r)>, affine_map<(b, t, n, s, r) -> (b, t, n, r)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%p, %lat : memref<?x4x?x?xf32>, memref<?x?x64xf32>) outs(%acc : memref<?x?x4x64xf32>) {
+  ^bb0(%a: f32, %l: f32, %o: f32):
+    %m = arith.mulf %a, %l : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Scores of more heads than a block's registers hold (20 > 16) keep a task
+// per key with every head inside it.
+// RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=MANY
+// MANY-LABEL: func.func @many_heads
+// MANY: linalg.generic {{.*}}gdn.cpu_schedule = "keys-outside-heads5"
+func.func @many_heads(%q: memref<?x?x20x16xf32>, %rope: memref<?x?x16xf32>, %s: memref<?x20x?x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, n, t, s, r) -> (b, t, n, r)>, affine_map<(b, n, t, s, r) -> (b, s, r)>, affine_map<(b, n, t, s, r) -> (b, n, t, s)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %rope : memref<?x?x20x16xf32>, memref<?x?x16xf32>) outs(%s : memref<?x20x?x?xf32>) {
   ^bb0(%a: f32, %l: f32, %o: f32):
     %m = arith.mulf %a, %l : f32
     %r = arith.addf %o, %m : f32

@@ -103,6 +103,14 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
       and the op is not already inside a task, the keys in pieces of 16
       lanes; the last partial piece is peeled off and stays a generic on
       loops. Otherwise `pieces-loopsN`, the outer loops as `scf.for`;
+    - `key-blocks5`: the absorbed attention's scores, out[b, n, t, s] +=
+      q[b, t, n, r] * keys[b, s, r] with at most 16 static heads, a static
+      latent that is a multiple of 16 and dynamic keys, in blocks of 16
+      keys: a task per (b, t, block), each 16 x 16 tile of cached rows
+      transposed in registers and one FMA per head and channel into a
+      vector of the block's scores, so no dot product ends in a horizontal
+      sum; the keys past the last block take `innermost-loops5` with the
+      heads inside each key;
     - `keys-outside-headsN` and `keys-outside-head-sumsN`: `innermostN`
       generics whose loop outside the innermost is dynamic (keys) and that
       read an operand by the keys but not by a static leading loop (the
