@@ -25,9 +25,9 @@ def GdnCPUTileProjectionsPass
     token vector code that takes one row at a time (the weight streams
     through memory in order, which the hardware prefetcher follows), a
     vector of 16 or 32 partial sums along the inputs (the weight read as
-    stored, bf16 widened in registers), then adds up the row's lanes. Weight rows past the last
-    whole block, and inputs that are not a multiple of 16, stay a
-    contraction on loops. The choices are recorded on the loops as
+    stored, bf16 widened in registers), then adds up the row's lanes.
+    Weight rows past the last whole block, and inputs that are not a
+    multiple of 16, stay a contraction on loops. The choices are recorded on the loops as
     `gdn.projection_tiling = {row_block, row_tile}` and
     `{row_dot_block, row_dot_lanes, row_dot_parallel}`. Where the outputs
     are not a multiple of `column-tile`, each tile's matmul is two: the
