@@ -27,8 +27,8 @@ def GdnCPUTileProjectionsPass
     vector of 16 or 32 partial sums along the inputs (the weight read as
     stored, bf16 widened in registers), then adds up the row's lanes.
     Weight rows past the last whole block, and inputs that are not a
-    multiple of 16, stay a contraction on loops. The choices are recorded on the loops as
-    `gdn.projection_tiling = {row_block, row_tile}` and
+    multiple of 16, stay a contraction on loops. The choices are recorded
+    on the loops as `gdn.projection_tiling = {row_block, row_tile}` and
     `{row_dot_block, row_dot_lanes, row_dot_parallel}`. Where the outputs
     are not a multiple of `column-tile`, each tile's matmul is two: the
     outputs up to the last multiple (which gdn-cpu-vectorize's register
