@@ -10,6 +10,7 @@
 #include "gdn/Codegen/CPU/Passes.h"
 
 #include "KeyBlockScores.h"
+#include "KeyPartSums.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -521,6 +522,10 @@ StringRef chooseSchedule(linalg::LinalgOp op, int64_t tileM, int64_t tileN) {
   if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
       generic && isKeyBlockScores(generic))
     return "key-blocks5";
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+      generic && !op->getParentOfType<scf::ForallOp>() &&
+      isKeyPartSums(generic, kHeadSumsLanes))
+    return "key-parts5";
   if (!keysOutsideHeads(op).empty()) {
     static const std::array<StringRef, 4> dots = {
         "keys-outside-heads3", "keys-outside-heads4", "keys-outside-heads5",
@@ -643,7 +648,8 @@ struct GdnCPUVectorizePass
 
     if (annotateOnly)
       return;
-    if (failed(scoresInKeyBlocks(func)) || failed(putKeysOutsideHeads(func)))
+    if (failed(scoresInKeyBlocks(func)) || failed(sumsInKeyParts(func)) ||
+        failed(putKeysOutsideHeads(func)))
       return signalPassFailure();
     if (any) {
       ModuleOp scheduleModule = **schedule;
@@ -691,6 +697,21 @@ private:
       (*interchanged)
           ->setAttr(kScheduleAttr, rewriter.getStringAttr("innermost-loops5"));
     }
+    return success();
+  }
+
+  /// Lowers the `key-parts5` ops (KeyPartSums.h).
+  LogicalResult sumsInKeyParts(func::FuncOp func) {
+    SmallVector<linalg::GenericOp> ops;
+    func.walk([&](linalg::GenericOp op) {
+      auto schedule = op->getAttrOfType<StringAttr>(kScheduleAttr);
+      if (schedule && schedule.getValue() == "key-parts5")
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : ops)
+      if (failed(lowerSumsInKeyParts(rewriter, op)))
+        return op.emitError("gdn-cpu-vectorize: not sums in key parts");
     return success();
   }
 

@@ -1,6 +1,7 @@
 //===- KeyBlockScores.cpp - attention scores for 16 keys at a time --------===//
 
 #include "KeyBlockScores.h"
+#include "MultiplyAccumulate.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -15,25 +16,6 @@ namespace {
 constexpr int64_t kBlockKeys = 16;
 /// The most heads whose scores for a block stay in registers.
 constexpr int64_t kMostHeads = 16;
-
-/// Whether the body of `op` is out + in0 * in1 (in either order).
-bool isMultiplyAdd(linalg::GenericOp op) {
-  Block &body = op.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
-  if (!add || body.getOperations().size() != 3)
-    return false;
-  Value out = body.getArgument(2);
-  Value other = add.getLhs() == out ? add.getRhs() : add.getLhs();
-  if (add.getLhs() != out && add.getRhs() != out)
-    return false;
-  auto mul = other.getDefiningOp<arith::MulFOp>();
-  if (!mul)
-    return false;
-  Value a = body.getArgument(0), k = body.getArgument(1);
-  return (mul.getLhs() == a && mul.getRhs() == k) ||
-         (mul.getLhs() == k && mul.getRhs() == a);
-}
 
 bool isF32RowsMemRef(Value value) {
   auto type = dyn_cast<MemRefType>(value.getType());
@@ -65,7 +47,8 @@ bool mlir::gdn::isKeyBlockScores(linalg::GenericOp op) {
       ShapedType::isDynamic(width) || width % kBlockKeys != 0 ||
       !ShapedType::isDynamic(ranges[3]))
     return false;
-  return llvm::all_of(op->getOperands(), isF32RowsMemRef) && isMultiplyAdd(op);
+  return llvm::all_of(op->getOperands(), isF32RowsMemRef) &&
+         isMultiplyAccumulate(op);
 }
 
 FailureOr<linalg::GenericOp>

@@ -462,12 +462,13 @@ func.func @softmax_over_keys(%s: memref<?x12x?x?xf32>, %m: memref<?x12x?xf32>, %
 // The absorbed attention's scores and attended latents, whose heads share
 // the cached latents: each latent row is loaded once for every head. The
 // scores go in blocks of 16 keys, the keys left over with the heads inside
-// each key; the attended latents run the keys in an scf.for with the four
-// heads' sums one 4 x 64 vector carried across it.
+// each key; the attended latents go in 4 parts of the keys, a task each
+// carrying the four heads' sums (4 x 64 lanes) in registers across its
+// keys, and the parts' sums are added into the output after.
 // RUN: gdn-opt %s -split-input-file -gdn-cpu-vectorize=annotate-only=true | FileCheck %s --check-prefix=HEADS
 // HEADS-LABEL: func.func @heads_share_latents
 // HEADS: linalg.generic {{.*}}gdn.cpu_schedule = "key-blocks5"
-// HEADS: linalg.generic {{.*}}gdn.cpu_schedule = "keys-outside-head-sums5"
+// HEADS: linalg.generic {{.*}}gdn.cpu_schedule = "key-parts5"
 // CHECK-LABEL: func.func @heads_share_latents
 // CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x?x4x64xf32>, %[[LAT:[a-z0-9]+]]: memref<?x?x64xf32>, %[[S:[a-z0-9]+]]: memref<?x4x?x?xf32>, %[[P:[a-z0-9]+]]: memref<?x4x?x?xf32>, %[[ACC:[a-z0-9]+]]: memref<?x?x4x64xf32>)
 // CHECK: scf.forall (%[[B:.+]], %[[T:.+]], %[[BLOCK:.+]]) in
@@ -481,9 +482,19 @@ func.func @softmax_over_keys(%s: memref<?x12x?x?xf32>, %m: memref<?x12x?xf32>, %
 // CHECK: vector.load %[[Q]][%{{.+}}, %{{.+}}, %[[HEAD]], %{{.+}}]
 // CHECK: arith.mulf %{{.+}}, %[[ROW]] : vector<64xf32>
 // CHECK: vector.reduction <add>
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[SUMS:.+]] = %{{.+}}) -> (vector<4x64xf32>)
-// CHECK-COUNT-1: vector.load %[[LAT]]
-// CHECK: arith.addf %[[SUMS]], %{{.+}} : vector<4x64xf32>
+// CHECK: %[[PARTS:.+]] = memref.alloc(%{{.+}}, %{{.+}}) : memref<4x?x?x4x64xf32>
+// CHECK: scf.forall (%[[PART:.+]], %[[B2:.+]], %[[T2:.+]]) in (4, %{{.+}}, %{{.+}}) {
+// CHECK: scf.for %[[KEY2:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[SUM0:.+]] = %{{.+}}, %{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>)
+// CHECK: %[[ROW2:.+]] = vector.load %[[LAT]][%[[B2]], %[[KEY2]], %{{.+}}] : memref<?x?x64xf32>, vector<64xf32>
+// CHECK-NOT: vector.load %[[LAT]]
+// CHECK: vector.fma %{{.+}}, %[[ROW2]], %[[SUM0]] : vector<64xf32>
+// CHECK: vector.store {{.+}}, %[[PARTS]][%[[PART]], %[[B2]], %[[T2]], %{{.+}}, %{{.+}}]
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: vector.load %[[ACC]]
+// CHECK-COUNT-4: vector.load %[[PARTS]]
+// CHECK: vector.store {{.+}}, %[[ACC]]
+// CHECK: memref.dealloc %[[PARTS]]
 // CHECK-NOT: linalg.generic
 func.func @heads_share_latents(%q: memref<?x?x4x64xf32>, %lat: memref<?x?x64xf32>, %s: memref<?x4x?x?xf32>, %p: memref<?x4x?x?xf32>, %acc: memref<?x?x4x64xf32>) {
   linalg.generic {indexing_maps = [affine_map<(b, n, t, s, r) -> (b, t, n, r)>, affine_map<(b, n, t, s, r) -> (b, s, r)>, affine_map<(b, n, t, s, r) -> (b, n, t, s)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %lat : memref<?x?x4x64xf32>, memref<?x?x64xf32>) outs(%s : memref<?x4x?x?xf32>) {

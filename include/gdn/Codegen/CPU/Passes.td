@@ -111,6 +111,12 @@ def GdnCPUVectorizePass : Pass<"gdn-cpu-vectorize", "func::FuncOp"> {
       vector of the block's scores, so no dot product ends in a horizontal
       sum; the keys past the last block take `innermost-loops5` with the
       heads inside each key;
+    - `key-parts5`: the absorbed attention's attended latents, out[b, t,
+      n, r] += p[b, n, t, s] * rows[b, s, r] with every head's sums fitting
+      in 16 vector registers: 4 parts of the keys, a task per (part, b, t)
+      that loads each row once and carries every head's sums in registers,
+      then the parts' sums added into the output (one core alone cannot
+      read the cache as fast as the cores side by side);
     - `keys-outside-headsN` and `keys-outside-head-sumsN`: `innermostN`
       generics whose loop outside the innermost is dynamic (keys) and that
       read an operand by the keys but not by a static leading loop (the
