@@ -208,6 +208,31 @@ constexpr int64_t kPieceLanes = 16;
 /// scf.for loops (`pieces-loopsN`). The peeled main loop is canonicalized
 /// before it is vectorized, so that its pieces have the static shape the
 /// vectorizer needs.
+/// The end of a `piecesN` or `pieces-loopsN` schedule: `loop` (the loop of
+/// pieces, as `handle`) peeled, its main part canonicalized and the pieces
+/// (the ops marked `schedule`) in it vectorized.
+std::string peelAndVectorize(StringRef handle, StringRef loop,
+                             StringRef schedule) {
+  return llvm::formatv(R"mlir(
+    {0}c = transform.cast {1}
+        : !transform.any_op to !transform.op<"scf.for">
+    {0}m, {0}r = transform.loop.peel {0}c
+        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+    transform.apply_patterns to {0}m {{
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.foreach {0}m : !transform.any_op {{
+    ^bb0(%main: !transform.any_op):
+      %piece = transform.structured.match
+          attributes {{gdn.cpu_schedule = "{2}"} in %main
+          : (!transform.any_op) -> !transform.any_op
+      transform.structured.vectorize %piece : !transform.any_op
+    }
+)mlir",
+                       handle, loop, schedule)
+      .str();
+}
+
 std::string piecesSchedules() {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -218,57 +243,38 @@ std::string piecesSchedules() {
     zeros.push_back(lanes);
     SmallVector<StringRef> serial(loops - 1, "1");
     serial.push_back(lanes);
+    std::string tasks = llvm::formatv("pieces{0}", loops).str();
+    std::string inLoops = llvm::formatv("pieces-loops{0}", loops).str();
     os << llvm::formatv(R"mlir(
     %pc{0} = transform.structured.match
-        attributes {{gdn.cpu_schedule = "pieces{0}"} in %root
+        attributes {{gdn.cpu_schedule = "{1}"} in %root
         : (!transform.any_op) -> !transform.any_op
     %pc{0}t, %pc{0}f = transform.structured.tile_using_forall %pc{0}
-        tile_sizes [{1}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %pc{0}s, %pc{0}l = transform.structured.tile_using_for %pc{0}t
         tile_sizes [{2}]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %pc{0}c = transform.cast %pc{0}l
-        : !transform.any_op to !transform.op<"scf.for">
-    %pc{0}m, %pc{0}r = transform.loop.peel %pc{0}c
-        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
-    transform.apply_patterns to %pc{0}m {{
-      transform.apply_patterns.canonicalization
-    } : !transform.any_op
-    transform.foreach %pc{0}m : !transform.any_op {{
-    ^bb0(%main: !transform.any_op):
-      %piece = transform.structured.match
-          attributes {{gdn.cpu_schedule = "pieces{0}"} in %main
-          : (!transform.any_op) -> !transform.any_op
-      transform.structured.vectorize %piece : !transform.any_op
-    }
-    %pl{0} = transform.structured.match
-        attributes {{gdn.cpu_schedule = "pieces-loops{0}"} in %root
-        : (!transform.any_op) -> !transform.any_op
-    %pl{0}s, %pl{0}l:{4} = transform.structured.tile_using_for %pl{0}
+    %pc{0}s, %pc{0}l = transform.structured.tile_using_for %pc{0}t
         tile_sizes [{3}]
-        : (!transform.any_op) -> ({5})
-    %pl{0}c = transform.cast %pl{0}l#{6}
-        : !transform.any_op to !transform.op<"scf.for">
-    %pl{0}m, %pl{0}r = transform.loop.peel %pl{0}c
-        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
-    transform.apply_patterns to %pl{0}m {{
-      transform.apply_patterns.canonicalization
-    } : !transform.any_op
-    transform.foreach %pl{0}m : !transform.any_op {{
-    ^bb0(%main: !transform.any_op):
-      %piece = transform.structured.match
-          attributes {{gdn.cpu_schedule = "pieces-loops{0}"} in %main
-          : (!transform.any_op) -> !transform.any_op
-      transform.structured.vectorize %piece : !transform.any_op
-    }
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
 )mlir",
-                        loops, llvm::join(ones, ", "), llvm::join(zeros, ", "),
-                        llvm::join(serial, ", "), loops,
+                        loops, tasks, llvm::join(ones, ", "),
+                        llvm::join(zeros, ", "));
+    os << peelAndVectorize(llvm::formatv("%pc{0}", loops).str(),
+                           llvm::formatv("%pc{0}l", loops).str(), tasks);
+    os << llvm::formatv(R"mlir(
+    %pl{0} = transform.structured.match
+        attributes {{gdn.cpu_schedule = "{1}"} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %pl{0}s, %pl{0}l:{2} = transform.structured.tile_using_for %pl{0}
+        tile_sizes [{3}]
+        : (!transform.any_op) -> ({4})
+)mlir",
+                        loops, inLoops, loops, llvm::join(serial, ", "),
                         llvm::join(SmallVector<StringRef>(
                                        loops + 1, "!transform.any_op"),
-                                   ", "),
-                        loops - 1);
+                                   ", "));
+    os << peelAndVectorize(llvm::formatv("%pl{0}", loops).str(),
+                           llvm::formatv("%pl{0}l#{1}", loops, loops - 1).str(),
+                           inLoops);
   }
   return text;
 }
@@ -672,44 +678,56 @@ struct GdnCPUVectorizePass
   }
 
 private:
+  /// The generics of `func` whose recorded schedule satisfies `wanted`.
+  static SmallVector<linalg::GenericOp>
+  withSchedule(func::FuncOp func, function_ref<bool(StringRef)> wanted) {
+    SmallVector<linalg::GenericOp> ops;
+    func.walk([&](linalg::GenericOp op) {
+      auto schedule = op->getAttrOfType<StringAttr>(kScheduleAttr);
+      if (schedule && wanted(schedule.getValue()))
+        ops.push_back(op);
+    });
+    return ops;
+  }
+
+  /// Interchanges the loops of `op` as keysOutsideHeads says and records
+  /// `schedule` on the result.
+  static LogicalResult headsInsideKeys(RewriterBase &rewriter,
+                                       linalg::GenericOp op,
+                                       StringRef schedule) {
+    SmallVector<unsigned> order = keysOutsideHeads(op);
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> interchanged = failure();
+    if (!order.empty())
+      interchanged = linalg::interchangeGenericOp(rewriter, op, order);
+    if (failed(interchanged))
+      return op.emitError("gdn-cpu-vectorize: cannot put the heads inside "
+                          "the loop over the keys");
+    (*interchanged)->setAttr(kScheduleAttr, rewriter.getStringAttr(schedule));
+    return success();
+  }
+
   /// Lowers the `key-blocks5` ops (KeyBlockScores.h); the keys past their
   /// last whole block (at most 15: too few for tasks) run with the heads
   /// inside them on loops, `innermost-loops5`.
   LogicalResult scoresInKeyBlocks(func::FuncOp func) {
-    SmallVector<linalg::GenericOp> ops;
-    func.walk([&](linalg::GenericOp op) {
-      auto schedule = op->getAttrOfType<StringAttr>(kScheduleAttr);
-      if (schedule && schedule.getValue() == "key-blocks5")
-        ops.push_back(op);
-    });
     IRRewriter rewriter(&getContext());
-    for (linalg::GenericOp op : ops) {
+    for (linalg::GenericOp op :
+         withSchedule(func, [](StringRef s) { return s == "key-blocks5"; })) {
       FailureOr<linalg::GenericOp> rest = lowerScoresInKeyBlocks(rewriter, op);
       if (failed(rest))
         return op.emitError("gdn-cpu-vectorize: not scores in key blocks");
-      SmallVector<unsigned> order = keysOutsideHeads(*rest);
-      rewriter.setInsertionPoint(*rest);
-      FailureOr<linalg::GenericOp> interchanged =
-          linalg::interchangeGenericOp(rewriter, *rest, order);
-      if (order.empty() || failed(interchanged))
-        return rest->emitError("gdn-cpu-vectorize: cannot interchange the "
-                               "loops of the keys past the last block");
-      (*interchanged)
-          ->setAttr(kScheduleAttr, rewriter.getStringAttr("innermost-loops5"));
+      if (failed(headsInsideKeys(rewriter, *rest, "innermost-loops5")))
+        return failure();
     }
     return success();
   }
 
   /// Lowers the `key-parts5` ops (KeyPartSums.h).
   LogicalResult sumsInKeyParts(func::FuncOp func) {
-    SmallVector<linalg::GenericOp> ops;
-    func.walk([&](linalg::GenericOp op) {
-      auto schedule = op->getAttrOfType<StringAttr>(kScheduleAttr);
-      if (schedule && schedule.getValue() == "key-parts5")
-        ops.push_back(op);
-    });
     IRRewriter rewriter(&getContext());
-    for (linalg::GenericOp op : ops)
+    for (linalg::GenericOp op :
+         withSchedule(func, [](StringRef s) { return s == "key-parts5"; }))
       if (failed(lowerSumsInKeyParts(rewriter, op)))
         return op.emitError("gdn-cpu-vectorize: not sums in key parts");
     return success();
@@ -719,26 +737,14 @@ private:
   /// take the `innermostN` schedule (dot products: a task per key, every
   /// head inside it) or `head-sumsN` (sums over the keys).
   LogicalResult putKeysOutsideHeads(func::FuncOp func) {
-    SmallVector<linalg::GenericOp> ops;
-    func.walk([&](linalg::GenericOp op) {
-      auto schedule = op->getAttrOfType<StringAttr>(kScheduleAttr);
-      if (schedule && schedule.getValue().starts_with("keys-outside-head"))
-        ops.push_back(op);
-    });
     IRRewriter rewriter(&getContext());
-    for (linalg::GenericOp op : ops) {
-      SmallVector<unsigned> order = keysOutsideHeads(op);
-      bool sums = sumsOverKeys(op);
-      rewriter.setInsertionPoint(op);
-      FailureOr<linalg::GenericOp> interchanged =
-          linalg::interchangeGenericOp(rewriter, op, order);
-      if (failed(interchanged))
-        return op.emitError("gdn-cpu-vectorize: cannot interchange the loops");
-      std::string schedule =
-          (sums ? "head-sums" : "innermost") +
-          std::to_string(order.size());
-      (*interchanged)
-          ->setAttr(kScheduleAttr, rewriter.getStringAttr(schedule));
+    for (linalg::GenericOp op : withSchedule(func, [](StringRef s) {
+           return s.starts_with("keys-outside-head");
+         })) {
+      std::string schedule = (sumsOverKeys(op) ? "head-sums" : "innermost") +
+                             std::to_string(op.getNumLoops());
+      if (failed(headsInsideKeys(rewriter, op, schedule)))
+        return failure();
     }
     return success();
   }

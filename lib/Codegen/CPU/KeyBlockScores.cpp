@@ -1,7 +1,7 @@
 //===- KeyBlockScores.cpp - attention scores for 16 keys at a time --------===//
 
 #include "KeyBlockScores.h"
-#include "MultiplyAccumulate.h"
+#include "CacheContractions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -16,39 +16,17 @@ namespace {
 constexpr int64_t kBlockKeys = 16;
 /// The most heads whose scores for a block stay in registers.
 constexpr int64_t kMostHeads = 16;
-
-bool isF32RowsMemRef(Value value) {
-  auto type = dyn_cast<MemRefType>(value.getType());
-  return type && type.getElementType().isF32() && type.isLastDimUnitStride();
-}
 } // namespace
 
 bool mlir::gdn::isKeyBlockScores(linalg::GenericOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumLoops() != 5 ||
-      op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
-    return false;
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  for (int64_t dim = 0; dim < 4; ++dim)
-    if (iterators[dim] != utils::IteratorType::parallel)
-      return false;
-  if (iterators[4] != utils::IteratorType::reduction)
-    return false;
-  MLIRContext *context = op.getContext();
-  auto map = [&](ArrayRef<unsigned> dims) {
-    return AffineMap::getMultiDimMapWithTargets(5, dims, context);
-  };
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  if (maps[0] != map({0, 2, 1, 4}) || maps[1] != map({0, 3, 4}) ||
-      maps[2] != map({0, 1, 2, 3}))
+  if (!isCacheContraction(op, /*reduction=*/4, {0, 2, 1, 4}, {0, 3, 4},
+                          {0, 1, 2, 3}))
     return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t heads = ranges[1], width = ranges[4];
-  if (ShapedType::isDynamic(heads) || heads < 1 || heads > kMostHeads ||
-      ShapedType::isDynamic(width) || width % kBlockKeys != 0 ||
-      !ShapedType::isDynamic(ranges[3]))
-    return false;
-  return llvm::all_of(op->getOperands(), isF32RowsMemRef) &&
-         isMultiplyAccumulate(op);
+  return !ShapedType::isDynamic(heads) && heads >= 1 && heads <= kMostHeads &&
+         !ShapedType::isDynamic(width) && width % kBlockKeys == 0 &&
+         ShapedType::isDynamic(ranges[3]);
 }
 
 FailureOr<linalg::GenericOp>

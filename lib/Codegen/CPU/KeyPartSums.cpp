@@ -1,7 +1,7 @@
 //===- KeyPartSums.cpp - attended latents in parts of the keys ------------===//
 
 #include "KeyPartSums.h"
-#include "MultiplyAccumulate.h"
+#include "CacheContractions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -16,39 +16,17 @@ namespace {
 /// machine to read the cache side by side, few enough that adding the
 /// parts' sums costs nothing next to the pass over the cache.
 constexpr int64_t kKeyParts = 4;
-
-bool isF32RowsMemRef(Value value) {
-  auto type = dyn_cast<MemRefType>(value.getType());
-  return type && type.getElementType().isF32() && type.isLastDimUnitStride();
-}
 } // namespace
 
 bool mlir::gdn::isKeyPartSums(linalg::GenericOp op, int64_t maxLanes) {
-  if (!op.hasPureBufferSemantics() || op.getNumLoops() != 5 ||
-      op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
-    return false;
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  for (int64_t dim : {0, 1, 2, 4})
-    if (iterators[dim] != utils::IteratorType::parallel)
-      return false;
-  if (iterators[3] != utils::IteratorType::reduction)
-    return false;
-  MLIRContext *context = op.getContext();
-  auto map = [&](ArrayRef<unsigned> dims) {
-    return AffineMap::getMultiDimMapWithTargets(5, dims, context);
-  };
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  if (maps[0] != map({0, 2, 1, 3}) || maps[1] != map({0, 3, 4}) ||
-      maps[2] != map({0, 1, 2, 4}))
+  if (!isCacheContraction(op, /*reduction=*/3, {0, 2, 1, 3}, {0, 3, 4},
+                          {0, 1, 2, 4}))
     return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t heads = ranges[2], width = ranges[4];
-  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(width) ||
-      width % 16 != 0 || heads * width > maxLanes ||
-      !ShapedType::isDynamic(ranges[3]))
-    return false;
-  return llvm::all_of(op->getOperands(), isF32RowsMemRef) &&
-         isMultiplyAccumulate(op);
+  return !ShapedType::isDynamic(heads) && !ShapedType::isDynamic(width) &&
+         width % 16 == 0 && heads * width <= maxLanes &&
+         ShapedType::isDynamic(ranges[3]);
 }
 
 LogicalResult mlir::gdn::lowerSumsInKeyParts(RewriterBase &rewriter,
