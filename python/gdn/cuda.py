@@ -168,19 +168,13 @@ class CudaKernels:
         x, from_numpy = self._operands(
             dict(q=q, k=k, v=v, g=g, beta=beta, initial_state=initial_state),
             tokens=True, state_name="initial_state")
-        b, t, hv, vd = x["v"].shape
+        b, _, hv, vd = x["v"].shape
         o = torch.empty_like(x["v"])
         state = torch.empty((b, hv, x["q"].shape[-1], vd),
                             dtype=torch.float32, device=x["v"].device)
-        if t == 0:
-            # An empty sequence leaves the state as it was; the compiled
-            # prefill is not called (its grid over zero chunks would have no
-            # blocks to launch).
-            state.copy_(x["initial_state"])
-        else:
-            self._call(PREFILL_SYMBOL, (x["q"], x["k"], x["v"], x["g"],
-                                        x["beta"], x["initial_state"], o,
-                                        state))
+        # T = 0 runs too: the compiled prefill copies the initial state.
+        self._call(PREFILL_SYMBOL, (x["q"], x["k"], x["v"], x["g"],
+                                    x["beta"], x["initial_state"], o, state))
         if from_numpy:
             return o.float().cpu().numpy(), state.cpu().numpy()
         return o, state

@@ -282,7 +282,11 @@ void mgpuMemFree(void *pointer, void *stream) {
     GDN_CUDA_CHECK(cuMemFreeAsync(address, orBorrowed(stream)));
 }
 
+// Copies and fills of nothing (an empty sequence's outputs) are skipped:
+// their pointers may be null, which the driver rejects.
 void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
+  if (bytes == 0)
+    return;
   ensureContext();
   if (gdn::cuda::StepGraph::Recording *recording = gdn::cuda::activeRecording())
     return gdn::cuda::recordCopy(*recording, destination, source, bytes);
@@ -293,6 +297,8 @@ void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
 
 void mgpuMemset32(void *destination, unsigned int value, size_t count,
                   void *stream) {
+  if (count == 0)
+    return;
   ensureContext();
   if (gdn::cuda::StepGraph::Recording *recording = gdn::cuda::activeRecording())
     return gdn::cuda::recordFill32(*recording, destination, value, count);
