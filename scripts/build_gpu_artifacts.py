@@ -41,6 +41,14 @@ EXECUTABLE_MANIFEST = "executables.json"
 # Decode from a pool of states: ((H, Hv, K, V), element type).
 POOL_HEADS = [((2, 4, 64, 128), "f32"), ((16, 32, 128, 128), "bf16")]
 POOL_MANIFEST = "pool_manifest.json"
+# The chunked scan over packed sequences and pools of states: (H, Hv, K, V)
+# and element type, each in the three forms (packed, pooled, both).
+SERVING_PREFILL_HEADS = [((2, 4, 64, 128), "bf16"), ((2, 4, 64, 128), "f16"),
+                         ((16, 32, 128, 128), "bf16")]
+SERVING_PREFILL_FORMS = {"packed": dict(packed=True),
+                         "pooled": dict(pooled=True),
+                         "packed_pooled": dict(packed=True, pooled=True)}
+SERVING_MANIFEST = "serving_manifest.json"
 
 
 def round_to_bf16(x):
@@ -222,6 +230,26 @@ def main():
             pool_jobs))
     with open(os.path.join(args.out, POOL_MANIFEST), "w") as f:
         json.dump({job[0]: entry for job, entry in zip(pool_jobs, entries)},
+                  f, indent=1)
+    # Prefill over packed sequences and pools (gdn_serving with
+    # cu_seqlens, state_indices and write_indices), for
+    # scripts/gpu_serving_check.py.
+    serving_jobs = []
+    for (h, hv, k, v), et in SERVING_PREFILL_HEADS:
+        config = config_of(h, hv, k, v, et)
+        for form_name, form in SERVING_PREFILL_FORMS.items():
+            config_form = dict(config, form=form_name)
+            serving_jobs.append((
+                f"{config_name(h, hv, k, v, et)}_{form_name}", config_form,
+                [], serving.module_source(
+                    serving.Form(**form), h, hv, k, v, et, "f32", "f32",
+                    config["scale"])))
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        entries = list(pool.map(
+            lambda job: compile_config(args.compiler, args.out, *job),
+            serving_jobs))
+    with open(os.path.join(args.out, SERVING_MANIFEST), "w") as f:
+        json.dump({job[0]: entry for job, entry in zip(serving_jobs, entries)},
                   f, indent=1)
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         built = list(pool.map(

@@ -167,6 +167,36 @@ struct ScanBuffers {
   Value qHalves, kHalves, vHalves;
   int64_t groupSize;
   float scale;
+  /// Packed sequences: the offsets (i32 [N + 1]) and N; null for a batch
+  /// of equal lengths. Chunk j of sequence n has the scratch rows from
+  /// (start_n / C + n + j) x C: a layout that needs no table of the
+  /// lengths, within ceil(total / C) + N chunk rows (packedChunkRows).
+  Value offsets, sequences;
+  /// A pool of states: `state` and `finalState` are one buffer, read at
+  /// readIndices[n] and written in place at writeIndices[n]; null without.
+  Value readIndices, writeIndices;
+
+  bool packed() const { return static_cast<bool>(offsets); }
+  bool pooled() const { return static_cast<bool>(readIndices); }
+};
+
+/// The chunk rows of the WY scratch for packed sequences: ceil(total / C)
+/// + N, enough for every sequence's first row (start_n / C + n) plus its
+/// ceil(length_n / C) chunks, whatever the lengths.
+Value packedChunkRows(OpBuilder &b, Location loc, Value total, Value sequences,
+                      int64_t chunk);
+
+/// Where a block's sequence lies: its batch entry in the token operands,
+/// its tokens [start, end), and the first of its chunk rows in the WY
+/// scratch.
+struct SequenceSpan {
+  Value batch, start, end, firstChunk;
+};
+
+/// A row of the state operand (or of the pool) and whether there is one
+/// (null: always).
+struct StateRow {
+  Value row, valid;
 };
 
 /// The threads that a block's vectors are dealt to: `count` of them, this
@@ -317,6 +347,21 @@ private:
 
   /// Thread coordinates and the dynamic workgroup memory.
   void setUp(gpu::LaunchOp launch);
+  /// Packed sequence n (ScanSequences.cpp): its offsets clamped into [0,
+  /// total] with end >= start, as gdn-unpack-sequences reads them.
+  SequenceSpan packedSequence(OpBuilder &nb, Location nl, const ScanBuffers &m,
+                              Value n);
+  /// The packed sequence whose chunk rows include `chunkRow`, if the
+  /// offsets increase (a binary search over the sequences' first rows;
+  /// the caller checks that the row is one of the sequence's chunks).
+  Value sequenceOfChunkRow(const ScanBuffers &m, Value chunkRow);
+  /// The state row that sequence (or batch entry) n reads, or writes:
+  /// n, or its slot of the pool, valid inside [0, S).
+  StateRow stateRow(OpBuilder &nb, Location nl, const ScanBuffers &m, Value n,
+                    bool write);
+  /// Zeros o's rows of the chunk from token `start` that lie outside
+  /// every packed sequence, for value head `head`.
+  void zeroRowsOutsideSequences(const ScanBuffers &m, Value start, Value head);
   /// Token `start + r` clamped into the sequence, and whether it is inside.
   std::pair<Value, Value> token(OpBuilder &nb, Location nl, Value start,
                                 Value tokens, Value r);

@@ -20,7 +20,9 @@
 // sequence in order with the state tile S [K, Vt] in f32 registers (in
 // workgroup memory where the state product's tiles do not divide among the
 // warps) and computes the last three lines from q, k and v as given (bf16
-// copies of other 16-bit types, made by the WY kernel).
+// copies of other 16-bit types, made by the WY kernel). Packed sequences
+// and pools of states are operands of the same two kernels
+// (ScanSequences.cpp).
 //
 // Every matrix product runs on tensor cores (mma.sync m16n8k16, bf16
 // operands, f32 accumulation): each warp takes a fixed group of 16 x 8
@@ -70,10 +72,28 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     Value qm = toBuffer(b, loc, op.getQ()), km = toBuffer(b, loc, op.getK());
     Value vm = toBuffer(b, loc, op.getV()), gm = toBuffer(b, loc, op.getG());
     Value betam = toBuffer(b, loc, op.getBeta());
-    Value statem =
-        op.getInitialState() ? toBuffer(b, loc, op.getInitialState()) : Value();
+    // A pool is updated in place: its buffer is written (one-shot
+    // bufferization copies it first unless the caller's buffer is
+    // writable).
+    bool pooled = static_cast<bool>(op.getStateIndices());
+    Value statem = op.getInitialState()
+                       ? toBuffer(b, loc, op.getInitialState(),
+                                  /*readOnly=*/!pooled)
+                       : Value();
     Value batch = memref::DimOp::create(b, loc, vm, 0);
     Value tokens = memref::DimOp::create(b, loc, vm, 1);
+    // Packed sequences: N = max(entries - 1, 0) sequences, each a block row
+    // of the state kernel and a state row.
+    Value offsetsm, sequences;
+    if (Value offsets = op.getCuSeqlens()) {
+      offsetsm = toBuffer(b, loc, offsets);
+      Value entries = memref::DimOp::create(b, loc, offsetsm, 0);
+      sequences = arith::MaxSIOp::create(
+          b, loc,
+          arith::SubIOp::create(b, loc, entries, indexConstant(b, loc, 1)),
+          indexConstant(b, loc, 0));
+    }
+    Value stateRows = sequences ? sequences : batch;
     // The dynamic sizes of a [B, T, ...] type (o, and the bf16 copies of q,
     // k and v).
     auto tokenSizes = [&](RankedTensorType type) {
@@ -86,18 +106,24 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     };
     SmallVector<Value> sSizes;
     if (stateType.isDynamicDim(0))
-      sSizes.push_back(batch);
+      sSizes.push_back(stateRows);
     Value om = memref::AllocOp::create(
         b, loc, MemRefType::get(oType.getShape(), oType.getElementType()),
         tokenSizes(oType));
-    Value sm = memref::AllocOp::create(
-        b, loc, MemRefType::get(stateType.getShape(), b.getF32Type()), sSizes);
+    Value sm = pooled ? statem
+                      : memref::AllocOp::create(
+                            b, loc,
+                            MemRefType::get(stateType.getShape(),
+                                            b.getF32Type()),
+                            sSizes)
+                            .getResult();
     // Calls of fewer tokens than recurrence_below (f32 q, k and v, which
     // the scan rounds to bf16) run the f32 recurrence into the same
     // buffers, and the scan's kernels return at once; longer calls the
     // other way round (runOnlyIf says why not an scf.if).
     Value scanRuns;
     if (int64_t below = strategy.getRecurrenceBelow()) {
+      assert(!offsetsm && !pooled && "checkScanStrategyBuildable said no");
       Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                         tokens, indexConstant(b, loc, below));
       runOnlyIf(
@@ -117,8 +143,11 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     int64_t valueHeads = vType.getDimSize(2);
     int64_t chunk = shape.chunk;
     // Global scratch between the kernels, per chunk row (Tp = whole chunks).
-    Value chunkCount = arith::CeilDivUIOp::create(b, loc, tokens,
-                                                  indexConstant(b, loc, chunk));
+    Value chunkCount =
+        offsetsm ? packedChunkRows(b, loc, tokens, sequences, chunk)
+                 : arith::CeilDivUIOp::create(b, loc, tokens,
+                                              indexConstant(b, loc, chunk))
+                       .getResult();
     Value paddedTokens =
         arith::MulIOp::create(b, loc, chunkCount, indexConstant(b, loc, chunk));
     auto scratchType = [&](ArrayRef<int64_t> inner, Type element) {
@@ -168,6 +197,13 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     buffers.vHalves = vHalves;
     buffers.groupSize = op.getGroupSize();
     buffers.scale = op.getScale().convertToFloat();
+    buffers.offsets = offsetsm;
+    buffers.sequences = sequences;
+    if (pooled) {
+      buffers.readIndices = toBuffer(b, loc, op.getStateIndices());
+      if (Value write = op.getWriteIndices())
+        buffers.writeIndices = toBuffer(b, loc, write);
+    }
     auto mapping = [&](OpBuilder &lb, const ScanShape &tiled, StringRef role) {
       return lb.getDictionaryAttr({
           lb.getNamedAttr("kernel", lb.getStringAttr(role)),
@@ -202,9 +238,11 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       ScanShape whole = shape;
       whole.valueTile = shape.valueDim;
       Value run = whenScanRuns(Value());
+      // Packed sequences share the one batch entry.
       auto [launch, kb] = launchKernel(
-          b, loc, chunkCount, indexConstant(b, loc, valueHeads), batch, whole,
-          "wy", whole.threads(), shape.chunkKernelBytes());
+          b, loc, chunkCount, indexConstant(b, loc, valueHeads),
+          offsetsm ? indexConstant(b, loc, 1) : batch, whole, "wy",
+          whole.threads(), shape.chunkKernelBytes());
       ScanKernel(kb, loc, shape).buildChunkKernel(launch, buffers);
       if (run)
         runOnlyIf(launch, run);
@@ -214,7 +252,7 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       Value run = whenScanRuns(condition);
       auto [launch, kb] =
           launchKernel(b, loc, indexConstant(b, loc, valueHeads * valueTiles),
-                       batch, indexConstant(b, loc, 1), tiled, "state",
+                       stateRows, indexConstant(b, loc, 1), tiled, "state",
                        tiled.stateThreads(), tiled.stateKernelBytes());
       ScanKernel(kb, loc, tiled).buildStateKernel(launch, buffers, valueTiles);
       if (run)
@@ -232,7 +270,7 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     } else {
       // Both launches; the one not chosen returns at once.
       Value blocks = arith::MulIOp::create(
-          b, loc, batch,
+          b, loc, stateRows,
           indexConstant(b, loc,
                         valueHeads * (shape.valueDim / shape.valueTile)));
       Value busy =

@@ -407,12 +407,24 @@ struct ConvertGdnToGPUPass
     if (unbuildable.wasInterrupted())
       return signalPassFailure();
     // Packed sequences and the other serving forms are unpacked for the CPU
-    // by loops whose bounds are device data here; the kernels do not take
-    // them yet, except a pool of states in the decode kernel.
+    // by loops whose bounds are device data here; the kernels take packed
+    // sequences and pools of states in the chunked scan, and a pool in the
+    // decode kernel.
     WalkResult serving = getOperation().walk([](Operation *op) {
       bool has = false;
-      if (auto prefill = dyn_cast<DeltaRuleOp>(op))
-        has = prefill.hasServingOperands();
+      if (auto prefill = dyn_cast<DeltaRuleOp>(op)) {
+        if (prefill.hasServingOperands() &&
+            !prefill.hasFormsOutsideTheScan() && !prefill.getStrategyAttr()) {
+          op->emitOpError()
+              << "with cu_seqlens or state_indices runs on CUDA as the "
+                 "chunked scan, which needs bf16 or f16 q, k and v, K a "
+                 "multiple of 16 and a state tile that fits a "
+                 "multiprocessor (gdn-choose-scan-strategy gave it none); "
+                 "compile it with --target=cpu";
+          return WalkResult::interrupt();
+        }
+        has = prefill.hasFormsOutsideTheScan();
+      }
       else if (auto step = dyn_cast<DeltaRuleStepOp>(op))
         // A pool is read and written by the decode kernel itself.
         has = step.getALog() ||
@@ -422,9 +434,8 @@ struct ConvertGdnToGPUPass
       if (!has)
         return WalkResult::advance();
       op->emitOpError()
-          << "with cu_seqlens, state_indices, raw gates, bf16 states or "
-             "draft tokens to verify has no CUDA lowering yet; "
-             "compile it with --target=cpu";
+          << "with raw gates, checkpoints, bf16 states or draft tokens to "
+             "verify has no CUDA lowering yet; compile it with --target=cpu";
       return WalkResult::interrupt();
     });
     if (serving.wasInterrupted())

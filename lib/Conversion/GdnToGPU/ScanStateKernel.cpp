@@ -1,6 +1,6 @@
 //===- ScanStateKernel.cpp - the state kernel of the chunked scan ---------===//
 //
-// One block per (value head x value tile, batch): the chunks of a
+// One block per (value head x value tile, sequence): the chunks of a
 // sequence in order. Copy warps keep the next chunk's operands in flight
 // while the compute warps run this chunk's products.
 //
@@ -36,13 +36,25 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   bool stateInRegisters = s.stateInRegisters();
   bool yInRegisters = s.yInRegisters();
   Value blockX = launch.getBlockIds().x;
-  Value batch = launch.getBlockIds().y;
+  // The block's sequence: a batch entry, or a packed sequence.
+  Value sequenceIndex = launch.getBlockIds().y;
   Value head = arith::DivUIOp::create(b, loc, blockX, c(b, loc, valueTiles));
   Value firstColumn = mul(
       b, loc, arith::RemUIOp::create(b, loc, blockX, c(b, loc, valueTiles)),
       c(b, loc, tile));
   Value keyHead = arith::DivUIOp::create(b, loc, head, c(b, loc, m.groupSize));
-  Value tokens = memref::DimOp::create(b, loc, m.v, 1);
+  SequenceSpan sequence{sequenceIndex, c(b, loc, 0),
+                        memref::DimOp::create(b, loc, m.v, 1), c(b, loc, 0)};
+  if (m.packed())
+    sequence = packedSequence(b, loc, m, sequenceIndex);
+  Value batch = sequence.batch, tokens = sequence.end;
+  // Chunk i's first token, and its first row of the WY scratch.
+  auto chunkStart = [&](OpBuilder &nb, Location nl, Value i) {
+    return add(nb, nl, sequence.start, mul(nb, nl, i, c(nb, nl, chunk)));
+  };
+  auto scratchStart = [&](OpBuilder &nb, Location nl, Value i) {
+    return mul(nb, nl, add(nb, nl, sequence.firstChunk, i), c(nb, nl, chunk));
+  };
 
   int64_t offset = 0;
   qB = carveHalfSlots(2, chunk, keyDim, offset);
@@ -71,7 +83,9 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
     tile.slot = slot;
     return tile;
   };
-  Value chunks = arith::CeilDivUIOp::create(b, loc, tokens, c(b, loc, chunk));
+  Value chunks = arith::CeilDivUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, tokens, sequence.start),
+      c(b, loc, chunk));
   Value lastChunk = arith::SubIOp::create(b, loc, chunks, c(b, loc, 1));
   // The hand-over of chunk i: the copy warps have seen its operands land,
   // and the compute warps are done with chunk i - 1, whose slots the copy
@@ -98,7 +112,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         b, loc, arith::CmpIPredicate::ult, copyThreads.thread,
         c(b, loc, chunk / 4));
     auto copyChunkAsync = [&](Value index, Value slot) {
-      Value start = mul(b, loc, index, c(b, loc, chunk));
+      Value start = chunkStart(b, loc, index);
+      Value rows = scratchStart(b, loc, index);
       // The chunk's rows of WY scratch ([B, Hv, Tp, C]).
       auto copyChunkRows = [&](const HalfTile &tileTo, Value source) {
         forEachVector(
@@ -106,7 +121,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             [&](OpBuilder &nb, Location nl, Value r, Value col) {
               nvgpu::DeviceAsyncCopyOp::create(
                   nb, nl, tokenType, tileTo.halves, tileTo.at(r, col), source,
-                  ValueRange{batch, head, add(nb, nl, start, r), col},
+                  ValueRange{batch, head, add(nb, nl, rows, r), col},
                   nb.getIndexAttr(8), Value(), nb.getUnitAttr());
             },
             copyThreads);
@@ -128,7 +143,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         Value first = mul(nb, nl, copyThreads.thread, c(nb, nl, 4));
         nvgpu::DeviceAsyncCopyOp::create(
             nb, nl, tokenType, gateRows, ValueRange{slot, first}, m.gates,
-            ValueRange{batch, head, add(nb, nl, start, first)},
+            ValueRange{batch, head, add(nb, nl, rows, first)},
             nb.getIndexAttr(4), Value(), nb.getUnitAttr());
         scf::YieldOp::create(nb, nl);
       });
@@ -193,12 +208,40 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   // registers, where each lane holds the elements that the state product
   // gives it. A product of no terms (only init and epilogue) hands the
   // elements out in the product's order; the chunk loop carries them.
-  auto initialElement = [&](OpBuilder &nb, Location nl, Value r, Value col) {
+  // The state row read and the one written: the sequence's, or its slots
+  // of the pool (none outside it: zeros read, nothing written).
+  StateRow readRow = stateRow(b, loc, m, sequenceIndex, /*write=*/false);
+  StateRow writeRow = stateRow(b, loc, m, sequenceIndex, /*write=*/true);
+  auto initialElement = [&](OpBuilder &nb, Location nl, Value r,
+                            Value col) -> Value {
     if (!m.state)
       return zero;
-    return widen(
-        nb, nl,
-        load(nb, nl, m.state, {batch, head, r, add(nb, nl, firstColumn, col)}));
+    auto read = [&](OpBuilder &ib, Location il) {
+      return widen(ib, il,
+                   load(ib, il, m.state,
+                        {readRow.row, head, r, add(ib, il, firstColumn, col)}));
+    };
+    if (!readRow.valid)
+      return read(nb, nl);
+    return scf::IfOp::create(
+               nb, nl, readRow.valid,
+               [&](OpBuilder &ib, Location il) {
+                 scf::YieldOp::create(ib, il, read(ib, il));
+               },
+               [&](OpBuilder &ib, Location il) {
+                 scf::YieldOp::create(ib, il, zero);
+               })
+        .getResult(0);
+  };
+  // Stores the final state's elements through `store`, where it has a row.
+  auto ifWritten = [&](OpBuilder &nb, Location nl,
+                       function_ref<void(OpBuilder &, Location)> store) {
+    if (!writeRow.valid)
+      return store(nb, nl);
+    scf::IfOp::create(nb, nl, writeRow.valid, [&](OpBuilder &ib, Location il) {
+      store(ib, il);
+      scf::YieldOp::create(ib, il);
+    });
   };
   SmallVector<Value> initialState;
   if (stateInRegisters) {
@@ -225,7 +268,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
       b, loc, c(b, loc, 0), chunks, c(b, loc, 1), initialState,
       [&](OpBuilder &lb, Location ll, Value chunkIndex, ValueRange state) {
         OpBuilder::InsertionGuard loopGuard(b);
-        Value start = mul(lb, ll, chunkIndex, c(lb, ll, chunk));
+        Value start = chunkStart(lb, ll, chunkIndex);
         Value slot = arith::RemUIOp::create(lb, ll, chunkIndex, c(lb, ll, 2));
         auto yield = scf::YieldOp::create(lb, ll);
         b.setInsertionPoint(yield);
@@ -387,8 +430,10 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         },
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
             Value second) {
-          storePair(nb, nl, first, second, m.finalState,
-                    {batch, head, r, add(nb, nl, firstColumn, col)});
+          ifWritten(nb, nl, [&](OpBuilder &ib, Location il) {
+            storePair(ib, il, first, second, m.finalState,
+                      {writeRow.row, head, r, add(ib, il, firstColumn, col)});
+          });
         });
     assert(element == finalState.size() && "every element is stored");
   } else {
@@ -399,8 +444,11 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl, Value i) {
           Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
           Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
-          store(nb, nl, load(nb, nl, ss, {r, col}), m.finalState,
-                {batch, head, r, add(nb, nl, firstColumn, col)});
+          Value value = load(nb, nl, ss, {r, col});
+          ifWritten(nb, nl, [&](OpBuilder &ib, Location il) {
+            store(ib, il, value, m.finalState,
+                  {writeRow.row, head, r, add(ib, il, firstColumn, col)});
+          });
         });
   }
   b.setInsertionPointAfter(roles);

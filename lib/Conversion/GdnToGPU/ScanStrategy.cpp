@@ -45,7 +45,8 @@ ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
                                          int64_t f32MinTokens) {
   auto q = cast<RankedTensorType>(op.getQ().getType());
   Type element = q.getElementType();
-  bool f32 = element.isF32() && f32MinTokens > 0;
+  bool serving = op.getCuSeqlens() || op.getStateIndices();
+  bool f32 = element.isF32() && f32MinTokens > 0 && !serving;
   // A static T below the threshold would only ever take the recurrence.
   if (f32 && !q.isDynamicDim(1) && q.getDimSize(1) < f32MinTokens)
     return {};
@@ -148,7 +149,7 @@ struct GdnChooseScanStrategyPass
     if (!chunkedPrefill)
       return;
     getOperation().walk([&](DeltaRuleOp op) {
-      if (op.getStrategyAttr() || op.hasServingOperands())
+      if (op.getStrategyAttr() || op.hasFormsOutsideTheScan())
         return;
       if (ScanStrategyAttr strategy = chooseScanStrategy(
               op, valueTile, scanWarps, multiprocessors, f32MinTokens))

@@ -119,12 +119,16 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m) {
   int64_t chunk = s.chunk, keyDim = s.keyDim, valueDim = s.valueDim;
   setUp(launch);
   Type half = b.getBF16Type();
-  Value chunkIndex = launch.getBlockIds().x;
+  // The block's chunk row of the scratch: with a batch, chunk x of every
+  // sequence (tokens from x C); packed, the chunk row of one sequence's
+  // chunk, if any (ScanSequences.cpp).
+  Value chunkRow = launch.getBlockIds().x;
   Value head = launch.getBlockIds().y;
   Value batch = launch.getBlockIds().z;
   Value keyHead = arith::DivUIOp::create(b, loc, head, c(b, loc, m.groupSize));
   Value tokens = memref::DimOp::create(b, loc, m.v, 1);
-  Value start = mul(b, loc, chunkIndex, c(b, loc, chunk));
+  Value scratchStart = mul(b, loc, chunkRow, c(b, loc, chunk));
+  Value start = scratchStart;
 
   int64_t offset = 0;
   kB = carveHalves(chunk, keyDim, offset);
@@ -140,6 +144,36 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m) {
   betas = carve({chunk}, f32, offset);
   gCum = carve({chunk}, f32, offset);
   assert(offset == s.chunkKernelBytes() && "layout and size disagree");
+
+  // Packed: the rest runs where the chunk row is a sequence's chunk (a
+  // uniform branch: the whole block takes it or none).
+  std::optional<OpBuilder::InsertionGuard> outsideBody;
+  scf::IfOp body;
+  if (m.packed()) {
+    zeroRowsOutsideSequences(m, scratchStart, head);
+    outsideBody.emplace(b);
+    Value anySequence = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ugt, m.sequences, c(b, loc, 0));
+    auto lookup = scf::IfOp::create(b, loc, TypeRange(), anySequence, false);
+    b.setInsertionPoint(lookup.thenBlock()->getTerminator());
+    Value n = sequenceOfChunkRow(m, chunkRow);
+    SequenceSpan sequence = packedSequence(b, loc, m, n);
+    Value index = arith::SubIOp::create(b, loc, chunkRow, sequence.firstChunk);
+    Value chunks = arith::CeilDivUIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, sequence.end, sequence.start),
+        c(b, loc, chunk));
+    Value isChunk = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, chunkRow,
+                              sequence.firstChunk),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, index,
+                              chunks));
+    body = scf::IfOp::create(b, loc, TypeRange(), isChunk, false);
+    b.setInsertionPoint(body.thenBlock()->getTerminator());
+    batch = sequence.batch;
+    tokens = sequence.end;
+    start = add(b, loc, sequence.start, mul(b, loc, index, c(b, loc, chunk)));
+  }
 
   Value zero = f(b, loc, 0.0f);
   auto widen = [&](OpBuilder &nb, Location nl, Value x) {
@@ -200,7 +234,8 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m) {
           arith::SelectOp::create(nb, nl, upTo, gj, f(nb, nl, 0.0f)));
     }
     store(nb, nl, sum, gCum, {tid});
-    store(nb, nl, sum, m.gates, {batch, head, add(nb, nl, start, tid)});
+    store(nb, nl, sum, m.gates,
+          {batch, head, add(nb, nl, scratchStart, tid)});
     scf::YieldOp::create(nb, nl);
   });
   if (inputCopies)
@@ -283,7 +318,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m) {
     return arith::SelectOp::create(nb, nl, inside, decayed, zero).getResult();
   };
   auto rowOf = [&](OpBuilder &nb, Location nl, Value r) {
-    return add(nb, nl, start, r);
+    return add(nb, nl, scratchStart, r);
   };
   // The pair epilogue that applies maskedDecay to both elements.
   auto masked =
@@ -331,5 +366,6 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m) {
       storeVector(nb, nl, arith::TruncFOp::create(nb, nl, halves, scaled), m.tb,
                   {batch, head, rowOf(nb, nl, position.row), position.col});
     });
+  outsideBody.reset();
   gpu::TerminatorOp::create(b, loc);
 }

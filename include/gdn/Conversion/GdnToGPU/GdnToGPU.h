@@ -47,7 +47,8 @@ gpu::LaunchOp buildDeltaRuleRecurrence(OpBuilder &b, DeltaRuleOp op, Value om,
 
 /// The strategy gdn-choose-scan-strategy gives `op` (its docs say how), or
 /// null where the chunked scan cannot take it; f32 q, k and v only with
-/// `f32MinTokens` > 0 (the strategy's recurrence_below).
+/// `f32MinTokens` > 0 (the strategy's recurrence_below), and not with
+/// packed sequences or a pool (which the recurrence kernel does not take).
 ScanStrategyAttr chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
                                     int64_t warps, int64_t multiprocessors,
                                     int64_t f32MinTokens = 0);

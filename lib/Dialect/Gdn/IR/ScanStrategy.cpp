@@ -67,10 +67,14 @@ LogicalResult gdn::verifyScanStrategy(DeltaRuleOp op) {
   ScanStrategyAttr strategy = op.getStrategyAttr();
   if (!strategy)
     return success();
-  if (op.hasServingOperands())
-    return op.emitOpError() << "strategy: the chunked scan takes no "
-                               "cu_seqlens, state_indices, raw gates or bf16 states "
-                               "yet";
+  if (op.hasFormsOutsideTheScan())
+    return op.emitOpError() << "strategy: the chunked scan takes no raw "
+                               "gates, checkpoints or bf16 states yet";
+  if (strategy.getRecurrenceBelow() != 0 &&
+      (op.getCuSeqlens() || op.getStateIndices()))
+    return op.emitOpError()
+           << "strategy: recurrence_below must be 0 with cu_seqlens or "
+              "state_indices (the recurrence kernel takes neither)";
   auto q = cast<RankedTensorType>(op.getQ().getType());
   auto v = cast<RankedTensorType>(op.getV().getType());
   // q, k and v of any type the op takes: f32 ones the scan rounds to bf16.

@@ -110,7 +110,11 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
 
     `gdn-unpack-sequences` rewrites these forms into the dense op (a loop
     over the packed sequences; a gather and a scatter of the pool's slots;
-    the gates computed element-wise) for the CPU.
+    the gates computed element-wise) for the CPU. On CUDA, packed sequences
+    and pools are operands of the chunked scan (a strategy is then
+    required, and `recurrence_below` must be 0); the scan updates a pool in
+    place, so there a slot that one sequence writes and another reads gives
+    the reader either state.
 
     `strategy` (a `#gdn.scan_strategy`, set by `gdn-choose-scan-strategy`)
     says how the op runs as the chunked scan on a GPU; it needs bf16 or f16
@@ -165,8 +169,12 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     /// Packed sequences, a state pool, raw gates or bf16 states: the forms
     /// gdn-unpack-sequences rewrites into the dense op with f32 states.
     bool hasServingOperands() {
-      return getCuSeqlens() || getStateIndices() || getALog() ||
-             getCheckpoints() ||
+      return getCuSeqlens() || getStateIndices() || hasFormsOutsideTheScan();
+    }
+    /// Raw gates, checkpoints or bf16 states: the serving forms that the
+    /// chunked scan does not take (it takes packed sequences and pools).
+    bool hasFormsOutsideTheScan() {
+      return getALog() || getCheckpoints() ||
              getFinalState().getType().getElementType().isBF16();
     }
   }];

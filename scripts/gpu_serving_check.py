@@ -1,0 +1,348 @@
+"""Checks and times the CUDA chunked scan over packed sequences and pools of
+states on the GPU machine (gdn.delta_rule with cu_seqlens, state_indices
+and write_indices, built by scripts/build_gpu_artifacts.py into
+serving_manifest.json).
+
+    python3 gpu_serving_check.py KERNEL_FOLDER [--no-timing] [--quick]
+
+Correctness, against the float64 recurrence of gdn.reference run sequence
+by sequence (the inputs as the kernel sees them):
+- packed: lengths 0, 1, 63, 64, 65 and 1000 among others in one call, with
+  rows before the first and after the last sequence (o must be zero
+  there), each sequence from its own initial state;
+- pooled: a batch reading shuffled, repeated, -1 and out-of-range slots and
+  writing separate ones; the slots nobody writes stay bit for bit (on
+  CUDA a slot that one sequence writes must not be read by another: the
+  kernel updates the pool in place, docs/c-abi.md);
+- packed and pooled together;
+- a CUDA graph captured once and replayed with three sets of lengths
+  written into the same offset buffer.
+Timing (CUDA events, medians, graph replay): 64 sequences of mixed lengths
+summing to 32768 tokens beside 64 sequences of 512, in the same run.
+--quick runs one small case per library (for compute-sanitizer).
+"""
+
+import ctypes
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+from gdn import inputs, reference
+from gdn.cuda import tensor_descriptor
+
+SYMBOL = "_mlir_ciface_gdn_serving"
+TOLERANCE = {"bf16": 1e-2, "f16": 1e-2}
+TORCH_TYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+FAILURES = []
+
+
+def check(name, ok, detail):
+    print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}")
+    if not ok:
+        FAILURES.append(name)
+
+
+def load(folder, entry):
+    library = ctypes.CDLL(os.path.join(folder, entry["library"]))
+    function = getattr(library, SYMBOL)
+    function.restype = None
+    library.gdnCudaUseStream.argtypes = [ctypes.c_void_p]
+
+    def call(*tensors):
+        descriptors = [tensor_descriptor(t) for t in tensors]
+        library.gdnCudaUseStream(
+            ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        try:
+            function(*[ctypes.c_void_p(ctypes.addressof(d))
+                       for d in descriptors])
+        finally:
+            library.gdnCudaOwnStreams()
+    return call
+
+
+def upload(array, dtype=None):
+    """A host array on the device by one copy (initcheck watches gdn's
+    kernels only: it sees copies, not torch's conversion kernels)."""
+    host = torch.from_numpy(np.ascontiguousarray(array))
+    if dtype is not None:
+        host = host.to(dtype)
+    return host.cuda()
+
+
+def token_inputs(config, batch, tokens, seed):
+    """Device q, k, v, g, beta and the float64 values the kernel sees."""
+    data = inputs.delta_rule_inputs(
+        seed, batch, tokens, config["heads"], config["value_heads"],
+        config["key_dim"], config["value_dim"], "design")
+    dtype = TORCH_TYPES[config["element_type"]]
+    device, seen = [], []
+    for name in ("q", "k", "v", "g", "beta"):
+        host = torch.from_numpy(np.ascontiguousarray(data[name]))
+        if name in ("q", "k", "v"):
+            host = host.to(dtype)
+        device.append(host.cuda())
+        seen.append(host.double().numpy())
+    return device, seen
+
+
+def random_states(config, count, seed):
+    rng = np.random.default_rng(seed)
+    shape = (count, config["value_heads"], config["key_dim"],
+             config["value_dim"])
+    return (0.1 * rng.standard_normal(shape)).astype(np.float32)
+
+
+def sequence_reference(seen, start, end, state, scale):
+    """o [end - start, Hv, V] and the final state of one packed sequence."""
+    parts = [x[:, start:end] for x in seen]
+    o, final = reference.delta_rule(*parts, state[None], scale)
+    return o[0], final[0]
+
+
+def compare(name, actual, expected, tolerance):
+    ratio, worst = reference.relative_error(actual, expected)
+    ok = bool(np.all(np.isfinite(actual))) and max(ratio, worst) <= tolerance
+    return ok, f"ratio={ratio:.2e} max_rel={worst:.2e}"
+
+
+def offsets_of(lengths, before):
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32) + before
+
+
+def check_packed(call, config, pooled, lengths, before=5, after=3, seed=0):
+    """One packed call (pooled: from and into a pool) against the
+    reference, sequence by sequence."""
+    et, scale = config["element_type"], config["scale"]
+    hv, vd = config["value_heads"], config["value_dim"]
+    count = len(lengths)
+    cu = offsets_of(lengths, before)
+    total = int(cu[-1]) + after
+    device, seen = token_inputs(config, 1, total, seed)
+    if pooled:
+        # Reads see the pool as passed in only where no other sequence
+        # writes the slot (docs/c-abi.md): each sequence writes its own
+        # slot back, or one that nobody reads.
+        slots = 2 * count + 4
+        pool0 = random_states(config, slots, seed + 1)
+        order = np.random.default_rng(seed + 2).permutation(slots)
+        read, unread = order[:count].astype(np.int32), order[count:]
+        read[0] = -1
+        if count > 2:
+            read[2] = read[1]            # one slot read twice
+        readers = {r: list(read).count(r) for r in read}
+        write = np.array([r if n % 2 == 0 and r >= 0 and readers[r] == 1
+                          else unread[n] for n, r in enumerate(read)],
+                         np.int32)
+        write[-1] = slots + 7            # outside the pool: nothing written
+        pool = upload(pool0)
+        o = torch.empty(1, total, hv, vd, dtype=TORCH_TYPES[et],
+                        device="cuda")
+        call(*device, pool, upload(cu), upload(read), upload(write), o)
+        starts = [pool0[r] if 0 <= r < slots else np.zeros_like(pool0[0])
+                  for r in read]
+    else:
+        h0 = random_states(config, count, seed + 1)
+        o = torch.empty(1, total, hv, vd, dtype=TORCH_TYPES[et],
+                        device="cuda")
+        final = torch.empty(count, *h0.shape[1:], device="cuda")
+        call(*device, upload(h0), upload(cu), o, final)
+        starts = list(h0)
+    torch.cuda.synchronize()
+    o_host = o.cpu().float().numpy()[0]
+    expected_o = np.zeros(o_host.shape)
+    expected_states = []
+    for n in range(count):
+        start, end = int(cu[n]), int(cu[n + 1])
+        expected_o[start:end], state = sequence_reference(
+            seen, start, end, starts[n], scale)
+        expected_states.append(state)
+    label = (f"{'packed pooled' if pooled else 'packed'} {et} "
+             f"Hv={hv} N={count} total={total}")
+    ok, detail = compare(label, o_host, expected_o, TOLERANCE[et])
+    outside = np.concatenate([o_host[:before], o_host[total - after:]])
+    zeros = bool(np.all(outside == 0))
+    if pooled:
+        expected_pool = pool0.astype(np.float64).copy()
+        for n, w in enumerate(write):
+            if 0 <= w < slots:
+                expected_pool[w] = expected_states[n]
+        pool_host = pool.cpu().numpy()
+        state_ok, state_detail = compare(label, pool_host, expected_pool,
+                                         TOLERANCE[et])
+        untouched = [s for s in range(slots) if s not in write]
+        same = bool(np.array_equal(pool_host[untouched], pool0[untouched]))
+        check(label, ok and state_ok and zeros and same,
+              f"o {detail}; pool {state_detail}; rows outside zero: {zeros};"
+              f" unwritten slots untouched: {same}")
+    else:
+        state_ok, state_detail = compare(
+            label, final.cpu().numpy(),
+            np.array(expected_states).reshape(final.shape), TOLERANCE[et])
+        check(label, ok and state_ok and zeros,
+              f"o {detail}; states {state_detail}; rows outside zero: "
+              f"{zeros}")
+
+
+def check_pooled(call, config, batch=4, tokens=130, seed=10):
+    """A batch of equal lengths from and into a pool."""
+    et, scale = config["element_type"], config["scale"]
+    hv, vd = config["value_heads"], config["value_dim"]
+    slots = 9
+    pool0 = random_states(config, slots, seed)
+    read = np.array([3, 3, -1, 99][:batch], np.int32)
+    write = np.array([5, 7, 1, -1][:batch], np.int32)
+    device, seen = token_inputs(config, batch, tokens, seed + 1)
+    pool = upload(pool0)
+    o = torch.empty(batch, tokens, hv, vd, dtype=TORCH_TYPES[et],
+                    device="cuda")
+    call(*device, pool, upload(read), upload(write), o)
+    torch.cuda.synchronize()
+    expected_o = np.zeros(o.shape)
+    expected_pool = pool0.astype(np.float64).copy()
+    for b in range(batch):
+        r, w = int(read[b]), int(write[b])
+        start = pool0[r] if 0 <= r < slots else np.zeros_like(pool0[0])
+        o_b, s_b = reference.delta_rule(*[x[b:b + 1] for x in seen],
+                                        start[None], scale)
+        expected_o[b] = o_b[0]
+        if 0 <= w < slots:
+            expected_pool[w] = s_b[0]
+    label = f"pooled {et} Hv={hv} B={batch} T={tokens}"
+    ok, detail = compare(label, o.cpu().float().numpy(), expected_o,
+                         TOLERANCE[et])
+    pool_host = pool.cpu().numpy()
+    state_ok, state_detail = compare(label, pool_host, expected_pool,
+                                     TOLERANCE[et])
+    untouched = [s for s in range(slots) if s not in write]
+    same = bool(np.array_equal(pool_host[untouched], pool0[untouched]))
+    check(label, ok and state_ok and same,
+          f"o {detail}; pool {state_detail}; unwritten slots untouched: "
+          f"{same}")
+
+
+def check_graph_replay(call, config, total=700, count=5, seed=20):
+    """One capture, three sets of lengths in the same offset buffer."""
+    et, scale = config["element_type"], config["scale"]
+    hv, vd = config["value_heads"], config["value_dim"]
+    device, seen = token_inputs(config, 1, total, seed)
+    h0 = random_states(config, count, seed + 1)
+    h0_device = upload(h0)
+    cu = upload(np.zeros(count + 1, np.int32))
+    o = torch.zeros(1, total, hv, vd, dtype=TORCH_TYPES[et], device="cuda")
+    final = torch.empty(count, *h0.shape[1:], device="cuda")
+    rng = np.random.default_rng(seed + 2)
+    length_sets = [[total // count] * count]
+    for _ in range(2):
+        cuts = np.sort(rng.choice(np.arange(1, total), count - 1,
+                                  replace=False))
+        length_sets.append(np.diff(np.concatenate([[0], cuts, [total]])))
+    stream = torch.cuda.Stream()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream):
+        call(*device, h0_device, cu, o, final)   # warm-up: modules loaded
+        stream.synchronize()
+        with torch.cuda.graph(graph, stream=stream):
+            call(*device, h0_device, cu, o, final)
+    worst = []
+    for lengths in length_sets:
+        offsets = offsets_of(lengths, 0)
+        cu.copy_(torch.from_numpy(offsets))
+        graph.replay()
+        torch.cuda.synchronize()
+        o_host = o.cpu().float().numpy()[0]
+        expected_o = np.zeros(o_host.shape)
+        states = []
+        for n in range(count):
+            start, end = int(offsets[n]), int(offsets[n + 1])
+            expected_o[start:end], state = sequence_reference(
+                seen, start, end, h0[n], scale)
+            states.append(state)
+        ok_o, detail_o = compare("", o_host, expected_o, TOLERANCE[et])
+        ok_s, detail_s = compare("", final.cpu().numpy(), np.stack(states),
+                                 TOLERANCE[et])
+        worst.append((ok_o and ok_s, f"{list(map(int, lengths))}: o "
+                      f"{detail_o}, states {detail_s}"))
+    check(f"graph replay {et} Hv={hv}, three length sets",
+          all(ok for ok, _ in worst), "; ".join(d for _, d in worst))
+
+
+def median_ms(run, repeats=30):
+    start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+    times = []
+    for _ in range(repeats):
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return float(np.median(times))
+
+
+def timing(call, config, count=64, total=32768, seed=30):
+    """Mixed lengths against equal lengths, same total, graph replay."""
+    hv, vd = config["value_heads"], config["value_dim"]
+    et = config["element_type"]
+    device, _ = token_inputs(config, 1, total, seed)
+    h0 = upload(random_states(config, count, seed + 1))
+    o = torch.empty(1, total, hv, vd, dtype=TORCH_TYPES[et], device="cuda")
+    final = torch.empty(count, *h0.shape[1:], device="cuda")
+    rng = np.random.default_rng(seed + 2)
+    # Mixed: lengths from 1 to ~2k tokens (a long tail), summing to total.
+    weights = rng.pareto(1.5, count) + 0.05
+    mixed = np.maximum(1, np.floor(weights / weights.sum() * total))
+    mixed[np.argmax(mixed)] += total - mixed.sum()
+    rows = [("equal", [total // count] * count), ("mixed", mixed)]
+    print(f"| {count} sequences, {total} tokens (Hv = {hv}, K = V = {vd}) "
+          f"| median | per token |\n|---|---|---|")
+    for label, lengths in rows:
+        cu = upload(offsets_of(np.asarray(lengths, np.int64), 0))
+        stream = torch.cuda.Stream()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(stream):
+            call(*device, h0, cu, o, final)
+            stream.synchronize()
+            with torch.cuda.graph(graph, stream=stream):
+                call(*device, h0, cu, o, final)
+        milliseconds = median_ms(graph.replay)
+        longest = int(np.max(lengths))
+        print(f"| {label} (longest {longest}) | {milliseconds:.3f} ms | "
+              f"{milliseconds * 1e6 / total:.1f} ns |")
+
+
+def main():
+    folder = sys.argv[1]
+    quick = "--quick" in sys.argv
+    with open(os.path.join(folder, "serving_manifest.json")) as f:
+        manifest = json.load(f)
+    lengths = [0, 1, 63, 64, 65, 1000, 0, 17, 128, 200]
+    for name, entry in manifest.items():
+        config, form = entry["config"], entry["config"]["form"]
+        call = load(folder, entry)
+        if form == "packed":
+            check_packed(call, config, False, [0, 1, 65, 3] if quick
+                         else lengths)
+            if not quick:
+                check_packed(call, config, False, [130], before=0, after=0,
+                             seed=1)
+                check_packed(call, config, False, [], before=0, after=9,
+                             seed=2)
+                check_graph_replay(call, config)
+        elif form == "pooled":
+            check_pooled(call, config, tokens=70 if quick else 130)
+        else:
+            check_packed(call, config, True, [0, 65, 3, 1] if quick
+                         else lengths)
+    if "--no-timing" not in sys.argv and not quick:
+        name, entry = next((n, e) for n, e in manifest.items()
+                           if e["config"]["form"] == "packed" and
+                           e["config"]["value_heads"] == 32)
+        timing(load(folder, entry), entry["config"])
+    print(f"{len(FAILURES)} failed")
+    sys.exit(1 if FAILURES else 0)
+
+
+if __name__ == "__main__":
+    main()

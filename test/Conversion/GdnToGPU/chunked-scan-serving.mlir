@@ -1,0 +1,53 @@
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy -convert-gdn-to-gpu | FileCheck %s
+
+// Packed sequences and pools of states are operands of the chunked scan's
+// two kernels, with no table of the lengths on the host: the WY kernel's
+// grid has ceil(total / 64) + N chunk rows (sequence n's chunks from row
+// start_n / 64 + n), each block finds its sequence by a binary search over
+// the offsets and zeros o's rows outside every sequence; the state kernel
+// has a block row per sequence.
+
+// CHECK-LABEL: func.func @packed
+// CHECK: %[[ENTRIES:.+]] = memref.dim %{{.+}}, %c0{{.*}} : memref<?xi32>
+// CHECK: %[[MINUS:.+]] = arith.subi %[[ENTRIES]], %c1
+// CHECK: %[[N:.+]] = arith.maxsi %[[MINUS]], %c0
+// The final states, one per sequence.
+// CHECK: memref.alloc(%[[N]]) : memref<?x4x64x128xf32>
+// CHECK: %[[WHOLE:.+]] = arith.ceildivui %dim_{{[0-9]+}}, %c64
+// CHECK: %[[ROWS:.+]] = arith.addi %[[WHOLE]], %[[N]]
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ROWS]], {{.*}} = %c4, {{.*}} = %c1{{.*}})
+// Rows outside [offsets[0], offsets[N]) are zeroed, 8 elements a store.
+// CHECK: vector.store %{{.+}}, %alloc[%c0{{.*}}] {alignment = 16 : i64} : memref<1x?x4x128xbf16>, vector<8xbf16>
+// CHECK: scf.while
+// CHECK: } {gdn.chunked_scan = {{{.*}}kernel = "wy"
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c8{{.*}}, {{.*}} = %[[N]], {{.*}} = %c1{{.*}})
+// CHECK: } {gdn.chunked_scan = {{{.*}}kernel = "state"{{.*}}value_tile = 64
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c16{{.*}}, {{.*}} = %[[N]], {{.*}} = %c1{{.*}})
+// CHECK: } {gdn.chunked_scan = {{{.*}}kernel = "state"{{.*}}value_tile = 32
+func.func @packed(%q: tensor<1x?x2x64xbf16>, %v: tensor<1x?x4x128xbf16>, %g: tensor<1x?x4xf32>, %h0: tensor<?x4x64x128xf32>, %cu: tensor<?xi32>) -> (tensor<1x?x4x128xbf16>, tensor<?x4x64x128xf32>) {
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g initial_state(%h0) cu_seqlens(%cu) : (tensor<1x?x2x64xbf16>, tensor<1x?x2x64xbf16>, tensor<1x?x4x128xbf16>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?x4x64x128xf32>, tensor<?xi32>) -> (tensor<1x?x4x128xbf16>, tensor<?x4x64x128xf32>)
+  return %o, %s : tensor<1x?x4x128xbf16>, tensor<?x4x64x128xf32>
+}
+
+// -----
+
+// A pool is read and written in place: its buffer is writable, no final
+// state is allocated, and the state kernel loads the slot only where the
+// index names one (-1 and anything outside [0, S): zeros) and stores the
+// final state only where the write index does.
+// CHECK-LABEL: func.func @pool
+// CHECK: %[[POOL:.+]] = bufferization.to_buffer %arg5 : tensor<?x4x64x128xf32> to memref<?x4x64x128xf32>
+// CHECK-NOT: memref.alloc({{.*}}) : memref<?x4x64x128xf32>
+// CHECK: } {gdn.chunked_scan = {{{.*}}kernel = "wy"
+// CHECK: %[[SLOTS:.+]] = memref.dim %[[POOL]], %c0
+// CHECK: arith.cmpi slt, %{{.+}}, %[[SLOTS]]
+// CHECK: scf.if
+// CHECK: memref.load %[[POOL]]
+// CHECK: scf.if
+// CHECK: vector.store %{{.+}}, %[[POOL]]
+// CHECK: } {gdn.chunked_scan = {{{.*}}kernel = "state"
+// CHECK: return %{{.+}}, %{{.+}} : tensor<?x?x4x128xbf16>, tensor<?x4x64x128xf32>
+func.func @pool(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %pool: tensor<?x4x64x128xf32>, %read: tensor<?xi32>, %write: tensor<?xi32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x64x128xf32>) {
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta initial_state(%pool) state_indices(%read) write_indices(%write) : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x128xf32>, tensor<?xi32>, tensor<?xi32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x64x128xf32>)
+  return %o, %s : tensor<?x?x4x128xbf16>, tensor<?x4x64x128xf32>
+}
