@@ -20,5 +20,6 @@ PYTHONPATH="$ROOT/python" /usr/bin/python3 "$ROOT/scripts/build_gpu_models.py" \
 cp -r "$ROOT/python/gdn" "$OUT/gdn"
 rm -rf "$OUT/gdn/__pycache__"
 cp "$ROOT/scripts/gpu_check.py" "$ROOT/scripts/gpu_model_check.py" \
+  "$ROOT/scripts/gpu_serving_check.py" "$ROOT/scripts/gpu_pool_check.py" \
   "$ROOT/scripts/gpu_profile_model.py" "$OUT/"
 du -sh "$OUT"

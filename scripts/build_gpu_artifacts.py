@@ -48,6 +48,13 @@ SERVING_PREFILL_HEADS = [((2, 4, 64, 128), "bf16"), ((2, 4, 64, 128), "f16"),
 SERVING_PREFILL_FORMS = {"packed": dict(packed=True),
                          "pooled": dict(pooled=True),
                          "packed_pooled": dict(packed=True, pooled=True)}
+# Raw gates (g and beta computed in the kernels from a, b, A_log and
+# dt_bias): prefill, packed prefill and decode; f32 runs the recurrence.
+GATED_HEADS = [((2, 4, 64, 128), "bf16"), ((2, 4, 64, 128), "f32"),
+               ((16, 32, 128, 128), "bf16")]
+GATED_FORMS = {"gated": dict(gated=True),
+               "packed_gated": dict(packed=True, gated=True),
+               "step_gated": dict(step=True, gated=True)}
 SERVING_MANIFEST = "serving_manifest.json"
 
 
@@ -235,9 +242,14 @@ def main():
     # cu_seqlens, state_indices and write_indices), for
     # scripts/gpu_serving_check.py.
     serving_jobs = []
-    for (h, hv, k, v), et in SERVING_PREFILL_HEADS:
+    forms = [(heads, et, SERVING_PREFILL_FORMS)
+             for heads, et in SERVING_PREFILL_HEADS]
+    forms += [(heads, et, {name: form for name, form in GATED_FORMS.items()
+                           if et != "f32" or name != "packed_gated"})
+              for heads, et in GATED_HEADS]
+    for (h, hv, k, v), et, named_forms in forms:
         config = config_of(h, hv, k, v, et)
-        for form_name, form in SERVING_PREFILL_FORMS.items():
+        for form_name, form in named_forms.items():
             config_form = dict(config, form=form_name)
             serving_jobs.append((
                 f"{config_name(h, hv, k, v, et)}_{form_name}", config_form,

@@ -16,9 +16,14 @@ by sequence (the inputs as the kernel sees them):
   kernel updates the pool in place, docs/c-abi.md);
 - packed and pooled together;
 - a CUDA graph captured once and replayed with three sets of lengths
-  written into the same offset buffer.
+  written into the same offset buffer;
+- raw gates (a, b, A_log, dt_bias of a Qwen-style layer) turned into g and
+  beta inside the kernels: prefill, packed prefill and the decode step,
+  against float64 gates (both branches of softplus included).
 Timing (CUDA events, medians, graph replay): 64 sequences of mixed lengths
-summing to 32768 tokens beside 64 sequences of 512, in the same run.
+summing to 32768 tokens beside 64 sequences of 512, in the same run, and
+fla's chunk_gated_delta_rule with cu_seqlens on the same inputs where
+flash-linear-attention's `fla` package is on PYTHONPATH.
 --quick runs one small case per library (for compute-sanitizer).
 """
 
@@ -31,7 +36,7 @@ import numpy as np
 import torch
 
 from gdn import inputs, reference
-from gdn.cuda import tensor_descriptor
+from gdn.cuda import load_artifacts, tensor_descriptor
 
 SYMBOL = "_mlir_ciface_gdn_serving"
 TOLERANCE = {"bf16": 1e-2, "f16": 1e-2}
@@ -269,6 +274,133 @@ def check_graph_replay(call, config, total=700, count=5, seed=20):
           all(ok for ok, _ in worst), "; ".join(d for _, d in worst))
 
 
+def check_python_api(folder, name="h2_hv4_k64_v128_bf16"):
+    """gdn.cuda's delta_rule with cu_seqlens and state_indices: numpy
+    inputs (numpy results), and a pool updated in place."""
+    kernels = load_artifacts(folder)[name]
+    config = kernels.config
+    lengths = [3, 0, 70, 64]
+    cu = offsets_of(lengths, 0)
+    total = int(cu[-1])
+    data = inputs.delta_rule_inputs(
+        40, 1, total, config["heads"], config["value_heads"],
+        config["key_dim"], config["value_dim"], "design")
+    seen = [torch.from_numpy(data[n]).to(TORCH_TYPES["bf16"]).double()
+            .numpy() if n in "qkv" else data[n].astype(np.float64)
+            for n in ("q", "k", "v", "g", "beta")]
+    h0 = random_states(config, len(lengths), 41)
+    o, final = kernels.delta_rule(*[data[n] for n in ("q", "k", "v", "g",
+                                                      "beta")],
+                                  initial_state=h0, cu_seqlens=cu)
+    worst = 0.0
+    for n in range(len(lengths)):
+        ro, rs = sequence_reference(seen, cu[n], cu[n + 1], h0[n],
+                                    config["scale"])
+        worst = max(worst,
+                    *reference.relative_error(o[0, cu[n]:cu[n + 1]], ro),
+                    *reference.relative_error(final[n], rs))
+    check("gdn.cuda delta_rule(cu_seqlens=...) from numpy", worst < 1e-2,
+          f"worst {worst:.2e}")
+    pool = upload(random_states(config, 6, 42))
+    before = pool.cpu().numpy()
+    device = [upload(data[n], TORCH_TYPES["bf16"] if n in "qkv" else None)
+              for n in ("q", "k", "v", "g", "beta")]
+    read = torch.tensor([5, -1, 2, 0], dtype=torch.int32, device="cuda")
+    o, returned = kernels.delta_rule(*device, initial_state=pool,
+                                     cu_seqlens=upload(cu),
+                                     state_indices=read)
+    torch.cuda.synchronize()
+    worst = 0.0
+    for n, slot in enumerate(read.tolist()):
+        start = before[slot] if slot >= 0 else np.zeros_like(before[0])
+        _, rs = sequence_reference(seen, cu[n], cu[n + 1], start,
+                                   config["scale"])
+        if slot >= 0:
+            worst = max(worst, max(reference.relative_error(
+                pool[slot].cpu().numpy(), rs)))
+    same = returned.data_ptr() == pool.data_ptr()
+    untouched = bool(np.array_equal(pool.cpu().numpy()[[1, 3, 4]],
+                                    before[[1, 3, 4]]))
+    check("gdn.cuda delta_rule(state_indices=...) on a pool in place",
+          worst < 1e-2 and same and untouched,
+          f"worst {worst:.2e}, the pool returned: {same}, other slots "
+          f"untouched: {untouched}")
+    try:
+        kernels.delta_rule(*device, initial_state=pool, cu_seqlens=upload(
+            cu), state_indices=read[:2])
+        check("gdn.cuda refuses state_indices of the wrong length", False,
+              "no error")
+    except ValueError as error:
+        check("gdn.cuda refuses state_indices of the wrong length", True,
+              str(error))
+
+
+def raw_gates(config, batch, tokens, seed):
+    """A Qwen-style layer's raw a, b [B, (T,) Hv] and A_log, dt_bias [Hv],
+    and the float64 g and beta they give (softplus(x) = x above 20)."""
+    rng = np.random.default_rng(seed)
+    hv = config["value_heads"]
+    lead = (batch,) if tokens is None else (batch, tokens)
+    a = (2.0 * rng.standard_normal(lead + (hv,))).astype(np.float32)
+    a.flat[:4] = [30.0, -30.0, 19.5, -100.0]      # both softplus branches
+    b = (2.0 * rng.standard_normal(lead + (hv,))).astype(np.float32)
+    a_log = np.log(rng.uniform(1, 16, hv)).astype(np.float32)
+    dt_bias = (0.5 * rng.standard_normal(hv)).astype(np.float32)
+    x = a.astype(np.float64) + dt_bias
+    softplus = np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
+    g = -np.exp(a_log.astype(np.float64)) * softplus
+    beta = 1.0 / (1.0 + np.exp(-b.astype(np.float64)))
+    return a, b, a_log, dt_bias, g, beta
+
+
+def check_gated(call, config, form, seed=50):
+    """Raw gates computed in the kernels, against the float64 gates."""
+    et, scale = config["element_type"], config["scale"]
+    hv, kd, vd = config["value_heads"], config["key_dim"], config["value_dim"]
+    dtype = {"f32": torch.float32, **TORCH_TYPES}[et]
+    step = form == "step_gated"
+    batch, tokens = (3, None) if step else (1 if "packed" in form else 2,
+                                            150)
+    data = inputs.delta_rule_inputs(seed, batch, tokens or 1,
+                                    config["heads"], hv, kd, vd, "design")
+    if step:
+        data = {n: x[:, 0] for n, x in data.items() if x is not None}
+    a, b, a_log, dt_bias, g, beta = raw_gates(config, batch, tokens, seed)
+    qkv = [torch.from_numpy(np.ascontiguousarray(data[n])).to(dtype)
+           for n in ("q", "k", "v")]
+    seen = [x.double().numpy() for x in qkv] + [g, beta]
+    device = [x.cuda() for x in qkv] + [upload(a), upload(b)]
+    gates = [upload(a_log), upload(dt_bias)]
+    o = torch.empty(*qkv[2].shape, dtype=dtype, device="cuda")
+    if step:
+        state0 = random_states(config, batch, seed + 1)
+        new = torch.empty(state0.shape, device="cuda")
+        call(*device, upload(state0), *gates, o, new)
+        ro, rs = reference.delta_rule_step(*seen, state0, scale)
+    elif form == "packed_gated":
+        cu = offsets_of([0, 70, 1, 79], 0)
+        h0 = random_states(config, 4, seed + 1)
+        new = torch.empty(h0.shape, device="cuda")
+        call(*device, upload(h0), upload(cu), *gates, o, new)
+        ro, states = np.zeros(o.shape), []
+        for n in range(4):
+            ro[0, cu[n]:cu[n + 1]], state = sequence_reference(
+                seen, cu[n], cu[n + 1], h0[n], scale)
+            states.append(state)
+        rs = np.stack(states)
+    else:
+        state0 = random_states(config, batch, seed + 1)
+        new = torch.empty(state0.shape, device="cuda")
+        call(*device, upload(state0), *gates, o, new)
+        ro, rs = reference.delta_rule(*seen, state0, scale)
+    torch.cuda.synchronize()
+    tolerance = 2e-5 if et == "f32" else TOLERANCE[et]
+    ok_o, detail_o = compare("", o.cpu().float().numpy(), ro, tolerance)
+    ok_s, detail_s = compare("", new.cpu().numpy(), rs, tolerance)
+    check(f"{form.replace('_', ' ')} {et} Hv={hv} (raw gates in the "
+          f"kernel)", ok_o and ok_s, f"o {detail_o}; states {detail_s}")
+
+
 def median_ms(run, repeats=30):
     start, end = torch.cuda.Event(True), torch.cuda.Event(True)
     times = []
@@ -281,8 +413,58 @@ def median_ms(run, repeats=30):
     return float(np.median(times))
 
 
+def fla_varlen():
+    """fla's chunk_gated_delta_rule and prepare_chunk_indices, if
+    flash-linear-attention's `fla` package can be imported."""
+    try:
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+        from fla.ops.utils.index import prepare_chunk_indices
+    except Exception as error:  # noqa: BLE001 - any import failure
+        print(f"fla not importable ({type(error).__name__}: {error}): "
+              f"timed without it")
+        return None
+    return chunk_gated_delta_rule, prepare_chunk_indices
+
+
+def time_fla(fla, device, h0, cu, config):
+    """fla's varlen prefill on the same inputs (q and k repeated to Hv
+    heads, which fla's GDN needs), its chunk table prepared before timing;
+    graph replay if fla's call can be captured, else events around calls.
+    Returns (milliseconds, how, o)."""
+    chunk_gated_delta_rule, prepare_chunk_indices = fla
+    q, k, v, g, beta = device
+    group = config["value_heads"] // config["heads"]
+    q, k = (x.repeat_interleave(group, dim=2).contiguous() for x in (q, k))
+    cu64 = cu.long()
+    indices = prepare_chunk_indices(cu64, 64)
+    cu_cpu = cu64.cpu()
+
+    def run():
+        return chunk_gated_delta_rule(
+            q, k, v, g, beta, scale=config["scale"], initial_state=h0,
+            output_final_state=True, cu_seqlens=cu64, cu_seqlens_cpu=cu_cpu,
+            chunk_indices=indices)
+    o, _ = run()
+    torch.cuda.synchronize()
+    try:
+        stream = torch.cuda.Stream()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(stream):
+            run()
+            stream.synchronize()
+            with torch.cuda.graph(graph, stream=stream):
+                run()
+        return median_ms(graph.replay), "graph", o
+    except Exception as error:  # noqa: BLE001 - capture is optional
+        print(f"fla's call could not be captured ({type(error).__name__}): "
+              f"timed by events around calls")
+        torch.cuda.synchronize()
+        return median_ms(run), "events", o
+
+
 def timing(call, config, count=64, total=32768, seed=30):
-    """Mixed lengths against equal lengths, same total, graph replay."""
+    """Mixed lengths against equal lengths, same total, graph replay;
+    fla's varlen path on the same inputs where it can be imported."""
     hv, vd = config["value_heads"], config["value_dim"]
     et = config["element_type"]
     device, _ = token_inputs(config, 1, total, seed)
@@ -295,8 +477,10 @@ def timing(call, config, count=64, total=32768, seed=30):
     mixed = np.maximum(1, np.floor(weights / weights.sum() * total))
     mixed[np.argmax(mixed)] += total - mixed.sum()
     rows = [("equal", [total // count] * count), ("mixed", mixed)]
+    fla = fla_varlen()
     print(f"| {count} sequences, {total} tokens (Hv = {hv}, K = V = {vd}) "
-          f"| median | per token |\n|---|---|---|")
+          f"| gdn median | per token | fla median | gdn vs fla o |\n"
+          f"|---|---|---|---|---|")
     for label, lengths in rows:
         cu = upload(offsets_of(np.asarray(lengths, np.int64), 0))
         stream = torch.cuda.Stream()
@@ -308,8 +492,17 @@ def timing(call, config, count=64, total=32768, seed=30):
                 call(*device, h0, cu, o, final)
         milliseconds = median_ms(graph.replay)
         longest = int(np.max(lengths))
+        fla_cell = agreement = "-"
+        if fla is not None:
+            fla_ms, how, fla_o = time_fla(fla, device, h0, cu, config)
+            fla_cell = f"{fla_ms:.3f} ms ({how})"
+            graph.replay()
+            torch.cuda.synchronize()
+            difference = (o.double() - fla_o.double()).norm()
+            agreement = f"{float(difference / fla_o.double().norm()):.1e}"
         print(f"| {label} (longest {longest}) | {milliseconds:.3f} ms | "
-              f"{milliseconds * 1e6 / total:.1f} ns |")
+              f"{milliseconds * 1e6 / total:.1f} ns | {fla_cell} | "
+              f"{agreement} |")
 
 
 def main():
@@ -332,9 +525,13 @@ def main():
                 check_graph_replay(call, config)
         elif form == "pooled":
             check_pooled(call, config, tokens=70 if quick else 130)
+        elif form in ("gated", "packed_gated", "step_gated"):
+            check_gated(call, config, form)
         else:
             check_packed(call, config, True, [0, 65, 3, 1] if quick
                          else lengths)
+    if not quick:
+        check_python_api(folder)
     if "--no-timing" not in sys.argv and not quick:
         name, entry = next((n, e) for n, e in manifest.items()
                            if e["config"]["form"] == "packed" and

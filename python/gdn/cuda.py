@@ -20,7 +20,15 @@ from .compiled import descriptor_type
 
 PREFILL_SYMBOL = "_mlir_ciface_gdn_delta_rule"
 STEP_SYMBOL = "_mlir_ciface_gdn_delta_rule_step"
+SERVING_SYMBOL = "_mlir_ciface_gdn_serving"
 MANIFEST = "manifest.json"
+# The prefill over packed sequences and pools of states, one library per
+# configuration and form ("packed", "pooled", "packed_pooled": the
+# gdn.compiled_serving modules compiled for CUDA).
+SERVING_MANIFEST = "serving_manifest.json"
+# What identifies a configuration across the two manifests.
+CONFIG_KEYS = ("heads", "value_heads", "key_dim", "value_dim",
+               "element_type", "beta_element_type", "scale")
 # Tokens per chunk of the CUDA chunked scan (convert-gdn-to-gpu).
 CHUNK_SIZE = 64
 # torch dtypes of the configuration's element type names.
@@ -65,12 +73,14 @@ class CudaKernels:
         self.library.gdnCudaSetKernelTiming.argtypes = [ctypes.c_int]
         self.library.gdnCudaUseStream.argtypes = [ctypes.c_void_p]
         self.library.gdnCudaOwnStreams.argtypes = []
+        # form -> library path, and the libraries loaded so far.
+        self.serving_paths, self._serving = {}, {}
 
-    def _operands(self, operands, tokens, state_name):
+    def _operands(self, operands, tokens, state_name, state_rows=None):
         """Checks the operands against the configuration and returns them as
         CUDA tensors, and whether any came as a numpy array. Shapes:
         q, k [B, (T,) H, K]; v [B, (T,) Hv, V]; g, beta [B, (T,) Hv]; the
-        state [B, Hv, K, V]."""
+        state [B, Hv, K, V] (`state_rows` rows instead of B if given)."""
         torch = _torch()
         cfg = self.config
         h, hv = cfg["heads"], cfg["value_heads"]
@@ -88,7 +98,8 @@ class CudaKernels:
                     "v": (lead + (hv, vd), element),
                     "g": (lead + (hv,), torch.float32),
                     "beta": (lead + (hv,), beta_type)}
-        expected[state_name] = ((lead[0], hv, kd, vd), torch.float32)
+        rows = lead[0] if state_rows is None else state_rows
+        expected[state_name] = ((rows, hv, kd, vd), torch.float32)
         from_numpy = False
         tensors = {}
         for name, x in operands.items():
@@ -116,20 +127,117 @@ class CudaKernels:
             tensors[name] = x
         return tensors, from_numpy
 
-    def _call(self, symbol, tensors):
+    def _call(self, symbol, tensors, library=None):
         if any(n == 0 for n in tensors[0].shape[:1]):
             return  # nothing to run: a grid of zero blocks cannot launch
+        library = library or self.library
         # On torch's current stream, in order with the work that made the
         # inputs and without waiting, so that calls can be captured in a
         # CUDA graph.
         descriptors = [tensor_descriptor(t) for t in tensors]
         stream = _torch().cuda.current_stream().cuda_stream
-        self.library.gdnCudaUseStream(ctypes.c_void_p(stream))
+        library.gdnCudaUseStream(ctypes.c_void_p(stream))
         try:
-            getattr(self.library, symbol)(
-                *[ctypes.addressof(d) for d in descriptors])
+            getattr(library, symbol)(
+                *[ctypes.c_void_p(ctypes.addressof(d)) for d in descriptors])
         finally:
-            self.library.gdnCudaOwnStreams()
+            library.gdnCudaOwnStreams()
+
+    def _serving_library(self, form):
+        library = self._serving.get(form)
+        if library is None:
+            path = self.serving_paths.get(form)
+            if path is None:
+                raise RuntimeError(
+                    f"the {form.replace('_', ' + ')} prefill of this "
+                    f"configuration was not compiled (compiled forms: "
+                    f"{sorted(self.serving_paths) or 'none'}); build it "
+                    f"with scripts/build_gpu_artifacts.py "
+                    f"(SERVING_PREFILL_HEADS) or gdn-compile --target=cuda "
+                    f"on gdn.compiled_serving.module_source")
+            library = ctypes.CDLL(os.path.abspath(path))
+            getattr(library, SERVING_SYMBOL).restype = None
+            library.gdnCudaUseStream.argtypes = [ctypes.c_void_p]
+            library.gdnCudaOwnStreams.argtypes = []
+            self._serving[form] = library
+        return library
+
+    @staticmethod
+    def _indices(name, x, count=None):
+        """int32 indices or offsets as a contiguous CUDA tensor."""
+        torch = _torch()
+        if not isinstance(x, torch.Tensor):
+            array = np.asarray(x)
+            if array.dtype.kind not in "iu":
+                raise TypeError(f"{name}: expected integers, got dtype "
+                                f"{array.dtype}")
+            x = torch.from_numpy(array.astype(np.int32)).cuda()
+        if not x.is_cuda or x.dtype != torch.int32:
+            raise TypeError(f"{name}: expected an int32 CUDA tensor or a "
+                            f"numpy array, got {x.dtype} on {x.device}")
+        if x.dim() != 1 or (count is not None and x.shape[0] != count):
+            expected = "[N]" if count is None else f"[{count}]"
+            raise ValueError(f"{name}: expected shape {expected}, got "
+                             f"{list(x.shape)}")
+        return x.contiguous()
+
+    def _serving_prefill(self, x, cu_seqlens, state_indices, write_indices,
+                         initial_state):
+        """delta_rule with packed sequences and/or a pool of states."""
+        torch = _torch()
+        packed, pooled = cu_seqlens is not None, state_indices is not None
+        form = ("packed_pooled" if packed and pooled else
+                "packed" if packed else "pooled")
+        library = self._serving_library(form)
+        if packed:
+            cu = self._indices("cu_seqlens", cu_seqlens)
+            if cu.shape[0] < 1:
+                raise ValueError("cu_seqlens: expected [N + 1] offsets, got "
+                                 "none")
+            count = cu.shape[0] - 1
+            if np.shape(x["q"])[0] != 1:
+                raise ValueError(f"with cu_seqlens, q, k, v, g and beta are "
+                                 f"packed: q must be [1, total, H, K], got "
+                                 f"{list(np.shape(x['q']))}")
+        else:
+            count = np.shape(x["q"])[0]
+        if pooled:
+            if not isinstance(initial_state, torch.Tensor) or \
+                    not initial_state.is_cuda or \
+                    not initial_state.is_contiguous():
+                raise TypeError("with state_indices, initial_state is the "
+                                "pool [S, Hv, K, V], updated in place: a "
+                                "contiguous float32 CUDA tensor")
+            rows = initial_state.shape[0]
+            read = self._indices("state_indices", state_indices, count)
+            write = read if write_indices is None else self._indices(
+                "write_indices", write_indices, count)
+        else:
+            if write_indices is not None:
+                raise ValueError("write_indices needs state_indices (a pool)")
+            rows = count
+            if initial_state is None:
+                initial_state = torch.zeros(
+                    (count, self.config["value_heads"],
+                     self.config["key_dim"], self.config["value_dim"]),
+                    dtype=torch.float32, device="cuda")
+        tensors, from_numpy = self._operands(
+            dict(x, initial_state=initial_state), tokens=True,
+            state_name="initial_state", state_rows=rows)
+        q, k, v, g, beta = (tensors[n] for n in ("q", "k", "v", "g", "beta"))
+        state = tensors["initial_state"]
+        o = torch.empty_like(v)
+        if pooled:
+            operands = [q, k, v, g, beta, state] + \
+                ([cu] if packed else []) + [read, write, o]
+            final = state
+        else:
+            final = torch.empty_like(state)
+            operands = [q, k, v, g, beta, state, cu, o, final]
+        self._call(SERVING_SYMBOL, operands, library)
+        if from_numpy:
+            return o.float().cpu().numpy(), final.cpu().numpy()
+        return o, final
 
     def _check_compiled(self, scale, chunk_size):
         """The arguments gdn.delta_rule takes on the CPU: here they must
@@ -156,13 +264,28 @@ class CudaKernels:
         return np.zeros(shape, np.float32)
 
     def delta_rule(self, q, k, v, g, beta, initial_state=None, scale=None,
-                   chunk_size=None):
+                   chunk_size=None, cu_seqlens=None, state_indices=None,
+                   write_indices=None):
         """Prefill, with the arguments of gdn.delta_rule: returns (o,
         final_state), new CUDA tensors (numpy arrays, o in float32, if any
         input was a numpy array). initial_state None: zeros; scale and
-        chunk_size, if given, must be what the library was compiled for."""
+        chunk_size, if given, must be what the library was compiled for.
+
+        With cu_seqlens (int32 [N + 1]), q, k, v, g and beta are packed
+        ([1, total, ...]) and the states are [N, Hv, K, V]; with
+        state_indices (int32 [N]), initial_state is the pool [S, Hv, K, V]
+        (a CUDA tensor), updated in place at write_indices (default
+        state_indices) and returned as the final state. These run the
+        configuration's serving libraries (serving_manifest.json), with no
+        host synchronization: the offsets and indices stay on the device.
+        """
         torch = _torch()
         self._check_compiled(scale, chunk_size)
+        if cu_seqlens is not None or state_indices is not None or \
+                write_indices is not None:
+            return self._serving_prefill(
+                dict(q=q, k=k, v=v, g=g, beta=beta), cu_seqlens,
+                state_indices, write_indices, initial_state)
         if initial_state is None:
             initial_state = self._zero_state(q)
         x, from_numpy = self._operands(
@@ -218,6 +341,22 @@ def load_artifacts(folder):
     and returns {name: CudaKernels}."""
     with open(os.path.join(folder, MANIFEST)) as f:
         manifest = json.load(f)
-    return {name: CudaKernels(os.path.join(folder, entry["library"]),
-                              entry["config"])
-            for name, entry in manifest.items()}
+    kernels = {name: CudaKernels(os.path.join(folder, entry["library"]),
+                                 entry["config"])
+               for name, entry in manifest.items()}
+    # The serving forms of a configuration, from serving_manifest.json
+    # where there is one: attached to every library of that configuration.
+    serving = os.path.join(folder, SERVING_MANIFEST)
+    if os.path.exists(serving):
+        with open(serving) as f:
+            entries = json.load(f).values()
+
+        def identity(config):
+            return tuple(config.get(key, "f32" if key == "beta_element_type"
+                                    else None) for key in CONFIG_KEYS)
+        for entry in entries:
+            for kernel in kernels.values():
+                if identity(kernel.config) == identity(entry["config"]):
+                    kernel.serving_paths[entry["config"]["form"]] = \
+                        os.path.join(folder, entry["library"])
+    return kernels

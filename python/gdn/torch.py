@@ -29,9 +29,12 @@ kernels do not take yet is done around them, and said here:
 
 - `use_qk_l2norm_in_kernel`: q and k are normalised by torch ops before
   the kernel (x / sqrt(sum x^2 + 1e-6), fla's l2norm), not inside it;
-- `cu_seqlens` on CUDA: one kernel call per sequence, which reads the
-  offsets on the host (refused during CUDA-graph capture); on the CPU the
-  packed sequences run in one compiled call;
+- `cu_seqlens` on CUDA: one call of the chunked scan over the packed
+  sequences (`torch.ops.gdn.prefill_packed`, no host synchronization,
+  capturable) where the configuration's packed form is registered
+  (serving_manifest.json); otherwise one kernel call per sequence, which
+  reads the offsets on the host (refused during CUDA-graph capture). On
+  the CPU the packed sequences run in one compiled call;
 - `ssm_state_indices` on CUDA: the slots are gathered into a batch, the
   decode kernel updates it, and it is copied back (index_select,
   index_copy_: no host synchronisation). Slots of -1 (empty entries) are
@@ -138,6 +141,33 @@ def _(q, k, v, g, beta, initial_state, scale):
             v.new_empty((b, hv, q.shape[-1], vd), dtype=torch.float32))
 
 
+@torch.library.custom_op("gdn::prefill_packed", mutates_args=())
+def prefill_packed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                   g: torch.Tensor, beta: torch.Tensor,
+                   initial_state: torch.Tensor | None,
+                   cu_seqlens: torch.Tensor,
+                   scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return _kernels_for(q, v, scale).delta_rule(
+        q, k, v, g, beta, initial_state=initial_state, scale=scale,
+        cu_seqlens=cu_seqlens.to(torch.int32))
+
+
+@prefill_packed.register_fake
+def _(q, k, v, g, beta, initial_state, cu_seqlens, scale):
+    _, _, hv, vd = v.shape
+    return (torch.empty_like(v),
+            v.new_empty((max(cu_seqlens.shape[0] - 1, 0), hv, q.shape[-1],
+                         vd), dtype=torch.float32))
+
+
+def _packed_kernels(q, v, scale):
+    """Whether the configuration's packed prefill is registered."""
+    key = _key(q.shape[-2], v.shape[-2], q.shape[-1], v.shape[-1],
+               _TYPE_NAMES.get(q.dtype, str(q.dtype)), scale)
+    kernels = _KERNELS.get(key)
+    return kernels is not None and "packed" in kernels.serving_paths
+
+
 @torch.library.custom_op("gdn::decode_", mutates_args=("state",))
 def decode_(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             g: torch.Tensor, beta: torch.Tensor, state: torch.Tensor,
@@ -186,9 +216,11 @@ def _common(q, k, g, beta, scale, use_qk_l2norm_in_kernel, kwargs):
 def _offsets_on_host(cu_seqlens):
     if cu_seqlens.is_cuda and torch.cuda.is_current_stream_capturing():
         raise RuntimeError(
-            "gdn.torch: cu_seqlens on CUDA runs one kernel call per sequence "
+            "gdn.torch: cu_seqlens on CUDA without this configuration's "
+            "packed prefill registered runs one kernel call per sequence "
             "and reads the offsets on the host, which a CUDA graph cannot "
-            "capture; the CUDA kernels do not take packed sequences yet")
+            "capture; register a folder whose serving_manifest.json has "
+            "the packed form (scripts/build_gpu_artifacts.py)")
     return [int(x) for x in cu_seqlens.tolist()]
 
 
@@ -212,6 +244,11 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None,
                               _cpu_array("v", v), g, beta,
                               initial_state=initial_state, scale=scale,
                               cu_seqlens=cu_seqlens)
+        return o, (state if output_final_state else None)
+    if _packed_kernels(q, v, scale):
+        o, state = torch.ops.gdn.prefill_packed(q, k, v, g, beta,
+                                                initial_state, cu_seqlens,
+                                                scale)
         return o, (state if output_final_state else None)
     offsets = _offsets_on_host(cu_seqlens)
     outputs, states = [], []

@@ -175,6 +175,10 @@ struct ScanBuffers {
   /// A pool of states: `state` and `finalState` are one buffer, read at
   /// readIndices[n] and written in place at writeIndices[n]; null without.
   Value readIndices, writeIndices;
+  /// Raw gates: g and beta hold a Qwen-style layer's a and b, and the WY
+  /// kernel computes the gates from them and A_log, dt_bias (f32 [Hv]);
+  /// null without.
+  Value aLog, dtBias;
 
   bool packed() const { return static_cast<bool>(offsets); }
   bool pooled() const { return static_cast<bool>(readIndices); }

@@ -199,6 +199,10 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     buffers.scale = op.getScale().convertToFloat();
     buffers.offsets = offsetsm;
     buffers.sequences = sequences;
+    if (Value aLog = op.getALog()) {
+      buffers.aLog = toBuffer(b, loc, aLog);
+      buffers.dtBias = toBuffer(b, loc, op.getDtBias());
+    }
     if (pooled) {
       buffers.readIndices = toBuffer(b, loc, op.getStateIndices());
       if (Value write = op.getWriteIndices())

@@ -41,6 +41,9 @@ struct RecurrenceOperands {
   // A pool of states: `state` is the pool [S, Hv, K, V], read at
   // readIndices[b] and written in place at writeIndices[b].
   Value readIndices = {}, writeIndices = {};
+  // Raw gates: g and beta are a Qwen-style layer's a and b, the gates
+  // computed from them and A_log, dt_bias ([Hv]) as they are read.
+  Value aLog = {}, dtBias = {};
 };
 
 /// Emits the launch; returns the result buffers {o, final state}: `om`
@@ -65,6 +68,8 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
   Value qm = toBuffer(b, loc, in.q), km = toBuffer(b, loc, in.k);
   Value vm = toBuffer(b, loc, in.v), gm = toBuffer(b, loc, in.g);
   Value betam = toBuffer(b, loc, in.beta);
+  Value aLogm = in.aLog ? toBuffer(b, loc, in.aLog) : Value();
+  Value dtBiasm = in.dtBias ? toBuffer(b, loc, in.dtBias) : Value();
   bool pooled = static_cast<bool>(in.readIndices);
   // A pool is updated in place: its buffer is written (one-shot
   // bufferization copies it first unless the caller's buffer is writable).
@@ -232,9 +237,14 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
           scf::YieldOp::create(lb, ll);
         });
     gpu::BarrierOp::create(nb, nl);
-    Value decay =
-        exponential(nb, nl, loadF32(nb, nl, gm, tokenIndices(t, head, {})));
+    Value gate = loadF32(nb, nl, gm, tokenIndices(t, head, {}));
     Value beta = loadF32(nb, nl, betam, tokenIndices(t, head, {}));
+    if (aLogm)
+      std::tie(gate, beta) = gatesFromRaw(
+          nb, nl, gate, beta,
+          memref::LoadOp::create(nb, nl, aLogm, ValueRange{head}),
+          memref::LoadOp::create(nb, nl, dtBiasm, ValueRange{head}));
+    Value decay = exponential(nb, nl, gate);
     Value value = loadF32(nb, nl, vm, tokenIndices(t, head, {safeColumn}));
 
     // Four partial sums shorten the dependent chain of FMAs.
@@ -355,7 +365,11 @@ RecurrenceOperands recurrenceOperands(DeltaRuleOp op) {
           cast<RankedTensorType>(op.getFinalState().getType()),
           op.getScale().convertToFloat(),
           /*hasTokens=*/true,
-          op.getGroupSize()};
+          op.getGroupSize(),
+          /*readIndices=*/Value(),
+          /*writeIndices=*/Value(),
+          op.getALog(),
+          op.getDtBias()};
 }
 
 RecurrenceOperands recurrenceOperands(DeltaRuleStepOp op) {
@@ -371,7 +385,9 @@ RecurrenceOperands recurrenceOperands(DeltaRuleStepOp op) {
           /*hasTokens=*/false,
           op.getGroupSize(),
           op.getStateIndices(),
-          op.getWriteIndices()};
+          op.getWriteIndices(),
+          op.getALog(),
+          op.getDtBias()};
 }
 
 /// Either delta-rule op to one launch of the column recurrence.
@@ -426,16 +442,15 @@ struct ConvertGdnToGPUPass
         has = prefill.hasFormsOutsideTheScan();
       }
       else if (auto step = dyn_cast<DeltaRuleStepOp>(op))
-        // A pool is read and written by the decode kernel itself.
-        has = step.getALog() ||
-              step.getNewState().getType().getElementType().isBF16();
+        // A pool and raw gates are read by the decode kernel itself.
+        has = step.getNewState().getType().getElementType().isBF16();
       else
         has = isa<DeltaRuleVerifyOp>(op);
       if (!has)
         return WalkResult::advance();
       op->emitOpError()
-          << "with raw gates, checkpoints, bf16 states or draft tokens to "
-             "verify has no CUDA lowering yet; compile it with --target=cpu";
+          << "with checkpoints, bf16 states or draft tokens to verify has "
+             "no CUDA lowering yet; compile it with --target=cpu";
       return WalkResult::interrupt();
     });
     if (serving.wasInterrupted())

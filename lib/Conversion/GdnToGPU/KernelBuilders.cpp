@@ -38,6 +38,49 @@ Value mlir::gdn::exponent2(OpBuilder &b, Location loc, Value x) {
       .getResult(0);
 }
 
+std::pair<Value, Value> mlir::gdn::gatesFromRaw(OpBuilder &b, Location loc,
+                                                Value a, Value rawBeta,
+                                                Value aLog, Value dtBias) {
+  auto constant = [&](float value) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+  };
+  Value one = constant(1.0f);
+  Value x = arith::AddFOp::create(b, loc, a, dtBias);
+  // log1p(e) = log(1 + e) e / ((1 + e) - 1), exact where 1 + e rounds,
+  // and e where it rounds to 1 (x far below 0).
+  Value e = exponential(b, loc, x);
+  Value u = arith::AddFOp::create(b, loc, one, e);
+  Value rounded = arith::SubFOp::create(b, loc, u, one);
+  Value logU = arith::MulFOp::create(
+      b, loc,
+      LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                    b.getStringAttr("llvm.nvvm.lg2.approx.f"),
+                                    ValueRange{u})
+          .getResult(0),
+      constant(0.693147180559945f));
+  Value log1p = arith::SelectOp::create(
+      b, loc,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, rounded,
+                            constant(0.0f)),
+      e,
+      arith::DivFOp::create(b, loc, arith::MulFOp::create(b, loc, logU, e),
+                            rounded));
+  Value softplus = arith::SelectOp::create(
+      b, loc,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x,
+                            constant(20.0f)),
+      x, log1p);
+  Value g = arith::NegFOp::create(
+      b, loc,
+      arith::MulFOp::create(b, loc, exponential(b, loc, aLog), softplus));
+  Value beta = arith::DivFOp::create(
+      b, loc, one,
+      arith::AddFOp::create(
+          b, loc, one,
+          exponential(b, loc, arith::NegFOp::create(b, loc, rawBeta))));
+  return {g, beta};
+}
+
 mlir::gdn::MmaLane mlir::gdn::mmaLaneOf(OpBuilder &b, Location loc, Value tid) {
   auto c = [&](int64_t v) { return indexConstant(b, loc, v); };
   auto div = [&](Value x, int64_t d) {

@@ -23,6 +23,13 @@ Value exponential(OpBuilder &b, Location loc, Value x);
 /// 2^x through ex2.approx (2^-inf = 0).
 Value exponent2(OpBuilder &b, Location loc, Value x);
 
+/// The gates of a Qwen-style layer from its raw projections, on f32
+/// scalars: g = -exp(A_log) softplus(a + dt_bias) (softplus(x) = x above
+/// 20, as PyTorch's) and beta = sigmoid(b), through ex2.approx and
+/// lg2.approx (math.log1p would need libdevice, as math.exp would).
+std::pair<Value, Value> gatesFromRaw(OpBuilder &b, Location loc, Value a,
+                                     Value rawBeta, Value aLog, Value dtBias);
+
 Value indexConstant(OpBuilder &b, Location loc, int64_t value);
 
 /// What a lane of an mma.sync kernel works with, from its thread id: its

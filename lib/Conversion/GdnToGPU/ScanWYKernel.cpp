@@ -190,6 +190,10 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m) {
         auto [t, inside] = token(nb, nl, start, tokens, tid);
         Value g = widen(nb, nl, load(nb, nl, m.g, {batch, t, head}));
         Value beta = widen(nb, nl, load(nb, nl, m.beta, {batch, t, head}));
+        if (m.aLog)
+          std::tie(g, beta) =
+              gatesFromRaw(nb, nl, g, beta, load(nb, nl, m.aLog, {head}),
+                           load(nb, nl, m.dtBias, {head}));
         scf::YieldOp::create(
             nb, nl,
             ValueRange{arith::SelectOp::create(nb, nl, inside, g, zero),

@@ -51,3 +51,36 @@ func.func @pool(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta initial_state(%pool) state_indices(%read) write_indices(%write) : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x128xf32>, tensor<?xi32>, tensor<?xi32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x64x128xf32>)
   return %o, %s : tensor<?x?x4x128xbf16>, tensor<?x4x64x128xf32>
 }
+
+// -----
+
+// Raw gates: the WY kernel computes g = -exp(A_log) softplus(a + dt_bias)
+// and beta = sigmoid(b) as it reads a row's a and b (ex2.approx for the
+// exponentials, lg2.approx for softplus's logarithm, no libdevice); the
+// state kernel reads the gates from its scratch as before.
+// CHECK-LABEL: func.func @gated
+// CHECK: %[[ALOG:.+]] = bufferization.to_buffer %arg4 read_only : tensor<4xf32> to memref<4xf32>
+// CHECK: %[[BIAS:.+]] = bufferization.to_buffer %arg5 read_only : tensor<4xf32> to memref<4xf32>
+// CHECK: gpu.launch
+// CHECK: memref.load %[[ALOG]]
+// CHECK: memref.load %[[BIAS]]
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: } {gdn.chunked_scan = {{{.*}}kernel = "wy"
+// CHECK-NOT: memref.load %[[ALOG]]
+// CHECK: } {gdn.chunked_scan = {{{.*}}kernel = "state"
+func.func @gated(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x128xbf16>, %a: tensor<?x?x4xf32>, %h0: tensor<?x4x64x128xf32>, %alog: tensor<4xf32>, %dt: tensor<4xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x64x128xf32>) {
+  %o, %s = gdn.delta_rule %q, %q, %v, %a, %a initial_state(%h0) gates(%alog, %dt) : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x128xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x64x128xf32>)
+  return %o, %s : tensor<?x?x4x128xbf16>, tensor<?x4x64x128xf32>
+}
+
+// -----
+
+// The decode step reads its raw gates the same way.
+// CHECK-LABEL: func.func @gated_step
+// CHECK: gpu.launch
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+func.func @gated_step(%q: tensor<?x2x64xbf16>, %v: tensor<?x4x128xbf16>, %a: tensor<?x4xf32>, %s0: tensor<?x4x64x128xf32>, %alog: tensor<4xf32>, %dt: tensor<4xf32>) -> (tensor<?x4x128xbf16>, tensor<?x4x64x128xf32>) {
+  %o, %s = gdn.delta_rule_step %q, %q, %v, %a, %a, %s0 gates(%alog, %dt) : (tensor<?x2x64xbf16>, tensor<?x2x64xbf16>, tensor<?x4x128xbf16>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x64x128xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x128xbf16>, tensor<?x4x64x128xf32>)
+  return %o, %s : tensor<?x4x128xbf16>, tensor<?x4x64x128xf32>
+}

@@ -1,9 +1,9 @@
 // RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu -verify-diagnostics
 // RUN: not gdn-opt %s -split-input-file -convert-gdn-to-recurrence 2>&1 | FileCheck %s --check-prefix=REFERENCE
 
-// The CUDA lowering does not take raw gates, bf16 states or draft tokens
-// yet, and takes packed sequences and pools of states only in the chunked
-// scan (chunked-scan-serving.mlir) and a pool in the decode kernel
+// The CUDA lowering does not take checkpoints, bf16 states or draft
+// tokens yet, and takes packed sequences and pools of states only in the
+// chunked scan (chunked-scan-serving.mlir) and a pool in the decode kernel
 // (pool-decode.mlir): it says so, instead of running them as dense
 // batches. The reference recurrence wants them unpacked first.
 
@@ -17,16 +17,8 @@ func.func @packed(%q: tensor<1x?x2x16xbf16>, %v: tensor<1x?x4x16xbf16>, %g: tens
 
 // -----
 
-func.func @pool_step_gates(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: tensor<?x4xf32>, %pool: tensor<?x4x16x8xf32>, %i: tensor<?xi32>, %a: tensor<4xf32>) -> tensor<?x4x8xf32> {
-  // expected-error @+1 {{with raw gates, checkpoints, bf16 states or draft tokens to verify has no CUDA lowering yet; compile it with --target=cpu}}
-  %o, %s = gdn.delta_rule_step %q, %q, %v, %g, %g, %pool state_indices(%i) gates(%a, %a) : (tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xf32>, tensor<?xi32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x8xf32>, tensor<?x4x16x8xf32>)
-  return %o : tensor<?x4x8xf32>
-}
-
-// -----
-
 func.func @verify(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: tensor<?x?x4xf32>, %s: tensor<?x4x16x8xf32>) -> tensor<?x?x4x8xf32> {
-  // expected-error @+1 {{with raw gates, checkpoints, bf16 states or draft tokens to verify has no CUDA lowering yet; compile it with --target=cpu}}
+  // expected-error @+1 {{with checkpoints, bf16 states or draft tokens to verify has no CUDA lowering yet; compile it with --target=cpu}}
   %o, %st = gdn.delta_rule_verify %q, %q, %v, %g, %g, %s : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x8xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x4x16x8xf32>)
   return %o : tensor<?x?x4x8xf32>
 }
@@ -34,7 +26,7 @@ func.func @verify(%q: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x8xf32>, %g: tensor<
 // -----
 
 func.func @bf16_state(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: tensor<?x4xf32>, %s: tensor<?x4x16x8xbf16>) -> tensor<?x4x8xf32> {
-  // expected-error @+1 {{with raw gates, checkpoints, bf16 states or draft tokens to verify has no CUDA lowering yet; compile it with --target=cpu}}
+  // expected-error @+1 {{with checkpoints, bf16 states or draft tokens to verify has no CUDA lowering yet; compile it with --target=cpu}}
   %o, %n = gdn.delta_rule_step %q, %q, %v, %g, %g, %s : (tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x16x8xbf16>) -> (tensor<?x4x8xf32>, tensor<?x4x16x8xbf16>)
   return %o : tensor<?x4x8xf32>
 }

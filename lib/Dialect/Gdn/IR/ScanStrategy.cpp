@@ -68,8 +68,8 @@ LogicalResult gdn::verifyScanStrategy(DeltaRuleOp op) {
   if (!strategy)
     return success();
   if (op.hasFormsOutsideTheScan())
-    return op.emitOpError() << "strategy: the chunked scan takes no raw "
-                               "gates, checkpoints or bf16 states yet";
+    return op.emitOpError() << "strategy: the chunked scan takes no "
+                               "checkpoints or bf16 states yet";
   if (strategy.getRecurrenceBelow() != 0 &&
       (op.getCuSeqlens() || op.getStateIndices()))
     return op.emitOpError()

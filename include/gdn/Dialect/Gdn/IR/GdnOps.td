@@ -114,7 +114,8 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     and pools are operands of the chunked scan (a strategy is then
     required, and `recurrence_below` must be 0); the scan updates a pool in
     place, so there a slot that one sequence writes and another reads gives
-    the reader either state.
+    the reader either state. Raw gates are computed by the CUDA kernels
+    (the chunked scan's WY kernel, or the recurrence) as they read a and b.
 
     `strategy` (a `#gdn.scan_strategy`, set by `gdn-choose-scan-strategy`)
     says how the op runs as the chunked scan on a GPU; it needs bf16 or f16
@@ -171,10 +172,10 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     bool hasServingOperands() {
       return getCuSeqlens() || getStateIndices() || hasFormsOutsideTheScan();
     }
-    /// Raw gates, checkpoints or bf16 states: the serving forms that the
-    /// chunked scan does not take (it takes packed sequences and pools).
+    /// Checkpoints or bf16 states: the serving forms that the chunked
+    /// scan does not take (it takes packed sequences, pools and raw gates).
     bool hasFormsOutsideTheScan() {
-      return getALog() || getCheckpoints() ||
+      return getCheckpoints() ||
              getFinalState().getType().getElementType().isBF16();
     }
   }];
@@ -222,7 +223,8 @@ def Gdn_DeltaRuleStepOp : Gdn_Op<"delta_rule_step",
     writes should be read by their own entries only (as they are).
 
     **Raw gates.** With `gates(%A_log, %dt_bias)`, `g` and `beta` are the raw
-    a and b, as for `gdn.delta_rule`.
+    a and b, as for `gdn.delta_rule` (on CUDA computed by the decode kernel
+    as it reads them).
 
     Example:
 
