@@ -55,6 +55,10 @@ GATED_HEADS = [((2, 4, 64, 128), "bf16"), ((2, 4, 64, 128), "f32"),
 GATED_FORMS = {"gated": dict(gated=True),
                "packed_gated": dict(packed=True, gated=True),
                "step_gated": dict(step=True, gated=True)}
+# bf16 state storage: a prefill and a decode step from a pool, with the
+# states (or the pool) in bf16.
+BF16_STATE_FORMS = {"bf16_state": dict(),
+                    "step_pooled_bf16_state": dict(step=True, pooled=True)}
 SERVING_MANIFEST = "serving_manifest.json"
 
 
@@ -247,15 +251,21 @@ def main():
     forms += [(heads, et, {name: form for name, form in GATED_FORMS.items()
                            if et != "f32" or name != "packed_gated"})
               for heads, et in GATED_HEADS]
+    forms += [(heads, et, BF16_STATE_FORMS)
+              for heads, et in SERVING_PREFILL_HEADS if et == "bf16"]
     for (h, hv, k, v), et, named_forms in forms:
         config = config_of(h, hv, k, v, et)
         for form_name, form in named_forms.items():
             config_form = dict(config, form=form_name)
+            source = serving.module_source(
+                serving.Form(**form), h, hv, k, v, et, "f32", "f32",
+                config["scale"])
+            if form_name.endswith("bf16_state"):
+                source = source.replace(f"tensor<?x{hv}x{k}x{v}xf32>",
+                                        f"tensor<?x{hv}x{k}x{v}xbf16>")
             serving_jobs.append((
                 f"{config_name(h, hv, k, v, et)}_{form_name}", config_form,
-                [], serving.module_source(
-                    serving.Form(**form), h, hv, k, v, et, "f32", "f32",
-                    config["scale"])))
+                [], source))
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         entries = list(pool.map(
             lambda job: compile_config(args.compiler, args.out, *job),

@@ -19,7 +19,8 @@ by sequence (the inputs as the kernel sees them):
   written into the same offset buffer;
 - raw gates (a, b, A_log, dt_bias of a Qwen-style layer) turned into g and
   beta inside the kernels: prefill, packed prefill and the decode step,
-  against float64 gates (both branches of softplus included).
+  against float64 gates (both branches of softplus included);
+- bf16 state storage: a prefill and a decode step from a bf16 pool.
 Timing (CUDA events, medians, graph replay): 64 sequences of mixed lengths
 summing to 32768 tokens beside 64 sequences of 512, in the same run, and
 fla's chunk_gated_delta_rule with cu_seqlens on the same inputs where
@@ -401,6 +402,58 @@ def check_gated(call, config, form, seed=50):
           f"kernel)", ok_o and ok_s, f"o {detail_o}; states {detail_s}")
 
 
+def check_bf16_states(call, config, form, seed=60):
+    """bf16 state storage: read widened, stored rounded (the reference
+    starts from the rounded states; the final ones within bf16's
+    rounding)."""
+    et, scale = config["element_type"], config["scale"]
+    hv = config["value_heads"]
+    step = form.startswith("step")
+    batch, tokens = 4, (None if step else 130)
+    device, seen = token_inputs(config, batch, tokens or 1, seed)
+    if step:
+        device = [x[:, 0].contiguous() for x in device]
+        seen = [x[:, 0] for x in seen]
+    o = torch.empty_like(device[2])
+    if step:
+        slots = 7
+        pool = upload(random_states(config, slots, seed + 1),
+                      torch.bfloat16)
+        before = pool.cpu().float().numpy()
+        read = np.array([2, -1, 6, 0], np.int32)
+        write = np.array([2, 5, 6, -1], np.int32)
+        call(*device, pool, upload(read), upload(write), o)
+        torch.cuda.synchronize()
+        expected_o = np.zeros(o.shape)
+        expected = before.astype(np.float64).copy()
+        for b in range(batch):
+            start = before[read[b]] if read[b] >= 0 else \
+                np.zeros_like(before[0])
+            ro, rs = reference.delta_rule_step(
+                *[x[b:b + 1] for x in seen], start[None], scale)
+            expected_o[b] = ro[0]
+            if write[b] >= 0:
+                expected[write[b]] = rs[0]
+        actual = pool.cpu().float().numpy()
+        untouched = bool(np.array_equal(actual[[1, 3, 4]],
+                                        before[[1, 3, 4]]))
+    else:
+        h0 = upload(random_states(config, batch, seed + 1), torch.bfloat16)
+        final = torch.empty_like(h0)
+        call(*device, h0, o, final)
+        torch.cuda.synchronize()
+        expected_o, expected = reference.delta_rule(
+            *seen, h0.cpu().double().numpy(), scale)
+        actual, untouched = final.cpu().float().numpy(), True
+    ok_o, detail_o = compare("", o.cpu().float().numpy(), expected_o,
+                             TOLERANCE[et])
+    ok_s, detail_s = compare("", actual, expected, TOLERANCE[et])
+    check(f"{form.replace('_', ' ')} {et} Hv={hv}",
+          ok_o and ok_s and untouched,
+          f"o {detail_o}; states {detail_s}; other slots untouched: "
+          f"{untouched}")
+
+
 def median_ms(run, repeats=30):
     start, end = torch.cuda.Event(True), torch.cuda.Event(True)
     times = []
@@ -527,6 +580,8 @@ def main():
             check_pooled(call, config, tokens=70 if quick else 130)
         elif form in ("gated", "packed_gated", "step_gated"):
             check_gated(call, config, form)
+        elif form.endswith("bf16_state"):
+            check_bf16_states(call, config, form)
         else:
             check_packed(call, config, True, [0, 65, 3, 1] if quick
                          else lengths)

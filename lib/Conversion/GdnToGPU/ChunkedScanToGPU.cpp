@@ -114,7 +114,7 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
                       : memref::AllocOp::create(
                             b, loc,
                             MemRefType::get(stateType.getShape(),
-                                            b.getF32Type()),
+                                            stateType.getElementType()),
                             sSizes)
                             .getResult();
     // Calls of fewer tokens than recurrence_below (f32 q, k and v, which

@@ -98,7 +98,9 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
     sSizes.push_back(batch);
   auto oMemref =
       MemRefType::get(in.oType.getShape(), in.oType.getElementType());
-  auto sMemref = MemRefType::get(in.stateType.getShape(), f32);
+  // A bf16 state is storage: read widened, the final state rounded.
+  Type stateElement = in.stateType.getElementType();
+  auto sMemref = MemRefType::get(in.stateType.getShape(), stateElement);
   if (!om)
     om = memref::AllocOp::create(b, loc, oMemref, oSizes);
   if (!sm)
@@ -328,7 +330,7 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
   scf::IfOp::create(b, loc, writes, [&](OpBuilder &ib, Location il) {
     for (int64_t j = 0; j < rowsPerThread; ++j)
       memref::StoreOp::create(
-          ib, il, final[j], sm,
+          ib, il, convertFloat(ib, il, final[j], stateElement), sm,
           ValueRange{stateRow, head, rowIndex(ib, il, j), column});
     scf::YieldOp::create(ib, il);
   });
@@ -442,15 +444,15 @@ struct ConvertGdnToGPUPass
         has = prefill.hasFormsOutsideTheScan();
       }
       else if (auto step = dyn_cast<DeltaRuleStepOp>(op))
-        // A pool and raw gates are read by the decode kernel itself.
-        has = step.getNewState().getType().getElementType().isBF16();
+        // Pools, raw gates and bf16 states: the decode kernel's operands.
+        has = false;
       else
         has = isa<DeltaRuleVerifyOp>(op);
       if (!has)
         return WalkResult::advance();
       op->emitOpError()
-          << "with checkpoints, bf16 states or draft tokens to verify has "
-             "no CUDA lowering yet; compile it with --target=cpu";
+          << "with checkpoints or draft tokens to verify has no CUDA "
+             "lowering yet; compile it with --target=cpu";
       return WalkResult::interrupt();
     });
     if (serving.wasInterrupted())

@@ -444,7 +444,10 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl, Value i) {
           Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
           Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
-          Value value = load(nb, nl, ss, {r, col});
+          // A bf16 state is storage: rounded as it is stored.
+          Value value = convertFloat(
+              nb, nl, load(nb, nl, ss, {r, col}),
+              cast<MemRefType>(m.finalState.getType()).getElementType());
           ifWritten(nb, nl, [&](OpBuilder &ib, Location il) {
             store(ib, il, value, m.finalState,
                   {writeRow.row, head, r, add(ib, il, firstColumn, col)});

@@ -84,3 +84,18 @@ func.func @gated_step(%q: tensor<?x2x64xbf16>, %v: tensor<?x4x128xbf16>, %a: ten
   %o, %s = gdn.delta_rule_step %q, %q, %v, %a, %a, %s0 gates(%alog, %dt) : (tensor<?x2x64xbf16>, tensor<?x2x64xbf16>, tensor<?x4x128xbf16>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x64x128xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x128xbf16>, tensor<?x4x64x128xf32>)
   return %o, %s : tensor<?x4x128xbf16>, tensor<?x4x64x128xf32>
 }
+
+// -----
+
+// bf16 states are storage: the final states are allocated in bf16 and
+// rounded as they are stored (the state tile itself stays f32).
+// CHECK-LABEL: func.func @bf16_states
+// CHECK: %[[FINAL:.+]] = memref.alloc(%{{.+}}) : memref<?x4x64x128xbf16>
+// CHECK: } {gdn.chunked_scan = {{{.*}}kernel = "wy"
+// CHECK: arith.truncf %{{.+}} : vector<2xf32> to vector<2xbf16>
+// CHECK: vector.store %{{.+}}, %[[FINAL]]
+// CHECK: } {gdn.chunked_scan = {{{.*}}kernel = "state"
+func.func @bf16_states(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %h0: tensor<?x4x64x128xbf16>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x64x128xbf16>) {
+  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g initial_state(%h0) : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x128xbf16>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x64x128xbf16>)
+  return %o, %s : tensor<?x?x4x128xbf16>, tensor<?x4x64x128xbf16>
+}

@@ -75,9 +75,9 @@ func.func @step_indices_type(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: 
 
 // -----
 
-func.func @strategy(%q: tensor<1x?x2x64xbf16>, %v: tensor<1x?x4x64xbf16>, %g: tensor<1x?x4xf32>, %cu: tensor<?xi32>, %h: tensor<?x4x64x64xbf16>) {
-  // expected-error @+1 {{strategy: the chunked scan takes no checkpoints or bf16 states yet}}
-  %o, %s = gdn.delta_rule %q, %q, %v, %g, %g initial_state(%h) cu_seqlens(%cu) {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<1x?x2x64xbf16>, tensor<1x?x2x64xbf16>, tensor<1x?x4x64xbf16>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?x4x64x64xbf16>, tensor<?xi32>) -> (tensor<1x?x4x64xbf16>, tensor<?x4x64x64xbf16>)
+func.func @strategy(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %g: tensor<?x?x4xf32>) {
+  // expected-error @+1 {{strategy: the chunked scan takes no checkpoints yet}}
+  %o, %s, %c = gdn.delta_rule %q, %q, %v, %g, %g {checkpoint_every = 64 : i64, strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>, tensor<?x?x4x64x64xf32>)
   return
 }
 

@@ -69,7 +69,7 @@ LogicalResult gdn::verifyScanStrategy(DeltaRuleOp op) {
     return success();
   if (op.hasFormsOutsideTheScan())
     return op.emitOpError() << "strategy: the chunked scan takes no "
-                               "checkpoints or bf16 states yet";
+                               "checkpoints yet";
   if (strategy.getRecurrenceBelow() != 0 &&
       (op.getCuSeqlens() || op.getStateIndices()))
     return op.emitOpError()

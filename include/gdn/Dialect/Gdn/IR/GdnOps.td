@@ -115,7 +115,9 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     required, and `recurrence_below` must be 0); the scan updates a pool in
     place, so there a slot that one sequence writes and another reads gives
     the reader either state. Raw gates are computed by the CUDA kernels
-    (the chunked scan's WY kernel, or the recurrence) as they read a and b.
+    (the chunked scan's WY kernel, or the recurrence) as they read a and b,
+    and bf16 states widened as they are read and rounded as they are
+    stored.
 
     `strategy` (a `#gdn.scan_strategy`, set by `gdn-choose-scan-strategy`)
     says how the op runs as the chunked scan on a GPU; it needs bf16 or f16
@@ -172,11 +174,10 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     bool hasServingOperands() {
       return getCuSeqlens() || getStateIndices() || hasFormsOutsideTheScan();
     }
-    /// Checkpoints or bf16 states: the serving forms that the chunked
-    /// scan does not take (it takes packed sequences, pools and raw gates).
+    /// Checkpoints: the serving form that the chunked scan does not take
+    /// (it takes packed sequences, pools, raw gates and bf16 states).
     bool hasFormsOutsideTheScan() {
-      return getCheckpoints() ||
-             getFinalState().getType().getElementType().isBF16();
+      return static_cast<bool>(getCheckpoints());
     }
   }];
 }
