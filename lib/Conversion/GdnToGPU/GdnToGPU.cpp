@@ -431,7 +431,7 @@ struct ConvertGdnToGPUPass
     WalkResult serving = getOperation().walk([](Operation *op) {
       bool has = false;
       if (auto prefill = dyn_cast<DeltaRuleOp>(op)) {
-        if (prefill.hasServingOperands() &&
+        if ((prefill.getCuSeqlens() || prefill.getStateIndices()) &&
             !prefill.hasFormsOutsideTheScan() && !prefill.getStrategyAttr()) {
           op->emitOpError()
               << "with cu_seqlens or state_indices runs on CUDA as the "

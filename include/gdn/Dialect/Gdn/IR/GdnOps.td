@@ -172,7 +172,9 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     /// Packed sequences, a state pool, raw gates or bf16 states: the forms
     /// gdn-unpack-sequences rewrites into the dense op with f32 states.
     bool hasServingOperands() {
-      return getCuSeqlens() || getStateIndices() || hasFormsOutsideTheScan();
+      return getCuSeqlens() || getStateIndices() || getALog() ||
+             getCheckpoints() ||
+             getFinalState().getType().getElementType().isBF16();
     }
     /// Checkpoints: the serving form that the chunked scan does not take
     /// (it takes packed sequences, pools, raw gates and bf16 states).
