@@ -31,6 +31,9 @@ NOT_RUN = {
     "python3 gpu_check.py": "needs a GPU (runs on the GPU machine)",
     "python3 gpu_model_check.py": "needs a GPU (runs on the GPU machine)",
     "python3 gpu_examples_check.py": "needs a GPU (runs on the GPU machine)",
+    "python3 gpu_serving_check.py": "needs a GPU (runs on the GPU machine)",
+    "python3 gpu_pool_check.py": "needs a GPU (runs on the GPU machine)",
+    "python3 gpu_torch_check.py": "needs a GPU (runs on the GPU machine)",
 }
 
 
