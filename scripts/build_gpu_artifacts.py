@@ -59,6 +59,17 @@ GATED_FORMS = {"gated": dict(gated=True),
 # states (or the pool) in bf16.
 BF16_STATE_FORMS = {"bf16_state": dict(),
                     "step_pooled_bf16_state": dict(step=True, pooled=True)}
+# Prefix-cache checkpoints (dense every 64 tokens; packed from a pool every
+# 128) and speculative verify (from states, and from a pool's slots), named
+# as gdn.cuda looks them up.
+CHECKPOINT_VERIFY_HEADS = [((2, 4, 64, 128), "bf16"),
+                           ((16, 32, 128, 128), "bf16")]
+CHECKPOINT_VERIFY_FORMS = {
+    "checkpoints_64": dict(checkpoint_every=64),
+    "packed_pooled_checkpoints_128": dict(packed=True, pooled=True,
+                                          checkpoint_every=128),
+    "verify": dict(verify=True),
+    "verify_pooled": dict(verify=True, pooled=True)}
 SERVING_MANIFEST = "serving_manifest.json"
 
 
@@ -253,6 +264,8 @@ def main():
               for heads, et in GATED_HEADS]
     forms += [(heads, et, BF16_STATE_FORMS)
               for heads, et in SERVING_PREFILL_HEADS if et == "bf16"]
+    forms += [(heads, et, CHECKPOINT_VERIFY_FORMS)
+              for heads, et in CHECKPOINT_VERIFY_HEADS]
     for (h, hv, k, v), et, named_forms in forms:
         config = config_of(h, hv, k, v, et)
         for form_name, form in named_forms.items():

@@ -20,7 +20,12 @@ by sequence (the inputs as the kernel sees them):
 - raw gates (a, b, A_log, dt_bias of a Qwen-style layer) turned into g and
   beta inside the kernels: prefill, packed prefill and the decode step,
   against float64 gates (both branches of softplus included);
-- bf16 state storage: a prefill and a decode step from a bf16 pool.
+- bf16 state storage: a prefill and a decode step from a bf16 pool;
+- checkpoints (prefix caching) equal to the prefills of the prefixes:
+  dense every 64 tokens, packed from a pool every 128 (the rows after the
+  last sequence's zero);
+- speculative verify: every draft token's state equal to step-by-step
+  decode, from states and from a pool's slots (the pool untouched).
 Timing (CUDA events, medians, graph replay): 64 sequences of mixed lengths
 summing to 32768 tokens beside 64 sequences of 512, in the same run, and
 fla's chunk_gated_delta_rule with cu_seqlens on the same inputs where
@@ -334,6 +339,52 @@ def check_python_api(folder, name="h2_hv4_k64_v128_bf16"):
     except ValueError as error:
         check("gdn.cuda refuses state_indices of the wrong length", True,
               str(error))
+    check_python_checkpoints_and_verify(kernels)
+
+
+def check_python_checkpoints_and_verify(kernels):
+    """gdn.cuda's delta_rule(checkpoint_every=...) and delta_rule_verify
+    from numpy, against the float64 recurrence."""
+    config = kernels.config
+    batch, tokens = 2, 150
+    data = inputs.delta_rule_inputs(
+        43, batch, tokens, config["heads"], config["value_heads"],
+        config["key_dim"], config["value_dim"], "design")
+    names = ("q", "k", "v", "g", "beta")
+    seen = [torch.from_numpy(data[n]).to(TORCH_TYPES["bf16"]).double()
+            .numpy() if n in "qkv" else data[n].astype(np.float64)
+            for n in names]
+    h0 = random_states(config, batch, 44)
+    _, _, checkpoints = kernels.delta_rule(
+        *[data[n] for n in names], initial_state=h0, checkpoint_every=64)
+    expected = np.array([
+        prefix_states([x[b:b + 1] for x in seen], 0, tokens, h0[b], 64,
+                      config["scale"]) for b in range(batch)])
+    worst = max(reference.relative_error(checkpoints, expected))
+    check("gdn.cuda delta_rule(checkpoint_every=64) from numpy",
+          checkpoints.shape == expected.shape and worst < 1e-2,
+          f"shape {list(checkpoints.shape)}, worst {worst:.2e}")
+    try:
+        kernels.delta_rule(*[data[n] for n in names], initial_state=h0,
+                           checkpoint_every=96)
+        check("gdn.cuda refuses checkpoint_every inside a chunk", False,
+              "no error")
+    except ValueError as error:
+        check("gdn.cuda refuses checkpoint_every inside a chunk", True,
+              str(error))
+    draft = 4
+    o, states = kernels.delta_rule_verify(
+        *[data[n][:, :draft] for n in names], h0)
+    worst = 0.0
+    for b in range(batch):
+        state = h0[b][None].astype(np.float64)
+        for t in range(draft):
+            out, state = reference.delta_rule_step(
+                *[x[b:b + 1, t] for x in seen], state, config["scale"])
+            worst = max(worst, *reference.relative_error(o[b, t], out[0]),
+                        *reference.relative_error(states[b, t], state[0]))
+    check("gdn.cuda delta_rule_verify from numpy", worst < 1e-2,
+          f"worst {worst:.2e}")
 
 
 def raw_gates(config, batch, tokens, seed):
@@ -452,6 +503,109 @@ def check_bf16_states(call, config, form, seed=60):
           ok_o and ok_s and untouched,
           f"o {detail_o}; states {detail_s}; other slots untouched: "
           f"{untouched}")
+
+
+def prefix_states(seen, start, end, state, every, scale):
+    """The float64 states after every `every` tokens of [start, end)."""
+    return [sequence_reference(seen, start, start + (c + 1) * every, state,
+                               scale)[1]
+            for c in range((end - start) // every)]
+
+
+def check_checkpoints(call, config, form, quick, seed=70):
+    """Checkpoints against prefills of the prefixes: dense (B = 2 from
+    their own states; T ends inside a chunk) or packed from a pool."""
+    et, scale = config["element_type"], config["scale"]
+    hv, kd, vd = config["value_heads"], config["key_dim"], config["value_dim"]
+    every = int(form.rsplit("_", 1)[1])
+    dtype = TORCH_TYPES[et]
+    if form.startswith("packed"):
+        lengths = [130, 0, 64, 300, 5] if quick else \
+            [130, 0, 64, 300, 127, 128, 1000, 5]
+        cu = offsets_of(lengths, 0)
+        total = int(cu[-1]) + 70           # rows after the last sequence
+        device, seen = token_inputs(config, 1, total, seed)
+        slots = len(lengths) + 3
+        pool0 = random_states(config, slots, seed + 1)
+        read = np.array([(3 * n + 1) % slots for n in range(len(lengths))],
+                        np.int32)
+        read[1] = -1
+        pool = upload(pool0)
+        o = torch.empty(1, total, hv, vd, dtype=dtype, device="cuda")
+        checkpoints = torch.full((total // every, hv, kd, vd), float("nan"),
+                                 device="cuda")
+        call(*device, pool, upload(cu), upload(read), upload(read), o,
+             checkpoints)
+        expected = []
+        for n in range(len(lengths)):
+            start = pool0[read[n]] if read[n] >= 0 else \
+                np.zeros_like(pool0[0])
+            expected += prefix_states(seen, int(cu[n]), int(cu[n + 1]),
+                                      start, every, scale)
+        rows = np.zeros((total // every, hv, kd, vd))
+        rows[:len(expected)] = np.array(expected).reshape(
+            (-1, hv, kd, vd))
+        label = (f"packed pooled checkpoints every {every} {et} Hv={hv} "
+                 f"({len(expected)} of {total // every} rows)")
+    else:
+        batch, tokens = 2, 200 if quick else 300
+        device, seen = token_inputs(config, batch, tokens, seed)
+        h0 = random_states(config, batch, seed + 1)
+        o = torch.empty(batch, tokens, hv, vd, dtype=dtype, device="cuda")
+        final = torch.empty(h0.shape, device="cuda")
+        checkpoints = torch.full((batch, tokens // every, hv, kd, vd),
+                                 float("nan"), device="cuda")
+        call(*device, upload(h0), o, final, checkpoints)
+        rows = np.array([
+            prefix_states([x[b:b + 1] for x in seen], 0, tokens, h0[b],
+                          every, scale) for b in range(batch)])
+        label = (f"checkpoints every {every} {et} Hv={hv} B={batch} "
+                 f"T={tokens}")
+    torch.cuda.synchronize()
+    ok, detail = compare(label, checkpoints.cpu().numpy(), rows,
+                         TOLERANCE[et])
+    check(label, ok, f"checkpoints {detail}")
+
+
+def check_verify(call, config, form, quick, seed=80):
+    """Every draft token's state against step-by-step decode; from a pool
+    (shuffled, repeated and -1 slots) the pool stays bit for bit."""
+    et, scale = config["element_type"], config["scale"]
+    hv = config["value_heads"]
+    batch, tokens = 3, 5 if quick else 16
+    device, seen = token_inputs(config, batch, tokens, seed)
+    o = torch.empty_like(device[2])
+    states = torch.empty((batch, tokens, hv, config["key_dim"],
+                          config["value_dim"]), device="cuda")
+    pooled = form == "verify_pooled"
+    if pooled:
+        pool0 = random_states(config, 6, seed + 1)
+        read = np.array([4, -1, 4], np.int32)
+        pool = upload(pool0)
+        call(*device, pool, upload(read), o, states)
+        starts = [pool0[r] if r >= 0 else np.zeros_like(pool0[0])
+                  for r in read]
+    else:
+        h0 = random_states(config, batch, seed + 1)
+        call(*device, upload(h0), o, states)
+        starts = list(h0)
+    torch.cuda.synchronize()
+    expected_o = np.zeros(o.shape)
+    expected = np.zeros(states.shape)
+    for b in range(batch):
+        state = starts[b][None].astype(np.float64)
+        for t in range(tokens):
+            out, state = reference.delta_rule_step(
+                *[x[b:b + 1, t] for x in seen], state, scale)
+            expected_o[b, t], expected[b, t] = out[0], state[0]
+    label = f"{form.replace('_', ' ')} {et} Hv={hv} B={batch} T={tokens}"
+    ok_o, detail_o = compare("", o.cpu().float().numpy(), expected_o,
+                             TOLERANCE[et])
+    ok_s, detail_s = compare("", states.cpu().numpy(), expected,
+                             TOLERANCE[et])
+    same = not pooled or bool(np.array_equal(pool.cpu().numpy(), pool0))
+    check(label, ok_o and ok_s and same,
+          f"o {detail_o}; states {detail_s}; pool untouched: {same}")
 
 
 def median_ms(run, repeats=30):
@@ -582,6 +736,10 @@ def main():
             check_gated(call, config, form)
         elif form.endswith("bf16_state"):
             check_bf16_states(call, config, form)
+        elif "checkpoints" in form:
+            check_checkpoints(call, config, form, quick)
+        elif form.startswith("verify"):
+            check_verify(call, config, form, quick)
         else:
             check_packed(call, config, True, [0, 65, 3, 1] if quick
                          else lengths)

@@ -16,15 +16,18 @@ import os
 import numpy as np
 
 from . import compiled as compiled_module
+from . import compiled_serving
 from .compiled import descriptor_type
+from .compiled_serving import MAX_DRAFT_TOKENS
 
 PREFILL_SYMBOL = "_mlir_ciface_gdn_delta_rule"
 STEP_SYMBOL = "_mlir_ciface_gdn_delta_rule_step"
 SERVING_SYMBOL = "_mlir_ciface_gdn_serving"
 MANIFEST = "manifest.json"
-# The prefill over packed sequences and pools of states, one library per
-# configuration and form ("packed", "pooled", "packed_pooled": the
-# gdn.compiled_serving modules compiled for CUDA).
+# The serving forms, one library per configuration and form: "packed",
+# "pooled", "packed_pooled", with "_checkpoints_N" for checkpoints every N
+# tokens, "verify" and "verify_pooled" (the gdn.compiled_serving modules
+# compiled for CUDA).
 SERVING_MANIFEST = "serving_manifest.json"
 # What identifies a configuration across the two manifests.
 CONFIG_KEYS = ("heads", "value_heads", "key_dim", "value_dim",
@@ -149,11 +152,12 @@ class CudaKernels:
             path = self.serving_paths.get(form)
             if path is None:
                 raise RuntimeError(
-                    f"the {form.replace('_', ' + ')} prefill of this "
+                    f"the {form.replace('_', ' ')} form of this "
                     f"configuration was not compiled (compiled forms: "
                     f"{sorted(self.serving_paths) or 'none'}); build it "
                     f"with scripts/build_gpu_artifacts.py "
-                    f"(SERVING_PREFILL_HEADS) or gdn-compile --target=cuda "
+                    f"(SERVING_PREFILL_HEADS, CHECKPOINT_VERIFY_FORMS) or "
+                    f"gdn-compile --target=cuda "
                     f"on gdn.compiled_serving.module_source")
             library = ctypes.CDLL(os.path.abspath(path))
             getattr(library, SERVING_SYMBOL).restype = None
@@ -182,12 +186,23 @@ class CudaKernels:
         return x.contiguous()
 
     def _serving_prefill(self, x, cu_seqlens, state_indices, write_indices,
-                         initial_state):
-        """delta_rule with packed sequences and/or a pool of states."""
+                         initial_state, checkpoint_every=None):
+        """delta_rule with packed sequences, a pool of states and/or
+        checkpoints."""
         torch = _torch()
         packed, pooled = cu_seqlens is not None, state_indices is not None
-        form = ("packed_pooled" if packed and pooled else
-                "packed" if packed else "pooled")
+        form = "_".join(name for name, present in (("packed", packed),
+                                                   ("pooled", pooled))
+                        if present)
+        if checkpoint_every is not None:
+            every = compiled_serving._check_checkpoint_every(
+                checkpoint_every)
+            if every % CHUNK_SIZE:
+                raise ValueError(
+                    f"checkpoint_every: on CUDA checkpoints come at the "
+                    f"chunked scan's chunk boundaries, every multiple of "
+                    f"{CHUNK_SIZE} tokens; got {checkpoint_every!r}")
+            form = "_".join(filter(None, (form, f"checkpoints_{every}")))
         library = self._serving_library(form)
         if packed:
             cu = self._indices("cu_seqlens", cu_seqlens)
@@ -227,17 +242,29 @@ class CudaKernels:
         q, k, v, g, beta = (tensors[n] for n in ("q", "k", "v", "g", "beta"))
         state = tensors["initial_state"]
         o = torch.empty_like(v)
+        operands = [q, k, v, g, beta, state] + ([cu] if packed else [])
         if pooled:
-            operands = [q, k, v, g, beta, state] + \
-                ([cu] if packed else []) + [read, write, o]
+            operands += [read, write, o]
             final = state
         else:
             final = torch.empty_like(state)
-            operands = [q, k, v, g, beta, state, cu, o, final]
+            operands += [o, final]
+        results = [o, final]
+        if checkpoint_every is not None:
+            # [B, T / N, ...], or [total / N, ...] with the packed
+            # sequences' checkpoints one after another.
+            tokens = q.shape[1]
+            rows = (tokens // every,) if packed else \
+                (q.shape[0], tokens // every)
+            checkpoints = torch.empty(rows + tuple(state.shape[1:]),
+                                      dtype=state.dtype, device="cuda")
+            operands.append(checkpoints)
+            results.append(checkpoints)
         self._call(SERVING_SYMBOL, operands, library)
         if from_numpy:
-            return o.float().cpu().numpy(), final.cpu().numpy()
-        return o, final
+            return (results[0].float().cpu().numpy(),
+                    *[r.cpu().numpy() for r in results[1:]])
+        return tuple(results)
 
     def _check_compiled(self, scale, chunk_size):
         """The arguments gdn.delta_rule takes on the CPU: here they must
@@ -265,7 +292,7 @@ class CudaKernels:
 
     def delta_rule(self, q, k, v, g, beta, initial_state=None, scale=None,
                    chunk_size=None, cu_seqlens=None, state_indices=None,
-                   write_indices=None):
+                   write_indices=None, checkpoint_every=None):
         """Prefill, with the arguments of gdn.delta_rule: returns (o,
         final_state), new CUDA tensors (numpy arrays, o in float32, if any
         input was a numpy array). initial_state None: zeros; scale and
@@ -278,14 +305,18 @@ class CudaKernels:
         state_indices) and returned as the final state. These run the
         configuration's serving libraries (serving_manifest.json), with no
         host synchronization: the offsets and indices stay on the device.
+        With checkpoint_every = N (a multiple of 64, the chunk), a third
+        result holds the state after every N tokens of each sequence:
+        [B, T // N, Hv, K, V], or [total // N, Hv, K, V] packed (the
+        sequences' checkpoints one after another, zero rows after them).
         """
         torch = _torch()
         self._check_compiled(scale, chunk_size)
         if cu_seqlens is not None or state_indices is not None or \
-                write_indices is not None:
+                write_indices is not None or checkpoint_every is not None:
             return self._serving_prefill(
                 dict(q=q, k=k, v=v, g=g, beta=beta), cu_seqlens,
-                state_indices, write_indices, initial_state)
+                state_indices, write_indices, initial_state, checkpoint_every)
         if initial_state is None:
             initial_state = self._zero_state(q)
         x, from_numpy = self._operands(
@@ -324,6 +355,45 @@ class CudaKernels:
         if from_numpy:
             return o.float().cpu().numpy(), new_state.cpu().numpy()
         return o, new_state
+
+    def delta_rule_verify(self, q, k, v, g, beta, state, scale=None,
+                          state_indices=None):
+        """Speculative verify, with the arguments of
+        gdn.delta_rule_verify: T <= 16 draft tokens ([B, T, ...]) from
+        `state` [B, Hv, K, V], or from the pool's slots `state_indices`
+        (int32 [B]; -1: zeros). Returns (o, states): states [B, T, Hv, K,
+        V], the state after each token. The state or pool is only read."""
+        torch = _torch()
+        self._check_compiled(scale, None)
+        tokens = np.shape(q)[1] if len(np.shape(q)) == 4 else None
+        if tokens is not None and not 1 <= tokens <= MAX_DRAFT_TOKENS:
+            raise ValueError(f"q: verify takes 1 to {MAX_DRAFT_TOKENS} draft "
+                             f"tokens, got T = {tokens}")
+        pooled = state_indices is not None
+        library = self._serving_library("verify_pooled" if pooled
+                                        else "verify")
+        rows = None
+        if pooled:
+            if not isinstance(state, torch.Tensor) or not state.is_cuda:
+                raise TypeError("with state_indices, state is the pool [S, "
+                                "Hv, K, V]: a float32 CUDA tensor")
+            rows = state.shape[0]
+        x, from_numpy = self._operands(
+            dict(q=q, k=k, v=v, g=g, beta=beta, state=state), tokens=True,
+            state_name="state", state_rows=rows)
+        batch = x["q"].shape[0]
+        operands = [x[n] for n in ("q", "k", "v", "g", "beta", "state")]
+        if pooled:
+            operands.append(self._indices("state_indices", state_indices,
+                                          batch))
+        o = torch.empty_like(x["v"])
+        states = torch.empty((batch, x["q"].shape[1]) +
+                             tuple(x["state"].shape[1:]),
+                             dtype=torch.float32, device="cuda")
+        self._call(SERVING_SYMBOL, operands + [o, states], library)
+        if from_numpy:
+            return o.float().cpu().numpy(), states.cpu().numpy()
+        return o, states
 
     def set_kernel_timing(self, enabled):
         self.library.gdnCudaSetKernelTiming(1 if enabled else 0)

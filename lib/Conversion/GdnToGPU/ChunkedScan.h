@@ -179,6 +179,11 @@ struct ScanBuffers {
   /// kernel computes the gates from them and A_log, dt_bias (f32 [Hv]);
   /// null without.
   Value aLog, dtBias;
+  /// Checkpoints: the state after every `checkpointEvery` tokens (a
+  /// multiple of the chunk) of each sequence, [B, C, Hv, K, V], or [R, Hv,
+  /// K, V] with the packed sequences' one after another; null without.
+  Value checkpoints;
+  int64_t checkpointEvery = 0;
 
   bool packed() const { return static_cast<bool>(offsets); }
   bool pooled() const { return static_cast<bool>(readIndices); }
@@ -223,6 +228,9 @@ public:
   /// f32 state tile in registers (stateInRegisters) or workgroup memory.
   void buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                         int64_t valueTiles);
+  /// Grid (R, Hv): zeros the rows of packed checkpoints past the last
+  /// sequence's (ScanSequences.cpp).
+  void buildCheckpointTailKernel(gpu::LaunchOp launch, const ScanBuffers &m);
 
 private:
   Value c(OpBuilder &nb, Location nl, int64_t v) {
@@ -363,6 +371,10 @@ private:
   /// n, or its slot of the pool, valid inside [0, S).
   StateRow stateRow(OpBuilder &nb, Location nl, const ScanBuffers &m, Value n,
                     bool write);
+  /// The checkpoints of the packed sequences before sequence n: the row
+  /// of its first.
+  Value checkpointsBefore(OpBuilder &nb, Location nl, const ScanBuffers &m,
+                          Value n);
   /// Zeros o's rows of the chunk from token `start` that lie outside
   /// every packed sequence, for value head `head`.
   void zeroRowsOutsideSequences(const ScanBuffers &m, Value start, Value head);

@@ -117,13 +117,36 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
                                             stateType.getElementType()),
                             sSizes)
                             .getResult();
+    // Checkpoints: [B, T / N, Hv, K, V], or [floor(total / N), Hv, K, V]
+    // for packed sequences.
+    Value checkpointsm;
+    int64_t every = op.getCheckpointEvery().value_or(0);
+    if (Value checkpoints = op.getCheckpoints()) {
+      auto type = cast<RankedTensorType>(checkpoints.getType());
+      Value perSequence = arith::DivUIOp::create(
+          b, loc, tokens, indexConstant(b, loc, every));
+      SmallVector<Value> sizes;
+      if (offsetsm) {
+        if (type.isDynamicDim(0))
+          sizes.push_back(perSequence);
+      } else {
+        if (type.isDynamicDim(0))
+          sizes.push_back(batch);
+        if (type.isDynamicDim(1))
+          sizes.push_back(perSequence);
+      }
+      checkpointsm = memref::AllocOp::create(
+          b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+          sizes);
+    }
     // Calls of fewer tokens than recurrence_below (f32 q, k and v, which
     // the scan rounds to bf16) run the f32 recurrence into the same
     // buffers, and the scan's kernels return at once; longer calls the
     // other way round (runOnlyIf says why not an scf.if).
     Value scanRuns;
     if (int64_t below = strategy.getRecurrenceBelow()) {
-      assert(!offsetsm && !pooled && "checkScanStrategyBuildable said no");
+      assert(!offsetsm && !pooled && !op.getCheckpoints() &&
+             "verifyScanStrategy said no");
       Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                         tokens, indexConstant(b, loc, below));
       runOnlyIf(
@@ -203,6 +226,8 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       buffers.aLog = toBuffer(b, loc, aLog);
       buffers.dtBias = toBuffer(b, loc, op.getDtBias());
     }
+    buffers.checkpoints = checkpointsm;
+    buffers.checkpointEvery = every;
     if (pooled) {
       buffers.readIndices = toBuffer(b, loc, op.getStateIndices());
       if (Value write = op.getWriteIndices())
@@ -286,11 +311,23 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       buildLaunch(tilings[0], busy);
       buildLaunch(tilings[1], idle);
     }
+    if (checkpointsm && offsetsm) {
+      // The rows past the last sequence's checkpoints are zero.
+      Value rows = memref::DimOp::create(b, loc, checkpointsm, 0);
+      auto [launch, kb] =
+          launchKernel(b, loc, rows, indexConstant(b, loc, valueHeads),
+                       indexConstant(b, loc, 1), shape, "checkpoint_tail",
+                       shape.threads(), /*bytes=*/0);
+      ScanKernel(kb, loc, shape).buildCheckpointTailKernel(launch, buffers);
+    }
     UnitAttr unit = b.getUnitAttr();
-    Value o = bufferization::ToTensorOp::create(b, loc, oType, om, unit, unit);
-    Value s =
-        bufferization::ToTensorOp::create(b, loc, stateType, sm, unit, unit);
-    rewriter.replaceOp(op, {o, s});
+    SmallVector<Value> results = {
+        bufferization::ToTensorOp::create(b, loc, oType, om, unit, unit),
+        bufferization::ToTensorOp::create(b, loc, stateType, sm, unit, unit)};
+    if (checkpointsm)
+      results.push_back(bufferization::ToTensorOp::create(
+          b, loc, op.getCheckpoints().getType(), checkpointsm, unit, unit));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };

@@ -44,6 +44,9 @@ struct RecurrenceOperands {
   // Raw gates: g and beta are a Qwen-style layer's a and b, the gates
   // computed from them and A_log, dt_bias ([Hv]) as they are read.
   Value aLog = {}, dtBias = {};
+  // Speculative verify: the second result is the state after every token
+  // ([B, T, Hv, K, V]), and a pool is only read.
+  bool everyState = false;
 };
 
 /// Emits the launch; returns the result buffers {o, final state}: `om`
@@ -56,7 +59,7 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
   int64_t rank = in.oType.getRank();
   int64_t valueHeads = in.oType.getDimSize(rank - 2);
   int64_t valueDim = in.oType.getDimSize(rank - 1);
-  int64_t keyDim = in.stateType.getDimSize(2);
+  int64_t keyDim = cast<RankedTensorType>(in.q.getType()).getShape().back();
   int64_t columnTiles = (valueDim + blockColumns - 1) / blockColumns;
   // Each column's K rows are split over `keySplits` groups of threads; a
   // thread holds keyDim / keySplits state values.
@@ -71,9 +74,11 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
   Value aLogm = in.aLog ? toBuffer(b, loc, in.aLog) : Value();
   Value dtBiasm = in.dtBias ? toBuffer(b, loc, in.dtBias) : Value();
   bool pooled = static_cast<bool>(in.readIndices);
-  // A pool is updated in place: its buffer is written (one-shot
-  // bufferization copies it first unless the caller's buffer is writable).
-  Value statem = in.state ? toBuffer(b, loc, in.state, /*readOnly=*/!pooled)
+  // A pool is updated in place (unless every token's state is a result):
+  // its buffer is written (one-shot bufferization copies it first unless
+  // the caller's buffer is writable).
+  bool inPlace = pooled && !in.everyState;
+  Value statem = in.state ? toBuffer(b, loc, in.state, /*readOnly=*/!inPlace)
                           : Value();
   Value readm, writem, slots;
   if (pooled) {
@@ -81,8 +86,9 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
     writem = toBuffer(b, loc, in.writeIndices ? in.writeIndices
                                               : in.readIndices);
     slots = memref::DimOp::create(b, loc, statem, 0);
-    sm = statem;
   }
+  if (inPlace)
+    sm = statem;
 
   Value batch = memref::DimOp::create(b, loc, vm, 0);
   Value tokens = in.hasTokens ? memref::DimOp::create(b, loc, vm, 1).getResult()
@@ -94,8 +100,10 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
     oSizes.push_back(batch);
   if (in.hasTokens && in.oType.isDynamicDim(1))
     oSizes.push_back(tokens);
-  if (in.stateType.isDynamicDim(0) && !pooled)
+  if (in.stateType.isDynamicDim(0) && !inPlace)
     sSizes.push_back(batch);
+  if (in.everyState && in.stateType.isDynamicDim(1))
+    sSizes.push_back(tokens);
   auto oMemref =
       MemRefType::get(in.oType.getShape(), in.oType.getElementType());
   // A bf16 state is storage: read widened, the final state rounded.
@@ -305,6 +313,14 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
                               tokenIndices(t, head, {column}));
       scf::YieldOp::create(ib, il);
     });
+    if (in.everyState)
+      scf::IfOp::create(nb, nl, active, [&](OpBuilder &ib, Location il) {
+        for (int64_t j = 0; j < rowsPerThread; ++j)
+          memref::StoreOp::create(
+              ib, il, convertFloat(ib, il, updated[j], stateElement), sm,
+              tokenIndices(t, head, {rowIndex(ib, il, j), column}));
+        scf::YieldOp::create(ib, il);
+      });
     // Staging of the next token must wait for every thread's reads.
     gpu::BarrierOp::create(nb, nl);
     return updated;
@@ -322,18 +338,19 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
     final = body(b, loc, Value(), initial);
   }
   Value stateRow = bIdx, writes = active;
-  if (pooled) {
+  if (inPlace) {
     auto [slot, valid] = slotOf(writem);
     stateRow = slot;
     writes = arith::AndIOp::create(b, loc, active, valid);
   }
-  scf::IfOp::create(b, loc, writes, [&](OpBuilder &ib, Location il) {
-    for (int64_t j = 0; j < rowsPerThread; ++j)
-      memref::StoreOp::create(
-          ib, il, convertFloat(ib, il, final[j], stateElement), sm,
-          ValueRange{stateRow, head, rowIndex(ib, il, j), column});
-    scf::YieldOp::create(ib, il);
-  });
+  if (!in.everyState)
+    scf::IfOp::create(b, loc, writes, [&](OpBuilder &ib, Location il) {
+      for (int64_t j = 0; j < rowsPerThread; ++j)
+        memref::StoreOp::create(
+            ib, il, convertFloat(ib, il, final[j], stateElement), sm,
+            ValueRange{stateRow, head, rowIndex(ib, il, j), column});
+      scf::YieldOp::create(ib, il);
+    });
   gpu::TerminatorOp::create(b, loc);
   if (built)
     *built = launch;
@@ -392,7 +409,27 @@ RecurrenceOperands recurrenceOperands(DeltaRuleStepOp op) {
           op.getDtBias()};
 }
 
-/// Either delta-rule op to one launch of the column recurrence.
+RecurrenceOperands recurrenceOperands(DeltaRuleVerifyOp op) {
+  RecurrenceOperands in{op.getQ(),
+                        op.getK(),
+                        op.getV(),
+                        op.getG(),
+                        op.getBeta(),
+                        op.getState(),
+                        cast<RankedTensorType>(op.getO().getType()),
+                        cast<RankedTensorType>(op.getStates().getType()),
+                        op.getScale().convertToFloat(),
+                        /*hasTokens=*/true,
+                        op.getGroupSize(),
+                        op.getStateIndices(),
+                        /*writeIndices=*/Value(),
+                        op.getALog(),
+                        op.getDtBias()};
+  in.everyState = true;
+  return in;
+}
+
+/// Any delta-rule op to one launch of the column recurrence.
 template <typename OpTy> struct DeltaRuleToGPU : OpRewritePattern<OpTy> {
   DeltaRuleToGPU(MLIRContext *ctx, int64_t blockColumns, int64_t keySplits)
       : OpRewritePattern<OpTy>(ctx), blockColumns(blockColumns),
@@ -424,35 +461,28 @@ struct ConvertGdnToGPUPass
     });
     if (unbuildable.wasInterrupted())
       return signalPassFailure();
-    // Packed sequences and the other serving forms are unpacked for the CPU
-    // by loops whose bounds are device data here; the kernels take packed
-    // sequences and pools of states in the chunked scan, and a pool in the
-    // decode kernel.
-    WalkResult serving = getOperation().walk([](Operation *op) {
-      bool has = false;
-      if (auto prefill = dyn_cast<DeltaRuleOp>(op)) {
-        if ((prefill.getCuSeqlens() || prefill.getStateIndices()) &&
-            !prefill.hasFormsOutsideTheScan() && !prefill.getStrategyAttr()) {
-          op->emitOpError()
-              << "with cu_seqlens or state_indices runs on CUDA as the "
-                 "chunked scan, which needs bf16 or f16 q, k and v, K a "
-                 "multiple of 16 and a state tile that fits a "
-                 "multiprocessor (gdn-choose-scan-strategy gave it none); "
-                 "compile it with --target=cpu";
-          return WalkResult::interrupt();
-        }
-        has = prefill.hasFormsOutsideTheScan();
-      }
-      else if (auto step = dyn_cast<DeltaRuleStepOp>(op))
-        // Pools, raw gates and bf16 states: the decode kernel's operands.
-        has = false;
-      else
-        has = isa<DeltaRuleVerifyOp>(op);
-      if (!has)
+    // Packed sequences, pools and checkpoints are unpacked for the CPU by
+    // loops whose bounds are device data here: on CUDA they are operands
+    // of the chunked scan (pools also of the decode and verify kernels).
+    WalkResult serving = getOperation().walk([](DeltaRuleOp op) {
+      if (op.getStrategyAttr() ||
+          !(op.getCuSeqlens() || op.getStateIndices() || op.getCheckpoints()))
         return WalkResult::advance();
-      op->emitOpError()
-          << "with checkpoints or draft tokens to verify has no CUDA "
-             "lowering yet; compile it with --target=cpu";
+      if (std::optional<int64_t> every = op.getCheckpointEvery();
+          every && *every % 64 != 0) {
+        op.emitOpError()
+            << "with checkpoint_every = " << *every
+            << " has no CUDA lowering: the chunked scan has the state at "
+               "chunk boundaries, so on CUDA checkpoints come every multiple "
+               "of 64 tokens; compile it with --target=cpu";
+        return WalkResult::interrupt();
+      }
+      op.emitOpError()
+          << "with cu_seqlens, state_indices or checkpoint_every runs on "
+             "CUDA as the chunked scan, which needs bf16 or f16 q, k and v, "
+             "K a multiple of 16 and a state tile that fits a "
+             "multiprocessor (gdn-choose-scan-strategy gave it none); "
+             "compile it with --target=cpu";
       return WalkResult::interrupt();
     });
     if (serving.wasInterrupted())
@@ -504,8 +534,9 @@ gpu::LaunchOp mlir::gdn::buildDeltaRuleRecurrence(OpBuilder &b, DeltaRuleOp op,
 void mlir::gdn::populateGdnToGPURecurrencePatterns(RewritePatternSet &patterns,
                                                    int64_t blockColumns,
                                                    int64_t keySplits) {
-  patterns.add<DeltaRuleToGPU<DeltaRuleOp>, DeltaRuleToGPU<DeltaRuleStepOp>>(
-      patterns.getContext(), blockColumns, keySplits);
+  patterns.add<DeltaRuleToGPU<DeltaRuleOp>, DeltaRuleToGPU<DeltaRuleStepOp>,
+               DeltaRuleToGPU<DeltaRuleVerifyOp>>(patterns.getContext(),
+                                                  blockColumns, keySplits);
 }
 
 llvm::Error

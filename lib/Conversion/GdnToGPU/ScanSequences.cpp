@@ -148,3 +148,47 @@ void ScanKernel::zeroRowsOutsideSequences(const ScanBuffers &m, Value start,
         });
       });
 }
+
+Value ScanKernel::checkpointsBefore(OpBuilder &nb, Location nl,
+                                    const ScanBuffers &m, Value n) {
+  Value every = c(nb, nl, m.checkpointEvery);
+  auto loop = scf::ForOp::create(
+      nb, nl, c(nb, nl, 0), n, c(nb, nl, 1), ValueRange{c(nb, nl, 0)},
+      [&](OpBuilder &lb, Location ll, Value j, ValueRange sum) {
+        SequenceSpan span = packedSequence(lb, ll, m, j);
+        Value length = arith::SubIOp::create(lb, ll, span.end, span.start);
+        scf::YieldOp::create(
+            lb, ll,
+            add(lb, ll, sum[0],
+                arith::DivUIOp::create(lb, ll, length, every).getResult()));
+      });
+  return loop.getResult(0);
+}
+
+void ScanKernel::buildCheckpointTailKernel(gpu::LaunchOp launch,
+                                           const ScanBuffers &m) {
+  // Only the rows past every sequence's checkpoints: the state kernel
+  // writes the others, and R = floor(total / N) rows may exceed them where
+  // lengths are not multiples of N.
+  tid = launch.getThreadIds().x;
+  Value row = launch.getBlockIds().x;
+  Value head = launch.getBlockIds().y;
+  Value used = checkpointsBefore(b, loc, m, m.sequences);
+  Value past =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, row, used);
+  scf::IfOp::create(b, loc, past, [&](OpBuilder &nb, Location nl) {
+    Type element =
+        cast<MemRefType>(m.checkpoints.getType()).getElementType();
+    Value zero = arith::ConstantOp::create(nb, nl, nb.getZeroAttr(element));
+    forEachThread(nb, nl, s.keyDim * s.valueDim,
+                  [&](OpBuilder &lb, Location ll, Value i) {
+                    Value r = arith::DivUIOp::create(lb, ll, i,
+                                                     c(lb, ll, s.valueDim));
+                    Value col = arith::RemUIOp::create(lb, ll, i,
+                                                       c(lb, ll, s.valueDim));
+                    store(lb, ll, zero, m.checkpoints, {row, head, r, col});
+                  });
+    scf::YieldOp::create(nb, nl);
+  });
+  gpu::TerminatorOp::create(b, loc);
+}

@@ -261,6 +261,11 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           storeHalf(nb, nl, value, sB, r, col);
         });
   }
+  // Packed sequences' checkpoints follow one another: this sequence's
+  // first row.
+  Value checkpointBase;
+  if (m.checkpoints && m.packed())
+    checkpointBase = checkpointsBefore(b, loc, m, sequenceIndex);
   auto computeBarrier = [&](OpBuilder &nb, Location nl) {
     namedBarrier(nb, nl, /*id=*/2, s.threads());
   };
@@ -367,6 +372,41 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         // element is read, then written, by the same lane), and in bf16.
         Value stateDecay =
             factor(b, loc, kFromChunkStart, c(b, loc, chunk - 1));
+        // Chunk i ends after (i + 1) C tokens of the sequence: where that is
+        // inside it and a multiple of N, the state after the chunk is
+        // checkpoint (i + 1) C / N - 1.
+        Value atCheckpoint;
+        SmallVector<Value> checkpointRow;
+        if (m.checkpoints) {
+          Value done = mul(b, loc, add(b, loc, chunkIndex, c(b, loc, 1)),
+                           c(b, loc, chunk));
+          Value every = c(b, loc, m.checkpointEvery);
+          Value length =
+              arith::SubIOp::create(b, loc, tokens, sequence.start);
+          Value index = arith::SubIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, done, every),
+              c(b, loc, 1));
+          checkpointRow = {batch, index};
+          Value rows = memref::DimOp::create(b, loc, m.checkpoints, 1);
+          if (m.packed()) {
+            checkpointRow = {add(b, loc, checkpointBase, index)};
+            rows = memref::DimOp::create(b, loc, m.checkpoints, 0);
+          }
+          auto all = [&](ArrayRef<Value> conditions) {
+            Value result = conditions.front();
+            for (Value condition : conditions.drop_front())
+              result = arith::AndIOp::create(b, loc, result, condition);
+            return result;
+          };
+          atCheckpoint = all(
+              {arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, done,
+                                     length),
+               arith::CmpIOp::create(
+                   b, loc, arith::CmpIPredicate::eq,
+                   arith::RemUIOp::create(b, loc, done, every), c(b, loc, 0)),
+               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                     checkpointRow.back(), rows)});
+        }
         size_t element = 0;
         SmallVector<Value> nextState;
         product(
@@ -383,6 +423,15 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
               else
                 storePair(nb, nl, first, second, ss, {r, col});
               storePair(nb, nl, first, second, sB.halves, {r, col});
+              if (!atCheckpoint)
+                return;
+              scf::IfOp::create(
+                  nb, nl, atCheckpoint, [&](OpBuilder &ib, Location il) {
+                    SmallVector<Value> at(checkpointRow);
+                    at.append({head, r, add(ib, il, firstColumn, col)});
+                    storePair(ib, il, first, second, m.checkpoints, at);
+                    scf::YieldOp::create(ib, il);
+                  });
             });
         assert((!stateInRegisters || (element == state.size() &&
                                       nextState.size() == state.size())) &&

@@ -45,7 +45,12 @@ ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
                                          int64_t f32MinTokens) {
   auto q = cast<RankedTensorType>(op.getQ().getType());
   Type element = q.getElementType();
-  bool serving = op.getCuSeqlens() || op.getStateIndices();
+  bool serving =
+      op.getCuSeqlens() || op.getStateIndices() || op.getCheckpoints();
+  // The scan has the state at chunk boundaries only.
+  if (std::optional<int64_t> every = op.getCheckpointEvery();
+      every && *every % kChunk != 0)
+    return {};
   bool f32 = element.isF32() && f32MinTokens > 0 && !serving;
   // A static T below the threshold would only ever take the recurrence.
   if (f32 && !q.isDynamicDim(1) && q.getDimSize(1) < f32MinTokens)
@@ -149,7 +154,7 @@ struct GdnChooseScanStrategyPass
     if (!chunkedPrefill)
       return;
     getOperation().walk([&](DeltaRuleOp op) {
-      if (op.getStrategyAttr() || op.hasFormsOutsideTheScan())
+      if (op.getStrategyAttr())
         return;
       if (ScanStrategyAttr strategy = chooseScanStrategy(
               op, valueTile, scanWarps, multiprocessors, f32MinTokens))

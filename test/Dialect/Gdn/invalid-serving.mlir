@@ -76,16 +76,24 @@ func.func @step_indices_type(%q: tensor<?x2x16xf32>, %v: tensor<?x4x8xf32>, %g: 
 // -----
 
 func.func @strategy(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %g: tensor<?x?x4xf32>) {
-  // expected-error @+1 {{strategy: the chunked scan takes no checkpoints yet}}
-  %o, %s, %c = gdn.delta_rule %q, %q, %v, %g, %g {checkpoint_every = 64 : i64, strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>, tensor<?x?x4x64x64xf32>)
+  // expected-error @+1 {{strategy: checkpoint_every must be a multiple of the chunk (64), got 32 (the scan has the state at chunk boundaries only)}}
+  %o, %s, %c = gdn.delta_rule %q, %q, %v, %g, %g {checkpoint_every = 32 : i64, strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>, tensor<?x?x4x64x64xf32>)
   return
 }
 
 // -----
 
 func.func @strategy_recurrence(%q: tensor<1x?x2x64xf32>, %v: tensor<1x?x4x64xf32>, %g: tensor<1x?x4xf32>, %cu: tensor<?xi32>) {
-  // expected-error @+1 {{strategy: recurrence_below must be 0 with cu_seqlens or state_indices (the recurrence kernel takes neither)}}
+  // expected-error @+1 {{strategy: recurrence_below must be 0 with cu_seqlens, state_indices or checkpoints (the recurrence kernel takes none of them)}}
   %o, %s = gdn.delta_rule %q, %q, %v, %g, %g cu_seqlens(%cu) {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1, recurrence_below = 64>} : (tensor<1x?x2x64xf32>, tensor<1x?x2x64xf32>, tensor<1x?x4x64xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<?xi32>) -> (tensor<1x?x4x64xf32>, tensor<?x4x64x64xf32>)
+  return
+}
+
+// -----
+
+func.func @strategy_recurrence_checkpoints(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x4x64xf32>, %g: tensor<?x?x4xf32>) {
+  // expected-error @+1 {{strategy: recurrence_below must be 0 with cu_seqlens, state_indices or checkpoints}}
+  %o, %s, %c = gdn.delta_rule %q, %q, %v, %g, %g {checkpoint_every = 64 : i64, strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1, recurrence_below = 64>} : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x64xf32>, tensor<?x4x64x64xf32>, tensor<?x?x4x64x64xf32>)
   return
 }
 

@@ -67,14 +67,18 @@ LogicalResult gdn::verifyScanStrategy(DeltaRuleOp op) {
   ScanStrategyAttr strategy = op.getStrategyAttr();
   if (!strategy)
     return success();
-  if (op.hasFormsOutsideTheScan())
-    return op.emitOpError() << "strategy: the chunked scan takes no "
-                               "checkpoints yet";
-  if (strategy.getRecurrenceBelow() != 0 &&
-      (op.getCuSeqlens() || op.getStateIndices()))
+  if (std::optional<int64_t> every = op.getCheckpointEvery();
+      every && *every % strategy.getChunk() != 0)
     return op.emitOpError()
-           << "strategy: recurrence_below must be 0 with cu_seqlens or "
-              "state_indices (the recurrence kernel takes neither)";
+           << "strategy: checkpoint_every must be a multiple of the chunk ("
+           << strategy.getChunk() << "), got " << *every
+           << " (the scan has the state at chunk boundaries only)";
+  if (strategy.getRecurrenceBelow() != 0 &&
+      (op.getCuSeqlens() || op.getStateIndices() || op.getCheckpoints()))
+    return op.emitOpError()
+           << "strategy: recurrence_below must be 0 with cu_seqlens, "
+              "state_indices or checkpoints (the recurrence kernel takes "
+              "none of them)";
   auto q = cast<RankedTensorType>(op.getQ().getType());
   auto v = cast<RankedTensorType>(op.getV().getType());
   // q, k and v of any type the op takes: f32 ones the scan rounds to bf16.

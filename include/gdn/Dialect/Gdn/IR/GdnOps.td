@@ -117,7 +117,8 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
     the reader either state. Raw gates are computed by the CUDA kernels
     (the chunked scan's WY kernel, or the recurrence) as they read a and b,
     and bf16 states widened as they are read and rounded as they are
-    stored.
+    stored. Checkpoints are stored by the scan's state kernel at chunk
+    boundaries: on CUDA, N must be a multiple of the strategy's chunk.
 
     `strategy` (a `#gdn.scan_strategy`, set by `gdn-choose-scan-strategy`)
     says how the op runs as the chunked scan on a GPU; it needs bf16 or f16
@@ -175,11 +176,6 @@ def Gdn_DeltaRuleOp : Gdn_Op<"delta_rule", [Pure, AttrSizedOperandSegments]> {
       return getCuSeqlens() || getStateIndices() || getALog() ||
              getCheckpoints() ||
              getFinalState().getType().getElementType().isBF16();
-    }
-    /// Checkpoints: the serving form that the chunked scan does not take
-    /// (it takes packed sequences, pools, raw gates and bf16 states).
-    bool hasFormsOutsideTheScan() {
-      return static_cast<bool>(getCheckpoints());
     }
   }];
 }
@@ -298,7 +294,8 @@ def Gdn_DeltaRuleVerifyOp : Gdn_Op<"delta_rule_verify",
     `gdn.delta_rule_step` ops from `state[b]` (or from the pool's slot
     `state_indices[b]`; -1 or an index outside `[0, S)` starts from zeros).
     `gates(%A_log, %dt_bias)` takes raw a and b as for `gdn.delta_rule`.
-    `gdn-unpack-sequences` rewrites the op into T steps for the CPU.
+    `gdn-unpack-sequences` rewrites the op into T steps for the CPU; on
+    CUDA it runs as the token recurrence, storing every token's state.
   }];
 
   let arguments = (ins
