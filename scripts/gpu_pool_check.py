@@ -105,6 +105,30 @@ def correctness(call, config):
           f"{same}")
 
 
+def check_python_api(call, kernels, config):
+    """gdn.cuda's delta_rule_step(state_indices=, write_indices=) runs the
+    same library: the same o and pool, bit for bit, and returns the
+    pool."""
+    hv, kd, vd = config["value_heads"], config["key_dim"], config["value_dim"]
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    pool = torch.randn(6, hv, kd, vd, generator=gen, device="cuda") * 0.1
+    raw_pool = pool.clone()
+    read = torch.tensor([4, -1, 0], dtype=torch.int32, device="cuda")
+    write = torch.tensor([1, 2, -1], dtype=torch.int32, device="cuda")
+    q, k, v, g, beta = inputs(config, 3, 12)
+    raw_o = torch.empty_like(v)
+    call(q, k, v, g, beta, raw_pool, read, write, raw_o)
+    o, returned = kernels.delta_rule_step(q, k, v, g, beta, pool,
+                                          state_indices=read,
+                                          write_indices=write)
+    torch.cuda.synchronize()
+    same = bool(torch.equal(o, raw_o) and torch.equal(pool, raw_pool))
+    check(f"gdn.cuda delta_rule_step(state_indices=, write_indices=) "
+          f"{config['element_type']}", same and returned is pool,
+          f"equal to the library's call: {same}; the pool returned: "
+          f"{returned is pool}")
+
+
 def median_ms(run, repeats=50):
     start, end = torch.cuda.Event(True), torch.cuda.Event(True)
     times = []
@@ -186,6 +210,8 @@ def main():
     for name, entry in manifest.items():
         call = load(folder, name, entry)
         correctness(call, entry["config"])
+        check_python_api(call, kernels[name.removesuffix("_pool")],
+                         entry["config"])
     if "--no-timing" in sys.argv:
         print(f"{len(FAILURES)} failed")
         sys.exit(1 if FAILURES else 0)

@@ -29,6 +29,8 @@ MANIFEST = "manifest.json"
 # tokens, "verify" and "verify_pooled" (the gdn.compiled_serving modules
 # compiled for CUDA).
 SERVING_MANIFEST = "serving_manifest.json"
+# The decode step from a pool of states (form "step_pooled").
+POOL_MANIFEST = "pool_manifest.json"
 # What identifies a configuration across the two manifests.
 CONFIG_KEYS = ("heads", "value_heads", "key_dim", "value_dim",
                "element_type", "beta_element_type", "scale")
@@ -334,12 +336,24 @@ class CudaKernels:
         return o, state
 
     def delta_rule_step(self, q, k, v, g, beta, state, scale=None,
-                        inplace=False):
+                        inplace=False, state_indices=None,
+                        write_indices=None):
         """One decode token, with the arguments of gdn.delta_rule_step; with
         inplace=True the new state overwrites `state` (the kernel reads a
-        state column before writing it), which must then be a CUDA tensor."""
+        state column before writing it), which must then be a CUDA tensor.
+
+        With state_indices (int32 [B]), `state` is a pool [S, Hv, K, V] (a
+        contiguous float32 CUDA tensor): entry b reads slot
+        state_indices[b] and writes slot write_indices[b] (default
+        state_indices[b]) in place; -1 (or any index outside [0, S)) reads
+        zeros and writes nothing. Runs the configuration's pool library
+        (pool_manifest.json) with no host synchronization; returns (o, the
+        pool)."""
         torch = _torch()
         self._check_compiled(scale, None)
+        if state_indices is not None or write_indices is not None:
+            return self._pool_step(dict(q=q, k=k, v=v, g=g, beta=beta),
+                                   state, state_indices, write_indices)
         if inplace and not isinstance(state, torch.Tensor):
             raise TypeError("inplace=True needs the state as a CUDA tensor")
         if inplace and not state.is_contiguous():
@@ -355,6 +369,31 @@ class CudaKernels:
         if from_numpy:
             return o.float().cpu().numpy(), new_state.cpu().numpy()
         return o, new_state
+
+    def _pool_step(self, x, pool, state_indices, write_indices):
+        torch = _torch()
+        if state_indices is None:
+            raise ValueError("write_indices needs state_indices (a pool)")
+        if not isinstance(pool, torch.Tensor) or not pool.is_cuda or \
+                not pool.is_contiguous():
+            raise TypeError("with state_indices, state is the pool [S, Hv, "
+                            "K, V], updated in place: a contiguous float32 "
+                            "CUDA tensor")
+        library = self._serving_library("step_pooled")
+        tensors, from_numpy = self._operands(
+            dict(x, state=pool), tokens=False, state_name="state",
+            state_rows=pool.shape[0])
+        batch = tensors["q"].shape[0]
+        read = self._indices("state_indices", state_indices, batch)
+        write = read if write_indices is None else self._indices(
+            "write_indices", write_indices, batch)
+        o = torch.empty_like(tensors["v"])
+        self._call(SERVING_SYMBOL,
+                   [tensors[n] for n in ("q", "k", "v", "g", "beta")] +
+                   [pool, read, write, o], library)
+        if from_numpy:
+            return o.float().cpu().numpy(), pool
+        return o, pool
 
     def delta_rule_verify(self, q, k, v, g, beta, state, scale=None,
                           state_indices=None):
@@ -414,19 +453,25 @@ def load_artifacts(folder):
     kernels = {name: CudaKernels(os.path.join(folder, entry["library"]),
                                  entry["config"])
                for name, entry in manifest.items()}
-    # The serving forms of a configuration, from serving_manifest.json
-    # where there is one: attached to every library of that configuration.
-    serving = os.path.join(folder, SERVING_MANIFEST)
-    if os.path.exists(serving):
-        with open(serving) as f:
-            entries = json.load(f).values()
 
-        def identity(config):
-            return tuple(config.get(key, "f32" if key == "beta_element_type"
-                                    else None) for key in CONFIG_KEYS)
+    def identity(config):
+        return tuple(config.get(key, "f32" if key == "beta_element_type"
+                                else None) for key in CONFIG_KEYS)
+
+    # The serving forms of a configuration, from serving_manifest.json
+    # where there is one, and its decode step from a pool (form
+    # "step_pooled") from pool_manifest.json: attached to every library of
+    # that configuration.
+    for manifest_name in (SERVING_MANIFEST, POOL_MANIFEST):
+        path = os.path.join(folder, manifest_name)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            entries = json.load(f).values()
         for entry in entries:
+            form = entry["config"].get("form", "step_pooled")
             for kernel in kernels.values():
                 if identity(kernel.config) == identity(entry["config"]):
-                    kernel.serving_paths[entry["config"]["form"]] = \
-                        os.path.join(folder, entry["library"])
+                    kernel.serving_paths[form] = os.path.join(
+                        folder, entry["library"])
     return kernels

@@ -6,7 +6,7 @@ signatures of flash-linear-attention's.
     from gdn.torch import (chunk_gated_delta_rule,
                            fused_recurrent_gated_delta_rule)
 
-Two custom ops (torch.library, with fake implementations, so that
+Custom ops (torch.library, with fake implementations, so that
 torch.compile traces them and CUDA graphs capture them):
 
 - `torch.ops.gdn.prefill(q, k, v, g, beta, initial_state, scale)` ->
@@ -14,6 +14,12 @@ torch.compile traces them and CUDA graphs capture them):
   float32; initial_state [B, Hv, K, V] float32 or None.
 - `torch.ops.gdn.decode_(q, k, v, g, beta, state, scale)` -> o: one token
   ([B, H, K], ...), the state [B, Hv, K, V] updated in place.
+- `torch.ops.gdn.prefill_packed(q, k, v, g, beta, initial_state,
+  cu_seqlens, scale)` -> (o, final_states): packed sequences ([1, total,
+  ...], int32 offsets [N + 1] on the device).
+- `torch.ops.gdn.decode_pooled_(q, k, v, g, beta, pool, state_indices,
+  scale)` -> o: one token per entry from and into the slots of a pool
+  [S, Hv, K, V], updated in place (-1: zeros read, nothing written).
 
 CUDA tensors run the kernels of the registered gdn.cuda libraries: one per
 configuration (H, Hv, K, V, element type, scale), compiled on a build
@@ -35,11 +41,16 @@ kernels do not take yet is done around them, and said here:
   (serving_manifest.json); otherwise one kernel call per sequence, which
   reads the offsets on the host (refused during CUDA-graph capture). On
   the CPU the packed sequences run in one compiled call;
-- `ssm_state_indices` on CUDA: the slots are gathered into a batch, the
+- `ssm_state_indices` on CUDA: where the configuration's pool decode is
+  registered (pool_manifest.json) and the pool is updated in place
+  (`inplace_final_state=True`, the default), one call of the pool kernel
+  (`torch.ops.gdn.decode_pooled_`), which reads and writes the slots in
+  place and skips -1 (capturable); the final state returned is then the
+  pool, as vLLM's. Otherwise the slots are gathered into a batch, the
   decode kernel updates it, and it is copied back (index_select,
-  index_copy_: no host synchronisation). Slots of -1 (empty entries) are
-  found by a host check outside capture; inside a CUDA graph every index
-  must name a slot.
+  index_copy_: no host synchronisation); slots of -1 (empty entries) are
+  found by a host check outside capture, and inside a CUDA graph every
+  index must name a slot.
 """
 
 import os
@@ -160,12 +171,17 @@ def _(q, k, v, g, beta, initial_state, cu_seqlens, scale):
                          vd), dtype=torch.float32))
 
 
-def _packed_kernels(q, v, scale):
-    """Whether the configuration's packed prefill is registered."""
+def _has_form(q, v, scale, form):
+    """Whether the configuration's library of `form` is registered."""
     key = _key(q.shape[-2], v.shape[-2], q.shape[-1], v.shape[-1],
                _TYPE_NAMES.get(q.dtype, str(q.dtype)), scale)
     kernels = _KERNELS.get(key)
-    return kernels is not None and "packed" in kernels.serving_paths
+    return kernels is not None and form in kernels.serving_paths
+
+
+def _packed_kernels(q, v, scale):
+    """Whether the configuration's packed prefill is registered."""
+    return _has_form(q, v, scale, "packed")
 
 
 @torch.library.custom_op("gdn::decode_", mutates_args=("state",))
@@ -185,6 +201,22 @@ def decode_(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 @decode_.register_fake
 def _(q, k, v, g, beta, state, scale):
+    return torch.empty_like(v)
+
+
+@torch.library.custom_op("gdn::decode_pooled_", mutates_args=("pool",))
+def decode_pooled_(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                   g: torch.Tensor, beta: torch.Tensor, pool: torch.Tensor,
+                   state_indices: torch.Tensor,
+                   scale: float) -> torch.Tensor:
+    o, _ = _kernels_for(q, v, scale).delta_rule_step(
+        q, k, v, g, beta, pool, scale=scale,
+        state_indices=state_indices.to(torch.int32))
+    return o
+
+
+@decode_pooled_.register_fake
+def _(q, k, v, g, beta, pool, state_indices, scale):
     return torch.empty_like(v)
 
 
@@ -318,6 +350,16 @@ def fused_recurrent_gated_delta_rule(q, k, v, g, beta, scale=None,
         else:
             state = initial_state.clone()
         o = torch.ops.gdn.decode_(qs, ks, vs, gs, betas, state, scale)
+    elif (inplace_final_state and qs.is_cuda
+          and _has_form(qs, vs, scale, "step_pooled")):
+        # The pool kernel reads and writes the slots in place and skips
+        # -1: no gather, no copy back, no host check.
+        pool = initial_state
+        o = torch.ops.gdn.decode_pooled_(
+            qs, ks, vs, gs, betas, pool,
+            ssm_state_indices.reshape(-1).to(torch.int32).contiguous(),
+            scale)
+        state = pool
     else:
         pool = initial_state
         indices = ssm_state_indices.reshape(-1).long()
