@@ -196,6 +196,17 @@ def compile_config(compiler, out, name, config, extra=(), source=None):
     return {"library": library, "config": config}
 
 
+def compile_into_manifest(args, jobs, manifest_name):
+    """Compiles jobs (name, config, extra options[, source]) args.jobs at a
+    time and writes their manifest {name: entry} into args.out."""
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        entries = list(pool.map(
+            lambda job: compile_config(args.compiler, args.out, *job), jobs))
+    with open(os.path.join(args.out, manifest_name), "w") as f:
+        json.dump({job[0]: entry for job, entry in zip(jobs, entries)}, f,
+                  indent=1)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--compiler", required=True)
@@ -231,12 +242,7 @@ def main():
         for (h, hv, k, v) in RECURRENT_VARIANTS:
             jobs.append((f"{config_name(h, hv, k, v, 'bf16')}_{suffix}",
                          config_of(h, hv, k, v, "bf16"), options))
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        entries = list(pool.map(
-            lambda job: compile_config(args.compiler, args.out, *job), jobs))
-    manifest = {name: entry for (name, _, _), entry in zip(jobs, entries)}
-    with open(os.path.join(args.out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
+    compile_into_manifest(args, jobs, "manifest.json")
     # The decode step from a pool of states (gdn_serving with
     # state_indices and write_indices), for scripts/gpu_pool_check.py.
     pool_jobs = []
@@ -246,13 +252,7 @@ def main():
                           [], serving.module_source(
                               serving.Form(step=True, pooled=True), h, hv,
                               k, v, et, "f32", "f32", config["scale"])))
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        entries = list(pool.map(
-            lambda job: compile_config(args.compiler, args.out, *job),
-            pool_jobs))
-    with open(os.path.join(args.out, POOL_MANIFEST), "w") as f:
-        json.dump({job[0]: entry for job, entry in zip(pool_jobs, entries)},
-                  f, indent=1)
+    compile_into_manifest(args, pool_jobs, POOL_MANIFEST)
     # Prefill over packed sequences and pools (gdn_serving with
     # cu_seqlens, state_indices and write_indices), for
     # scripts/gpu_serving_check.py.
@@ -279,13 +279,7 @@ def main():
             serving_jobs.append((
                 f"{config_name(h, hv, k, v, et)}_{form_name}", config_form,
                 [], source))
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        entries = list(pool.map(
-            lambda job: compile_config(args.compiler, args.out, *job),
-            serving_jobs))
-    with open(os.path.join(args.out, SERVING_MANIFEST), "w") as f:
-        json.dump({job[0]: entry for job, entry in zip(serving_jobs, entries)},
-                  f, indent=1)
+    compile_into_manifest(args, serving_jobs, SERVING_MANIFEST)
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         built = list(pool.map(
             lambda spec: build_executable(args.compiler, args.out, *spec),

@@ -340,6 +340,47 @@ def check_python_api(folder, name="h2_hv4_k64_v128_bf16"):
         check("gdn.cuda refuses state_indices of the wrong length", True,
               str(error))
     check_python_checkpoints_and_verify(kernels)
+    check_python_raw_gates(kernels)
+
+
+def check_python_raw_gates(kernels):
+    """gdn.cuda's delta_rule and delta_rule_step with a_log and dt_bias
+    (numpy in), against the float64 gates; the step also in place."""
+    config = kernels.config
+    names = ("q", "k", "v")
+    worst = 0.0
+    for tokens in (150, None):
+        data = inputs.delta_rule_inputs(
+            45, 2, tokens or 1, config["heads"], config["value_heads"],
+            config["key_dim"], config["value_dim"], "design")
+        if tokens is None:
+            data = {n: x[:, 0] for n, x in data.items() if x is not None}
+        a, b, a_log, dt_bias, g, beta = raw_gates(config, 2, tokens, 46)
+        seen = [torch.from_numpy(np.ascontiguousarray(data[n]))
+                .to(TORCH_TYPES["bf16"]).double().numpy() for n in names]
+        h0 = random_states(config, 2, 47)
+        if tokens is None:
+            state = upload(h0)
+            device = [upload(data[n], TORCH_TYPES["bf16"]) for n in names]
+            o, new = kernels.delta_rule_step(
+                *device, upload(a), upload(b), state, a_log=a_log,
+                dt_bias=dt_bias, inplace=True)
+            torch.cuda.synchronize()
+            o, new = o.float().cpu().numpy(), new.cpu().numpy()
+            ro, rs = reference.delta_rule_step(*seen, g, beta, h0,
+                                               config["scale"])
+            worst = max(worst, *reference.relative_error(
+                state.cpu().numpy(), rs))
+        else:
+            o, new = kernels.delta_rule(*[data[n] for n in names], a, b,
+                                        initial_state=h0, a_log=a_log,
+                                        dt_bias=dt_bias)
+            ro, rs = reference.delta_rule(*seen, g, beta, h0,
+                                          config["scale"])
+        worst = max(worst, *reference.relative_error(o, ro),
+                    *reference.relative_error(new, rs))
+    check("gdn.cuda delta_rule / delta_rule_step(a_log=, dt_bias=)",
+          worst < 1e-2, f"worst {worst:.2e} (the step in place)")
 
 
 def check_python_checkpoints_and_verify(kernels):

@@ -187,14 +187,34 @@ class CudaKernels:
                              f"{list(x.shape)}")
         return x.contiguous()
 
+    def _gates(self, a_log, dt_bias):
+        """A_log and dt_bias as float32 CUDA tensors [Hv], or None."""
+        if a_log is None and dt_bias is None:
+            return None
+        if a_log is None or dt_bias is None:
+            raise ValueError("a_log and dt_bias come together (raw gates)")
+        torch = _torch()
+        hv = self.config["value_heads"]
+        tensors = []
+        for name, x in (("a_log", a_log), ("dt_bias", dt_bias)):
+            if not isinstance(x, torch.Tensor):
+                x = torch.from_numpy(np.ascontiguousarray(x, np.float32))
+            x = x.to("cuda", torch.float32).contiguous()
+            if tuple(x.shape) != (hv,):
+                raise ValueError(f"{name}: expected shape [{hv}], got "
+                                 f"{list(x.shape)}")
+            tensors.append(x)
+        return tensors
+
     def _serving_prefill(self, x, cu_seqlens, state_indices, write_indices,
-                         initial_state, checkpoint_every=None):
-        """delta_rule with packed sequences, a pool of states and/or
-        checkpoints."""
+                         initial_state, checkpoint_every=None, gates=None):
+        """delta_rule with packed sequences, a pool of states, raw gates
+        and/or checkpoints."""
         torch = _torch()
         packed, pooled = cu_seqlens is not None, state_indices is not None
         form = "_".join(name for name, present in (("packed", packed),
-                                                   ("pooled", pooled))
+                                                   ("pooled", pooled),
+                                                   ("gated", gates))
                         if present)
         if checkpoint_every is not None:
             every = compiled_serving._check_checkpoint_every(
@@ -246,11 +266,11 @@ class CudaKernels:
         o = torch.empty_like(v)
         operands = [q, k, v, g, beta, state] + ([cu] if packed else [])
         if pooled:
-            operands += [read, write, o]
+            operands += [read, write] + (gates or []) + [o]
             final = state
         else:
             final = torch.empty_like(state)
-            operands += [o, final]
+            operands += (gates or []) + [o, final]
         results = [o, final]
         if checkpoint_every is not None:
             # [B, T / N, ...], or [total / N, ...] with the packed
@@ -294,7 +314,8 @@ class CudaKernels:
 
     def delta_rule(self, q, k, v, g, beta, initial_state=None, scale=None,
                    chunk_size=None, cu_seqlens=None, state_indices=None,
-                   write_indices=None, checkpoint_every=None):
+                   write_indices=None, checkpoint_every=None, a_log=None,
+                   dt_bias=None):
         """Prefill, with the arguments of gdn.delta_rule: returns (o,
         final_state), new CUDA tensors (numpy arrays, o in float32, if any
         input was a numpy array). initial_state None: zeros; scale and
@@ -311,14 +332,20 @@ class CudaKernels:
         result holds the state after every N tokens of each sequence:
         [B, T // N, Hv, K, V], or [total // N, Hv, K, V] packed (the
         sequences' checkpoints one after another, zero rows after them).
+        With a_log and dt_bias (float32 [Hv] each), g and beta are a
+        Qwen-style layer's raw a and b, and the kernel computes g =
+        -exp(a_log) * softplus(a + dt_bias) and beta = sigmoid(b).
         """
         torch = _torch()
         self._check_compiled(scale, chunk_size)
+        gates = self._gates(a_log, dt_bias)
         if cu_seqlens is not None or state_indices is not None or \
-                write_indices is not None or checkpoint_every is not None:
+                write_indices is not None or checkpoint_every is not None \
+                or gates is not None:
             return self._serving_prefill(
                 dict(q=q, k=k, v=v, g=g, beta=beta), cu_seqlens,
-                state_indices, write_indices, initial_state, checkpoint_every)
+                state_indices, write_indices, initial_state, checkpoint_every,
+                gates)
         if initial_state is None:
             initial_state = self._zero_state(q)
         x, from_numpy = self._operands(
@@ -337,7 +364,7 @@ class CudaKernels:
 
     def delta_rule_step(self, q, k, v, g, beta, state, scale=None,
                         inplace=False, state_indices=None,
-                        write_indices=None):
+                        write_indices=None, a_log=None, dt_bias=None):
         """One decode token, with the arguments of gdn.delta_rule_step; with
         inplace=True the new state overwrites `state` (the kernel reads a
         state column before writing it), which must then be a CUDA tensor.
@@ -348,12 +375,20 @@ class CudaKernels:
         state_indices[b]) in place; -1 (or any index outside [0, S)) reads
         zeros and writes nothing. Runs the configuration's pool library
         (pool_manifest.json) with no host synchronization; returns (o, the
-        pool)."""
+        pool). With a_log and dt_bias, g and beta are raw a and b, as for
+        delta_rule (the "step_gated" library)."""
         torch = _torch()
         self._check_compiled(scale, None)
+        gates = self._gates(a_log, dt_bias)
         if state_indices is not None or write_indices is not None:
+            if gates is not None:
+                raise ValueError("gdn.cuda: raw gates with state_indices "
+                                 "have no library yet; pass g and beta")
             return self._pool_step(dict(q=q, k=k, v=v, g=g, beta=beta),
                                    state, state_indices, write_indices)
+        if gates is not None:
+            return self._gated_step(dict(q=q, k=k, v=v, g=g, beta=beta),
+                                    state, inplace, gates)
         if inplace and not isinstance(state, torch.Tensor):
             raise TypeError("inplace=True needs the state as a CUDA tensor")
         if inplace and not state.is_contiguous():
@@ -366,6 +401,22 @@ class CudaKernels:
         new_state = x["state"] if inplace else torch.empty_like(x["state"])
         self._call(STEP_SYMBOL, (x["q"], x["k"], x["v"], x["g"], x["beta"],
                                  x["state"], o, new_state))
+        if from_numpy:
+            return o.float().cpu().numpy(), new_state.cpu().numpy()
+        return o, new_state
+
+    def _gated_step(self, x, state, inplace, gates):
+        torch = _torch()
+        library = self._serving_library("step_gated")
+        tensors, from_numpy = self._operands(dict(x, state=state),
+                                             tokens=False, state_name="state")
+        o = torch.empty_like(tensors["v"])
+        new_state = tensors["state"] if inplace else \
+            torch.empty_like(tensors["state"])
+        self._call(SERVING_SYMBOL,
+                   [tensors[n] for n in ("q", "k", "v", "g", "beta",
+                                         "state")] + gates + [o, new_state],
+                   library)
         if from_numpy:
             return o.float().cpu().numpy(), new_state.cpu().numpy()
         return o, new_state

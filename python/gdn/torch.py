@@ -317,8 +317,10 @@ def fused_recurrent_gated_delta_rule(q, k, v, g, beta, scale=None,
     if num_accepted_tokens is not None:
         raise NotImplementedError("gdn.torch: num_accepted_tokens (several "
                                   "draft tokens per sequence) is not "
-                                  "supported; gdn.delta_rule_verify runs "
-                                  "draft tokens on the CPU")
+                                  "supported here; gdn.cuda's "
+                                  "delta_rule_verify (the verify "
+                                  "libraries) runs draft tokens and returns "
+                                  "the state after each")
     q, k, g, beta, scale = _common(q, k, g, beta, scale,
                                    use_qk_l2norm_in_kernel, kwargs)
     if cu_seqlens is not None:

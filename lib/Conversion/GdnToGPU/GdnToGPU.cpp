@@ -177,16 +177,10 @@ buildRecurrenceLaunch(OpBuilder &b, Location loc, const RecurrenceOperands &in,
 
   // The entry's slot of a pool, and whether it names one: -1 and anything
   // outside [0, S) read zeros and write nothing.
-  auto slotOf = [&](Value indices) -> std::pair<Value, Value> {
-    Value slot = arith::IndexCastOp::create(
-        b, loc, b.getIndexType(),
-        memref::LoadOp::create(b, loc, indices, ValueRange{bIdx}));
-    Value valid = arith::AndIOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, slot,
-                              indexConstant(b, loc, 0)),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, slot, slots));
-    return {slot, valid};
+  auto slotOf = [&](Value indices) {
+    return poolSlot(b, loc,
+                    memref::LoadOp::create(b, loc, indices, ValueRange{bIdx}),
+                    slots);
   };
   SmallVector<Value> initial;
   if (pooled) {

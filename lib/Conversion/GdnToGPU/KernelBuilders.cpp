@@ -127,3 +127,15 @@ void mlir::gdn::runOnlyIf(gpu::LaunchOp launch, Value condition) {
       then->getTerminator()->getIterator(), body.getOperations(),
       std::next(guard->getIterator()), terminator->getIterator());
 }
+
+std::pair<Value, Value> mlir::gdn::poolSlot(OpBuilder &b, Location loc,
+                                            Value index, Value slots) {
+  // Sign-extended: a negative index stays negative.
+  Value slot = arith::IndexCastOp::create(b, loc, b.getIndexType(), index);
+  Value valid = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, slot,
+                            indexConstant(b, loc, 0)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, slot, slots));
+  return {slot, valid};
+}

@@ -32,6 +32,12 @@ std::pair<Value, Value> gatesFromRaw(OpBuilder &b, Location loc, Value a,
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value);
 
+/// The slot of a pool that an int32 index names, as an index, and whether
+/// it names one of the pool's `slots` rows: -1, and anything else outside
+/// [0, slots), reads a zero state and writes nothing.
+std::pair<Value, Value> poolSlot(OpBuilder &b, Location loc, Value index,
+                                 Value slots);
+
 /// What a lane of an mma.sync kernel works with, from its thread id: its
 /// warp; its accumulator rows' group (lane / 4) and its quad (lane % 4)
 /// (PTX ISA, mma.m16n8k16); and the row (lane % 8) and column (8 x (lane

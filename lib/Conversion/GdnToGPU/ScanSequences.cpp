@@ -84,14 +84,9 @@ StateRow ScanKernel::stateRow(OpBuilder &nb, Location nl, const ScanBuffers &m,
   if (!m.pooled())
     return {n, Value()};
   Value indices = write && m.writeIndices ? m.writeIndices : m.readIndices;
-  Value slot = loadOffset(nb, nl, indices, n);
-  Value slots = memref::DimOp::create(nb, nl, m.finalState, 0);
-  // -1, and anything else outside [0, S), names no slot.
-  Value valid = arith::AndIOp::create(
-      nb, nl,
-      arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, slot,
-                            c(nb, nl, 0)),
-      arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, slot, slots));
+  auto [slot, valid] = poolSlot(
+      nb, nl, memref::LoadOp::create(nb, nl, indices, ValueRange{n}),
+      memref::DimOp::create(nb, nl, m.finalState, 0));
   return {slot, valid};
 }
 
