@@ -32,6 +32,9 @@ SCAN_VARIANTS = [("vt64", ["--cuda-multiprocessors=1"]),
                  ("w8", ["--cuda-scan-warps=8"])]
 RECURRENT_VARIANTS = [(16, 16, 128, 128), (32, 32, 128, 128),
                       (16, 32, 128, 128)]
+# The configurations whose timing shapes split sequences into segments
+# (context parallelism), again with one segment, timed side by side.
+ONE_SEGMENT_VARIANTS = [(16, 16, 128, 128), (2, 8, 128, 128)]
 # Executables (--emit=exe) whose @main prefills constant inputs and prints
 # o and the final state: (name, B, T, H, Hv, K, V, element type). T = 100
 # ends inside the second chunk; K != V and two value heads per key head.
@@ -242,6 +245,11 @@ def main():
         for (h, hv, k, v) in RECURRENT_VARIANTS:
             jobs.append((f"{config_name(h, hv, k, v, 'bf16')}_{suffix}",
                          config_of(h, hv, k, v, "bf16"), options))
+    for (h, hv, k, v) in ONE_SEGMENT_VARIANTS:
+        for segments in (1, 4):
+            jobs.append((f"{config_name(h, hv, k, v, 'bf16')}_cp{segments}",
+                         config_of(h, hv, k, v, "bf16"),
+                         [f"--cuda-context-segments={segments}"]))
     compile_into_manifest(args, jobs, "manifest.json")
     # The decode step from a pool of states (gdn_serving with
     # state_indices and write_indices), for scripts/gpu_pool_check.py.

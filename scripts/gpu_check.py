@@ -76,6 +76,15 @@ CASES = [
     ("h16_hv32_k128_v128_f16", 1, 200, True, "strong"),
     # An empty sequence: the state comes back as it went in.
     ("h2_hv4_k64_v128_bf16", 2, 0, True, "design"),
+    # Context parallelism (batches too small for the multiprocessors, at
+    # least 4 chunks per segment): 8 segments with a short last one, 8
+    # with an empty last one at B = 2, 16 segments of K = 64 (transition
+    # tiles narrower than the state's), f16 inputs, strong gates.
+    ("h2_hv8_k128_v128_bf16", 1, 4133, True, "design"),
+    ("h2_hv8_k128_v128_bf16", 2, 2100, True, "strong"),
+    ("h2_hv4_k64_v128_bf16", 1, 5000, True, "design"),
+    ("h2_hv4_k64_v128_f16", 1, 4200, True, "weak"),
+    ("h16_hv16_k128_v128_bf16", 1, 3000, False, "realistic"),
 ]
 QUICK = [0, 3, 6, 11]
 
@@ -102,7 +111,8 @@ SANITIZER_TOOLS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 PREFILL_TIMING = [("h16_hv16_k128_v128_bf16", 4, 4096),
                   ("h32_hv32_k128_v128_bf16", 1, 8192),
                   ("h16_hv32_k128_v128_bf16", 2, 8192),
-                  ("h16_hv16_k128_v128_bf16", 1, 32768)]
+                  ("h16_hv16_k128_v128_bf16", 1, 32768),
+                  ("h2_hv8_k128_v128_bf16", 1, 32768)]
 PREFIX = 64
 DECODE_TIMING = ("h16_hv32_k128_v128_bf16", 256)
 

@@ -44,6 +44,7 @@ strategyOptionsOf(const CUDAPipelineOptions &options) {
   strategy.valueTile = options.valueTile;
   strategy.scanWarps = options.scanWarps;
   strategy.multiprocessors = options.multiprocessors;
+  strategy.contextSegments = options.contextSegments;
   return strategy;
 }
 

@@ -146,8 +146,17 @@ def GdnChooseScanStrategyPass
       64 blocks by 18% at B = 1, Hv = 32;
     - `warps` from the option; `state`: registers where the state
       product's 16 x 8 tiles divide evenly among the warps, else shared;
-    - chunks of 64, mma.sync, cp.async with two stages, one segment (what
-      the kernels implement).
+    - `context_segments`: where one batch entry's state-kernel grid (Hv x
+      V / Vt blocks, Vt the narrow tile if any) has fewer than
+      `narrow_below_blocks` blocks, the power of two (at most 16) that
+      brings it to the multiprocessors; each sequence is then scanned as
+      that many segments side by side and combined exactly through their
+      transitions (docs/Lowering.md), at run time only where B x Hv x V /
+      Vt stays below `narrow_below_blocks` and every segment gets at least
+      4 chunks. 1 for packed sequences, pools, checkpoints, the f32
+      recurrence and keys that are no whole number of tiles;
+    - chunks of 64, mma.sync, cp.async with two stages (what the kernels
+      implement).
 
     A model's delta rules take f32 q, k and v. With `f32-min-tokens` N > 0
     they get a strategy too, with `recurrence_below = N`: calls of N tokens
@@ -174,6 +183,11 @@ def GdnChooseScanStrategyPass
            "Streaming multiprocessors of the target (132: H100/H200 SXM); "
            "the narrower tile runs where the wide one's grid leaves more "
            "than 1/8 of them idle">,
+    Option<"contextSegments", "context-segments", "int64_t",
+           /*default=*/"0",
+           "Segments of a sequence scanned side by side where a batch "
+           "leaves multiprocessors idle: 0 chooses from the shapes, a power "
+           "of two N >= 1 asks for N (1: none)">,
   ];
 }
 

@@ -210,6 +210,12 @@ struct CUDAPipelineOptions
       llvm::cl::desc("Streaming multiprocessors of the target GPU (132: "
                      "H100/H200 SXM), for the chunked scan's tiling"),
       llvm::cl::init(GdnChooseScanStrategyPassOptions().multiprocessors)};
+  Option<int64_t> contextSegments{
+      *this, "context-segments",
+      llvm::cl::desc("Segments of a sequence the chunked scan runs side by "
+                     "side where a batch leaves multiprocessors idle (0: "
+                     "chosen from the shapes; 1: none)"),
+      llvm::cl::init(GdnChooseScanStrategyPassOptions().contextSegments)};
   Option<int64_t> sharedMemoryPerMultiprocessor{
       *this, "shared-memory-per-multiprocessor",
       llvm::cl::desc("Workgroup memory of one multiprocessor in bytes, for "

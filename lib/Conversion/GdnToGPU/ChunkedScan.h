@@ -184,6 +184,14 @@ struct ScanBuffers {
   /// K, V] with the packed sequences' one after another; null without.
   Value checkpoints;
   int64_t checkpointEvery = 0;
+  /// Context parallelism (ScanSegments.cpp): each batch entry's sequence in
+  /// `segments` segments of `segmentTokens` tokens (a multiple of the
+  /// chunk; the last ones may be short or empty). `partials` (f32 [B S, Hv,
+  /// K, V + K]) holds each segment's state from [0 | I], the columns past V
+  /// its transition; `initials` (f32 [B S, Hv, K, V]) the true state at
+  /// each segment's start. 0 segments: none.
+  int64_t segments = 0;
+  Value segmentTokens, partials, initials;
 
   bool packed() const { return static_cast<bool>(offsets); }
   bool pooled() const { return static_cast<bool>(readIndices); }
@@ -208,6 +216,25 @@ struct StateRow {
   Value row, valid;
 };
 
+/// Which segments a launch of the state kernel walks (ScanSegments.cpp):
+/// block row y is batch entry y / perEntry and segment first + y %
+/// perEntry. With `outputs` it writes o and, for the last segment, the
+/// final state, starting from the true state; without, it writes the
+/// partial states, starting from [0 | I] (the first segment from the true
+/// state). perEntry 0: whole sequences, no segments.
+struct SegmentRole {
+  int64_t first = 0, perEntry = 0;
+  bool outputs = true;
+  bool segmented() const { return perEntry > 0; }
+};
+
+/// State columns per block of the segments' combine kernel.
+constexpr int64_t kCombineColumns = 8;
+/// The fewest chunks per segment for which a call is split into segments:
+/// below, the scan's walk is short anyway and the two extra passes cost
+/// more than they save.
+constexpr int64_t kMinSegmentChunks = 4;
+
 /// The threads that a block's vectors are dealt to: `count` of them, this
 /// one numbered `thread`; all compute threads where left empty.
 struct Dealing {
@@ -227,7 +254,10 @@ public:
   /// Grid (Hv x V / Vt, B): the chunks of one sequence in order, with the
   /// f32 state tile in registers (stateInRegisters) or workgroup memory.
   void buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
-                        int64_t valueTiles);
+                        int64_t valueTiles, SegmentRole role = {});
+  /// Grid (Hv x V / kCombineColumns, B), K threads: the start state of
+  /// every segment from the partial states (ScanSegments.cpp).
+  void buildSegmentCombineKernel(gpu::LaunchOp launch, const ScanBuffers &m);
   /// Grid (R, Hv): zeros the rows of packed checkpoints past the last
   /// sequence's (ScanSequences.cpp).
   void buildCheckpointTailKernel(gpu::LaunchOp launch, const ScanBuffers &m);
@@ -363,6 +393,12 @@ private:
   /// total] with end >= start, as gdn-unpack-sequences reads them.
   SequenceSpan packedSequence(OpBuilder &nb, Location nl, const ScanBuffers &m,
                               Value n);
+  /// Segment role.first + blockRow % role.perEntry of batch entry blockRow
+  /// / role.perEntry: its tokens clamped into [0, T], and its index.
+  std::pair<SequenceSpan, Value> segmentSpan(OpBuilder &nb, Location nl,
+                                             const ScanBuffers &m,
+                                             Value blockRow,
+                                             const SegmentRole &role);
   /// The packed sequence whose chunk rows include `chunkRow`, if the
   /// offsets increase (a binary search over the sequences' first rows;
   /// the caller checks that the row is one of the sequence's chunks).

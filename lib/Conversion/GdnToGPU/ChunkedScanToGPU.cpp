@@ -48,6 +48,13 @@ using namespace mlir::gdn;
 using namespace mlir::gdn::scan;
 
 namespace {
+/// Whether a launch of role `kernel` runs the state kernel (with copy
+/// warps).
+bool isStateKernel(StringRef kernel) {
+  return kernel == "state" || kernel == "segment_partials" ||
+         kernel == "segment_outputs";
+}
+
 /// gdn.delta_rule with a strategy to the chunked tensor-core scan.
 struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
   ChunkedScanToGPU(MLIRContext *ctx, int64_t blockColumns, int64_t keySplits)
@@ -241,7 +248,8 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
           lb.getNamedAttr("warps", lb.getI64IntegerAttr(tiled.warps)),
           lb.getNamedAttr(
               "copy_warps",
-              lb.getI64IntegerAttr(role == "state" ? tiled.copyWarps : 0)),
+              lb.getI64IntegerAttr(isStateKernel(role) ? tiled.copyWarps
+                                                        : 0)),
           lb.getNamedAttr("mma", lb.getStringAttr("m16n8k16.bf16")),
       });
     };
@@ -276,17 +284,6 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       if (run)
         runOnlyIf(launch, run);
     }
-    auto buildLaunch = [&](const ScanShape &tiled, Value condition) {
-      int64_t valueTiles = tiled.valueDim / tiled.valueTile;
-      Value run = whenScanRuns(condition);
-      auto [launch, kb] =
-          launchKernel(b, loc, indexConstant(b, loc, valueHeads * valueTiles),
-                       stateRows, indexConstant(b, loc, 1), tiled, "state",
-                       tiled.stateThreads(), tiled.stateKernelBytes());
-      ScanKernel(kb, loc, tiled).buildStateKernel(launch, buffers, valueTiles);
-      if (run)
-        runOnlyIf(launch, run);
-    };
     // The strategy's narrow tile, for grids that would leave
     // multiprocessors idle, chosen at run time from B (ScanStrategy.cpp
     // says why).
@@ -294,8 +291,75 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     if (strategy.getNarrowValueTile() != 0)
       tilings.push_back(shapeOf(op, strategy.getNarrowValueTile()));
     int64_t enoughBlocks = strategy.getNarrowBelowBlocks();
+    // Context parallelism (ScanSegments.cpp), chosen at run time: where
+    // the batch leaves multiprocessors idle and every segment has at least
+    // kMinSegmentChunks chunks. The launches of the path not taken get
+    // empty grids, which the runtime skips.
+    int64_t segments = strategy.getContextSegments();
+    Value segmented, stateGridRows = stateRows;
+    auto rowsIfSegmented = [&](Value rows) -> Value {
+      return arith::SelectOp::create(b, loc, segmented, rows,
+                                     indexConstant(b, loc, 0));
+    };
+    if (segments > 1) {
+      assert(!offsetsm && !pooled && !checkpointsm && !scanRuns &&
+             "verifyScanStrategy said no");
+      const ScanShape &tiled = tilings.back();
+      Value blocks = arith::MulIOp::create(
+          b, loc, batch,
+          indexConstant(b, loc,
+                        valueHeads * (tiled.valueDim / tiled.valueTile)));
+      segmented = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, blocks,
+                                indexConstant(b, loc, enoughBlocks)),
+          arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::uge, tokens,
+              indexConstant(b, loc, segments * kMinSegmentChunks * chunk)));
+      stateGridRows = arith::SelectOp::create(
+          b, loc, segmented, indexConstant(b, loc, 0), stateRows);
+      Value perSegment = arith::CeilDivUIOp::create(
+          b, loc, tokens, indexConstant(b, loc, segments));
+      buffers.segments = segments;
+      buffers.segmentTokens = arith::MulIOp::create(
+          b, loc,
+          arith::CeilDivUIOp::create(b, loc, perSegment,
+                                     indexConstant(b, loc, chunk)),
+          indexConstant(b, loc, chunk));
+      Value entries = rowsIfSegmented(arith::MulIOp::create(
+          b, loc, batch, indexConstant(b, loc, segments)));
+      int64_t keyDim = shape.keyDim, valueDim = shape.valueDim;
+      buffers.partials = memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({ShapedType::kDynamic, valueHeads, keyDim,
+                           valueDim + keyDim},
+                          b.getF32Type()),
+          ValueRange{entries});
+      buffers.initials = memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({ShapedType::kDynamic, valueHeads, keyDim, valueDim},
+                          b.getF32Type()),
+          ValueRange{entries});
+    }
+    auto buildLaunch = [&](const ScanShape &tiled, Value condition,
+                           int64_t valueTiles, Value rows, SegmentRole role,
+                           StringRef kernel) {
+      Value run = whenScanRuns(condition);
+      auto [launch, kb] =
+          launchKernel(b, loc, indexConstant(b, loc, valueHeads * valueTiles),
+                       rows, indexConstant(b, loc, 1), tiled, kernel,
+                       tiled.stateThreads(), tiled.stateKernelBytes());
+      ScanKernel(kb, loc, tiled)
+          .buildStateKernel(launch, buffers, valueTiles, role);
+      if (run)
+        runOnlyIf(launch, run);
+    };
+    auto buildWholeLaunch = [&](const ScanShape &tiled, Value condition) {
+      buildLaunch(tiled, condition, tiled.valueDim / tiled.valueTile,
+                  stateGridRows, SegmentRole{}, "state");
+    };
     if (tilings.size() == 1) {
-      buildLaunch(shape, Value());
+      buildWholeLaunch(shape, Value());
     } else {
       // Both launches; the one not chosen returns at once.
       Value blocks = arith::MulIOp::create(
@@ -308,8 +372,39 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
       Value idle =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, blocks,
                                 indexConstant(b, loc, enoughBlocks));
-      buildLaunch(tilings[0], busy);
-      buildLaunch(tilings[1], idle);
+      buildWholeLaunch(tilings[0], busy);
+      buildWholeLaunch(tilings[1], idle);
+    }
+    if (segments > 1) {
+      const ScanShape &tiled = tilings.back();
+      int64_t valueTiles = tiled.valueDim / tiled.valueTile;
+      int64_t transitionTiles = tiled.keyDim / tiled.valueTile;
+      // 1. The partial states: the first segment's from the true initial
+      // state, the middle ones' [L | P] from [0 | I] (the last segment's
+      // are never needed).
+      buildLaunch(tiled, Value(), valueTiles, rowsIfSegmented(batch),
+                  SegmentRole{0, 1, false}, "segment_partials");
+      if (segments > 2)
+        buildLaunch(tiled, Value(), valueTiles + transitionTiles,
+                    rowsIfSegmented(arith::MulIOp::create(
+                        b, loc, batch, indexConstant(b, loc, segments - 2))),
+                    SegmentRole{1, segments - 2, false}, "segment_partials");
+      // 2. Every segment's start state.
+      {
+        auto [launch, kb] = launchKernel(
+            b, loc,
+            indexConstant(b, loc,
+                          valueHeads * (shape.valueDim / kCombineColumns)),
+            rowsIfSegmented(batch), indexConstant(b, loc, 1), tiled,
+            "segment_combine", shape.keyDim,
+            ScanShape::floatBytes(shape.keyDim, kCombineColumns));
+        ScanKernel(kb, loc, tiled).buildSegmentCombineKernel(launch, buffers);
+      }
+      // 3. The outputs and the final state.
+      buildLaunch(tiled, Value(), valueTiles,
+                  rowsIfSegmented(arith::MulIOp::create(
+                      b, loc, batch, indexConstant(b, loc, segments))),
+                  SegmentRole{0, segments, true}, "segment_outputs");
     }
     if (checkpointsm && offsetsm) {
       // The rows past the last sequence's checkpoints are zero.

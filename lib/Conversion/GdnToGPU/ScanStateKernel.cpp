@@ -25,7 +25,7 @@ enum RowFactor : int64_t {
 } // namespace
 
 void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
-                                  int64_t valueTiles) {
+                                  int64_t valueTiles, SegmentRole role) {
   Type f32 = b.getF32Type();
   int64_t chunk = s.chunk, keyDim = s.keyDim, tile = s.valueTile;
   setUp(launch);
@@ -45,9 +45,22 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   Value keyHead = arith::DivUIOp::create(b, loc, head, c(b, loc, m.groupSize));
   SequenceSpan sequence{sequenceIndex, c(b, loc, 0),
                         memref::DimOp::create(b, loc, m.v, 1), c(b, loc, 0)};
+  // A segment of a batch entry's sequence (ScanSegments.cpp), or null.
+  Value segment;
   if (m.packed())
     sequence = packedSequence(b, loc, m, sequenceIndex);
+  else if (role.segmented())
+    std::tie(sequence, segment) =
+        segmentSpan(b, loc, m, sequenceIndex, role);
   Value batch = sequence.batch, tokens = sequence.end;
+  // The row of the state operands: the packed sequence's, or the batch
+  // entry's.
+  Value stateIndex = m.packed() ? sequenceIndex : batch;
+  // Columns past V: the segment's transition, whose values are zero.
+  Value transition;
+  if (valueTiles * tile > s.valueDim)
+    transition = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                       firstColumn, c(b, loc, s.valueDim));
   // Chunk i's first token, and its first row of the WY scratch.
   auto chunkStart = [&](OpBuilder &nb, Location nl, Value i) {
     return add(nb, nl, sequence.start, mul(nb, nl, i, c(nb, nl, chunk)));
@@ -133,9 +146,20 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         copyTokenRows(inSlot(kB, slot), keyDim,
                       {m.kHalves, batch, keyHead, Value()}, start, tokens,
                       partial, copyThreads);
-        copyTokenRows(inSlot(vB, slot), tile,
-                      {m.vHalves, batch, head, firstColumn}, start, tokens,
-                      partial, copyThreads);
+        auto copyValues = [&] {
+          copyTokenRows(inSlot(vB, slot), tile,
+                        {m.vHalves, batch, head, firstColumn}, start, tokens,
+                        partial, copyThreads);
+        };
+        if (!transition)
+          return copyValues();
+        OpBuilder::InsertionGuard valuesGuard(b);
+        Value values = arith::XOrIOp::create(
+            b, loc, transition,
+            arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+        auto guarded = scf::IfOp::create(b, loc, values, /*withElse=*/false);
+        b.setInsertionPointToStart(guarded.thenBlock());
+        copyValues();
       });
       copyChunkRows(inSlot(tB, slot), m.tb);
       copyChunkRows(inSlot(pB, slot), m.p);
@@ -210,10 +234,16 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   // elements out in the product's order; the chunk loop carries them.
   // The state row read and the one written: the sequence's, or its slots
   // of the pool (none outside it: zeros read, nothing written).
-  StateRow readRow = stateRow(b, loc, m, sequenceIndex, /*write=*/false);
-  StateRow writeRow = stateRow(b, loc, m, sequenceIndex, /*write=*/true);
-  auto initialElement = [&](OpBuilder &nb, Location nl, Value r,
-                            Value col) -> Value {
+  StateRow readRow = stateRow(b, loc, m, stateIndex, /*write=*/false);
+  StateRow writeRow = stateRow(b, loc, m, stateIndex, /*write=*/true);
+  // Segments: only the last one's state is the final state.
+  if (role.segmented() && role.outputs)
+    writeRow.valid =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, segment,
+                              c(b, loc, m.segments - 1));
+  // The true initial state of the sequence.
+  auto sequenceInitial = [&](OpBuilder &nb, Location nl, Value r,
+                             Value col) -> Value {
     if (!m.state)
       return zero;
     auto read = [&](OpBuilder &ib, Location il) {
@@ -233,6 +263,43 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                })
         .getResult(0);
   };
+  auto initialElement = [&](OpBuilder &nb, Location nl, Value r,
+                            Value col) -> Value {
+    if (!role.segmented() || (!role.outputs && role.first == 0))
+      return sequenceInitial(nb, nl, r, col);
+    Value column = add(nb, nl, firstColumn, col);
+    if (!role.outputs) {
+      // [0 | I]: one in the transition's diagonal.
+      Value diagonal =
+          arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, column,
+                                add(nb, nl, r, c(nb, nl, s.valueDim)));
+      return arith::SelectOp::create(nb, nl, diagonal, f(nb, nl, 1.0f), zero);
+    }
+    // The first segment starts from the sequence's state, the others from
+    // the combine kernel's.
+    Value first = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                        segment, c(nb, nl, 0));
+    return scf::IfOp::create(
+               nb, nl, first,
+               [&](OpBuilder &ib, Location il) {
+                 scf::YieldOp::create(ib, il,
+                                      sequenceInitial(ib, il, r, col));
+               },
+               [&](OpBuilder &ib, Location il) {
+                 Value entry = add(ib, il, mul(ib, il, batch,
+                                               c(ib, il, m.segments)),
+                                   segment);
+                 scf::YieldOp::create(
+                     ib, il,
+                     load(ib, il, m.initials, {entry, head, r, column}));
+               })
+        .getResult(0);
+  };
+  // The partial states' row.
+  Value partialRow;
+  if (role.segmented() && !role.outputs)
+    partialRow =
+        add(b, loc, mul(b, loc, batch, c(b, loc, m.segments)), segment);
   // Stores the final state's elements through `store`, where it has a row.
   auto ifWritten = [&](OpBuilder &nb, Location nl,
                        function_ref<void(OpBuilder &, Location)> store) {
@@ -328,6 +395,15 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           Value pair = vector::LoadOp::create(
               nb, nl, VectorType::get({2}, nb.getBF16Type()), vB.halves,
               ValueRange{slot, r, col}, false, llvm::Align(4));
+          if (transition)
+            pair = arith::SelectOp::create(
+                nb, nl, transition,
+                arith::ConstantOp::create(
+                    nb, nl,
+                    DenseElementsAttr::get(
+                        VectorType::get({2}, nb.getBF16Type()),
+                        nb.getZeroAttr(nb.getBF16Type()))),
+                pair);
           auto minusDecayed = [&](Value dot, int64_t e) {
             Value v = widen(nb, nl, vector::ExtractOp::create(nb, nl, pair, e));
             return arith::SubFOp::create(
@@ -349,9 +425,13 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           outputStart.append({arith::MulFOp::create(nb, nl, first, decay),
                               arith::MulFOp::create(nb, nl, second, decay)});
         };
-        products(chunk, tile,
-                 {ProductOutput{keysTimesState, zeroInit, storeX},
-                  ProductOutput{queriesTimesState, zeroInit, storeY}});
+        // Partial states need no outputs: no Q S.
+        SmallVector<ProductOutput> stateProducts = {
+            ProductOutput{keysTimesState, zeroInit, storeX}};
+        if (role.outputs)
+          stateProducts.push_back(
+              ProductOutput{queriesTimesState, zeroInit, storeY});
+        products(chunk, tile, stateProducts);
         computeBarrier(b, loc);
 
         // Vnew = T diag(beta) X (= U - W S), in bf16 and with its rows
@@ -437,6 +517,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                                       nextState.size() == state.size())) &&
                "the state product hands every element out and back");
         yield->setOperands(nextState);
+        if (!role.outputs)
+          return;
         // O = scale (Y + P Vnew), for the rows inside the sequence.
         Value scaleValue = f(b, loc, m.scale);
         size_t outputElement = 0;
@@ -479,6 +561,10 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         },
         [&](OpBuilder &nb, Location nl, Value r, Value col, Value first,
             Value second) {
+          if (partialRow)
+            return storePair(nb, nl, first, second, m.partials,
+                             {partialRow, head, r,
+                              add(nb, nl, firstColumn, col)});
           ifWritten(nb, nl, [&](OpBuilder &ib, Location il) {
             storePair(ib, il, first, second, m.finalState,
                       {writeRow.row, head, r, add(ib, il, firstColumn, col)});
@@ -493,13 +579,16 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         b, loc, keyDim * tile, [&](OpBuilder &nb, Location nl, Value i) {
           Value r = arith::DivUIOp::create(nb, nl, i, c(nb, nl, tile));
           Value col = arith::RemUIOp::create(nb, nl, i, c(nb, nl, tile));
+          Value column = add(nb, nl, firstColumn, col);
+          if (partialRow)
+            return store(nb, nl, load(nb, nl, ss, {r, col}), m.partials,
+                         {partialRow, head, r, column});
           // A bf16 state is storage: rounded as it is stored.
           Value value = convertFloat(
               nb, nl, load(nb, nl, ss, {r, col}),
               cast<MemRefType>(m.finalState.getType()).getElementType());
           ifWritten(nb, nl, [&](OpBuilder &ib, Location il) {
-            store(ib, il, value, m.finalState,
-                  {writeRow.row, head, r, add(ib, il, firstColumn, col)});
+            store(ib, il, value, m.finalState, {writeRow.row, head, r, column});
           });
         });
   }

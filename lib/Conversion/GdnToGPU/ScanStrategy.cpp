@@ -10,6 +10,8 @@
 #include "ChunkedScan.h"
 #include "gdn/Conversion/Passes.h"
 
+#include "llvm/Support/MathExtras.h"
+
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNCHOOSESCANSTRATEGYPASS
 #include "gdn/Conversion/Passes.h.inc"
@@ -40,9 +42,38 @@ static bool fitsWorkgroupMemory(const ScanShape &shape) {
          kMaxSharedBytes;
 }
 
+/// The segments of a sequence scanned side by side (ScanSegments.cpp):
+/// where even one batch entry's grid of the state kernel (Hv x V / Vt
+/// blocks, Vt the tile the segments use) covers fewer than
+/// `enoughBlocks`, the power of two that brings it to about the
+/// multiprocessors, at most kMaxSegments. Each segment is scanned twice
+/// (partial states without outputs, then outputs) and its transition adds
+/// K / Vt tiles to the first pass: below a full wave, more blocks on the
+/// same walk pay for that. Packed sequences, pools, checkpoints and the
+/// f32 recurrence keep one segment; so do keys that are no whole number
+/// of tiles.
+static int64_t chooseContextSegments(const ScanShape &shape, int64_t tile,
+                                     int64_t valueHeads, int64_t enoughBlocks,
+                                     int64_t multiprocessors, bool allowed,
+                                     int64_t requested) {
+  constexpr int64_t kMaxSegments = 16;
+  if (!allowed || shape.keyDim % tile != 0)
+    return 1;
+  if (requested > 0)
+    return requested;
+  int64_t blocks = valueHeads * (shape.valueDim / tile);
+  if (blocks >= enoughBlocks)
+    return 1;
+  int64_t segments = 1;
+  while (segments < kMaxSegments && blocks * segments < multiprocessors)
+    segments *= 2;
+  return segments;
+}
+
 ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
                                          int64_t warps, int64_t multiprocessors,
-                                         int64_t f32MinTokens) {
+                                         int64_t f32MinTokens,
+                                         int64_t contextSegments) {
   auto q = cast<RankedTensorType>(op.getQ().getType());
   Type element = q.getElementType();
   bool serving =
@@ -82,12 +113,16 @@ ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
   if (narrow < 32 || shape.valueDim % narrow != 0)
     narrow = 0;
   MLIRContext *context = op.getContext();
+  int64_t enoughBlocks = std::max<int64_t>(1, multiprocessors * 7 / 8);
+  int64_t segments = chooseContextSegments(
+      shape, narrow ? narrow : shape.valueTile,
+      cast<RankedTensorType>(op.getV().getType()).getDimSize(2), enoughBlocks,
+      multiprocessors, /*allowed=*/!serving && !f32, contextSegments);
   return ScanStrategyAttr::get(
-      context, shape.chunk, shape.valueTile, narrow,
-      std::max<int64_t>(1, multiprocessors * 7 / 8), shape.warps,
+      context, shape.chunk, shape.valueTile, narrow, enoughBlocks, shape.warps,
       shape.copyWarps, MmaKind::mma_sync, Staging::cp_async, /*stages=*/2,
       shape.stateInRegisters() ? StateHome::registers : StateHome::shared,
-      /*contextSegments=*/1, /*recurrenceBelow=*/f32 ? f32MinTokens : 0);
+      segments, /*recurrenceBelow=*/f32 ? f32MinTokens : 0);
 }
 
 LogicalResult gdn::checkScanStrategyBuildable(DeltaRuleOp op) {
@@ -131,6 +166,12 @@ llvm::Error mlir::gdn::checkScanStrategyOptions(
     return llvm::createStringError("f32-min-tokens must be >= 0 (0: none), "
                                    "but got " +
                                    llvm::Twine(options.f32MinTokens));
+  if (options.contextSegments < 0 || options.contextSegments > 64 ||
+      !llvm::isPowerOf2_64(std::max<int64_t>(options.contextSegments, 1)))
+    return llvm::createStringError(
+        "context-segments must be 0 (chosen from the shapes) or a power of "
+        "two in [1, 64], but got " +
+        llvm::Twine(options.contextSegments));
   if (options.multiprocessors < 1 || options.multiprocessors > 4096)
     return llvm::createStringError("multiprocessors must be 1..4096, but "
                                    "got " +
@@ -144,9 +185,9 @@ struct GdnChooseScanStrategyPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (llvm::Error error =
-            checkScanStrategyOptions({chunkedPrefill, f32MinTokens, valueTile,
-                                      scanWarps, multiprocessors})) {
+    if (llvm::Error error = checkScanStrategyOptions(
+            {chunkedPrefill, f32MinTokens, valueTile, scanWarps,
+             multiprocessors, contextSegments})) {
       getOperation().emitError()
           << "gdn-choose-scan-strategy: " << llvm::toString(std::move(error));
       return signalPassFailure();
@@ -157,7 +198,8 @@ struct GdnChooseScanStrategyPass
       if (op.getStrategyAttr())
         return;
       if (ScanStrategyAttr strategy = chooseScanStrategy(
-              op, valueTile, scanWarps, multiprocessors, f32MinTokens))
+              op, valueTile, scanWarps, multiprocessors, f32MinTokens,
+              contextSegments))
         op.setStrategyAttr(strategy);
     });
   }

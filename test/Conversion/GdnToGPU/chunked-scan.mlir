@@ -1,9 +1,9 @@
-// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy -convert-gdn-to-gpu | FileCheck %s
-// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy='value-tile=32 scan-warps=8' -convert-gdn-to-gpu | FileCheck %s --check-prefix=TILE
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=context-segments=1 -convert-gdn-to-gpu | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy='value-tile=32 scan-warps=8 context-segments=1' -convert-gdn-to-gpu | FileCheck %s --check-prefix=TILE
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy='chunked-prefill=false' -convert-gdn-to-gpu | FileCheck %s --check-prefix=RECURRENT
 // RUN: not gdn-opt %s -split-input-file -gdn-choose-scan-strategy=scan-warps=3 2>&1 | FileCheck %s --check-prefix=WARPS
 // RUN: not gdn-opt %s -split-input-file -gdn-choose-scan-strategy=value-tile=12 2>&1 | FileCheck %s --check-prefix=VTILE
-// RUN: gdn-opt %s -split-input-file --pass-pipeline='builtin.module(gdn-lower-to-cuda{binary-format=isa})' | FileCheck %s --check-prefix=PTX
+// RUN: gdn-opt %s -split-input-file --pass-pipeline='builtin.module(gdn-lower-to-cuda{binary-format=isa context-segments=1})' | FileCheck %s --check-prefix=PTX
 
 // WARPS: gdn-choose-scan-strategy: scan-warps must be 4 or 8, but got 3
 // VTILE: gdn-choose-scan-strategy: value-tile must be a positive multiple of 8, but got 12

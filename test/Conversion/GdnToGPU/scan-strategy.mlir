@@ -7,11 +7,16 @@
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=64 -convert-gdn-to-gpu | FileCheck %s --check-prefix=F32LOWERED
 // RUN: not gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=-1 2>&1 | FileCheck %s --check-prefix=F32BAD
 // F32BAD: f32-min-tokens must be >= 0 (0: none), but got -1
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=context-segments=4 | FileCheck %s --check-prefix=SEG4
+// RUN: not gdn-opt %s -split-input-file -gdn-choose-scan-strategy=context-segments=3 2>&1 | FileCheck %s --check-prefix=SEGBAD
+// SEGBAD: context-segments must be 0 (chosen from the shapes) or a power of two in [1, 64], but got 3
 
 // K = V = 128: the default tile of 64 with a narrow one of 32 for batches
-// that leave more than 1/8 of 132 multiprocessors idle.
+// that leave more than 1/8 of 132 multiprocessors idle. One batch entry
+// gives 4 heads x 4 tiles of 32 = 16 blocks: 16 segments (the most) bring
+// it to 256.
 // CHECK-LABEL: func.func @k128
-// CHECK: gdn.delta_rule {{.*}}strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 32, narrow_below_blocks = 115, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>
+// CHECK: gdn.delta_rule {{.*}}strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 32, narrow_below_blocks = 115, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 16>
 // OPTIONS-LABEL: func.func @k128
 // OPTIONS: strategy = #gdn.scan_strategy<chunk = 64, value_tile = 128, narrow_value_tile = 64, narrow_below_blocks = 14, warps = 8,
 // LOWERED-LABEL: func.func @k128
@@ -92,4 +97,72 @@ func.func @recurrences(%q: tensor<?x?x1x16xf32>, %k: tensor<?x?x1x16xf32>, %v: t
 func.func @given(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: tensor<?x?x1x64xbf16>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>) -> tensor<?x?x1x64xbf16> {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %b {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 32, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 8, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>} : (tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1xf32>, tensor<?x?x1xf32>) -> (tensor<?x?x1x64xbf16>, tensor<?x1x64x64xf32>)
   return %o : tensor<?x?x1x64xbf16>
+}
+
+// -----
+
+// The head split of an 8-way tensor-parallel Qwen3.5 (2 key heads, 8 value
+// heads): 8 x 4 tiles of 32 = 32 blocks per batch entry, 8 segments bring
+// them to 256 (4 would leave 128 of 132 multiprocessors). An option asks
+// for 4.
+// CHECK-LABEL: func.func @tensor_parallel_split
+// CHECK: context_segments = 8>
+// SEG4-LABEL: func.func @tensor_parallel_split
+// SEG4: context_segments = 4>
+// Lowered: segments run where B x 32 blocks < 115 and T >= 8 x 4 chunks of
+// 64; segments of ceil(ceil(T / 8) / 64) x 64 tokens. The whole-sequence
+// launches then get no block rows, the segments' launches B (the first
+// segment's partial state), 6 B (the middle ones' [L | P], 4 tiles of
+// transition past the 4 of V), B (combine, a thread per key) and 8 B
+// (outputs).
+// LOWERED-LABEL: func.func @tensor_parallel_split
+// LOWERED: kernel = "wy"
+// LOWERED: %[[BLOCKS:.+]] = arith.muli %[[B:.+]], %c32
+// LOWERED: %[[IDLE:.+]] = arith.cmpi ult, %[[BLOCKS]], %c115
+// LOWERED: %[[LONG:.+]] = arith.cmpi uge, %[[T:.+]], %c2048
+// LOWERED: %[[SEGMENTED:.+]] = arith.andi %[[IDLE]], %[[LONG]]
+// LOWERED: %[[WHOLE:.+]] = arith.select %[[SEGMENTED]], %c0{{.*}}, %[[B]]
+// LOWERED: %[[PER:.+]] = arith.ceildivui %[[T]], %c8
+// LOWERED: %[[CHUNKS:.+]] = arith.ceildivui %[[PER]], %c64
+// LOWERED: memref.alloc({{.+}}) : memref<?x8x128x256xf32>
+// LOWERED: memref.alloc({{.+}}) : memref<?x8x128x128xf32>
+// LOWERED: gpu.launch blocks({{.+}}) in (%{{.+}} = %c16{{.*}}, %{{.+}} = %[[WHOLE]],
+// LOWERED: kernel = "state"
+// LOWERED: gpu.launch blocks({{.+}}) in (%{{.+}} = %c32{{.*}}, %{{.+}} = %[[WHOLE]],
+// LOWERED: kernel = "state"
+// LOWERED: %[[FIRST:.+]] = arith.select %[[SEGMENTED]], %[[B]], %c0
+// LOWERED: gpu.launch blocks({{.+}}) in (%{{.+}} = %c32{{.*}}, %{{.+}} = %[[FIRST]],
+// LOWERED: kernel = "segment_partials", mma = "m16n8k16.bf16", value_tile = 32
+// LOWERED: %[[MIDDLE:.+]] = arith.muli %[[B]], %c6
+// LOWERED: %[[MIDDLEROWS:.+]] = arith.select %[[SEGMENTED]], %[[MIDDLE]], %c0
+// LOWERED: gpu.launch blocks({{.+}}) in (%{{.+}} = %c64{{.*}}, %{{.+}} = %[[MIDDLEROWS]],
+// LOWERED: arith.cmpi uge, %{{.+}}, %c128
+// LOWERED: kernel = "segment_partials", mma = "m16n8k16.bf16", value_tile = 32
+// LOWERED: gpu.launch blocks({{.+}}) in (%{{.+}} = %c128{{.*}}, %{{.+}} = %{{.+}}, %{{.+}} = %c1{{.*}}) threads({{.+}}) in (%{{.+}} = %c128
+// LOWERED: llvm.intr.fma
+// LOWERED: kernel = "segment_combine"
+// LOWERED: %[[ALL:.+]] = arith.muli %[[B]], %c8
+// LOWERED: %[[ALLROWS:.+]] = arith.select %[[SEGMENTED]], %[[ALL]], %c0
+// LOWERED: gpu.launch blocks({{.+}}) in (%{{.+}} = %c32{{.*}}, %{{.+}} = %[[ALLROWS]],
+// LOWERED: kernel = "segment_outputs"
+// LOWERED-NOT: gpu.launch
+// LOWERED: return
+func.func @tensor_parallel_split(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x8x128xbf16>, %g: tensor<?x?x8xf32>, %b: tensor<?x?x8xf32>) -> tensor<?x?x8x128xbf16> {
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)
+  return %o : tensor<?x?x8x128xbf16>
+}
+
+// -----
+
+// 32 value heads fill the multiprocessors at B = 1 (128 blocks >= 115):
+// one segment. A pool of states keeps one segment too.
+// LOWERED-LABEL: func.func @enough_heads
+// CHECK-LABEL: func.func @enough_heads
+// CHECK: context_segments = 1>
+// CHECK: context_segments = 1>
+func.func @enough_heads(%q: tensor<?x?x16x128xbf16>, %k: tensor<?x?x16x128xbf16>, %v: tensor<?x?x32x128xbf16>, %g: tensor<?x?x32xf32>, %b: tensor<?x?x32xf32>,
+                        %q2: tensor<?x?x2x128xbf16>, %v2: tensor<?x?x8x128xbf16>, %g2: tensor<?x?x8xf32>, %pool: tensor<?x8x128x128xf32>, %slots: tensor<?xi32>) -> (tensor<?x?x32x128xbf16>, tensor<?x?x8x128xbf16>) {
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b : (tensor<?x?x16x128xbf16>, tensor<?x?x16x128xbf16>, tensor<?x?x32x128xbf16>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> (tensor<?x?x32x128xbf16>, tensor<?x32x128x128xf32>)
+  %o2, %s2 = gdn.delta_rule %q2, %q2, %v2, %g2, %g2 initial_state(%pool) state_indices(%slots) : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>, tensor<?xi32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)
+  return %o, %o2 : tensor<?x?x32x128xbf16>, tensor<?x?x8x128xbf16>
 }

@@ -68,9 +68,35 @@ func.func @stages_3(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: te
 
 // -----
 
-func.func @segments_2(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: tensor<?x?x1x64xbf16>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>) {
-  // expected-error @+1 {{context_segments must be 1 (no context parallelism yet), got 2}}
-  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 32, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 2>} : (tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1xf32>, tensor<?x?x1xf32>) -> (tensor<?x?x1x64xbf16>, tensor<?x1x64x64xf32>)
+func.func @segments_3(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: tensor<?x?x1x64xbf16>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>) {
+  // expected-error @+1 {{context_segments must be a power of two in [1, 64], got 3}}
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 32, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 3>} : (tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1xf32>, tensor<?x?x1xf32>) -> (tensor<?x?x1x64xbf16>, tensor<?x1x64x64xf32>)
+  return
+}
+
+// -----
+
+func.func @segments_128(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: tensor<?x?x1x64xbf16>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>) {
+  // expected-error @+1 {{context_segments must be a power of two in [1, 64], got 128}}
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 32, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 128>} : (tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1xf32>, tensor<?x?x1xf32>) -> (tensor<?x?x1x64xbf16>, tensor<?x1x64x64xf32>)
+  return
+}
+
+// -----
+
+// The transitions are K more state columns, in whole value tiles.
+func.func @segments_tile_not_dividing_keys(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: tensor<?x?x1x48xbf16>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>) {
+  // expected-error @+1 {{'gdn.delta_rule' op strategy: context_segments needs the value tile the segments use (48) to divide K = 64 (the transitions are K more state columns)}}
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 48, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 4>} : (tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x48xbf16>, tensor<?x?x1xf32>, tensor<?x?x1xf32>) -> (tensor<?x?x1x48xbf16>, tensor<?x1x64x48xf32>)
+  return
+}
+
+// -----
+
+// Segments need each sequence's own states: not with a pool.
+func.func @segments_with_pool(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: tensor<?x?x1x64xbf16>, %g: tensor<?x?x1xf32>, %b: tensor<?x?x1xf32>, %pool: tensor<?x1x64x64xf32>, %slots: tensor<?xi32>) {
+  // expected-error @+1 {{'gdn.delta_rule' op strategy: context_segments must be 1 with recurrence_below, cu_seqlens, state_indices or checkpoints}}
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b initial_state(%pool) state_indices(%slots) {strategy = #gdn.scan_strategy<chunk = 64, value_tile = 32, narrow_value_tile = 0, narrow_below_blocks = 0, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 2>} : (tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1xf32>, tensor<?x?x1xf32>, tensor<?x1x64x64xf32>, tensor<?xi32>) -> (tensor<?x?x1x64xbf16>, tensor<?x1x64x64xf32>)
   return
 }
 

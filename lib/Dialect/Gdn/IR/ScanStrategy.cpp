@@ -7,6 +7,8 @@
 
 #include "gdn/Dialect/Gdn/IR/GdnOps.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 using namespace mlir::gdn;
 
@@ -53,9 +55,10 @@ ScanStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (stages != 2)
     return emitError() << "stages must be 2 (double buffering), got " << stages;
   (void)state;
-  if (contextSegments != 1)
-    return emitError() << "context_segments must be 1 (no context "
-                          "parallelism yet), got "
+  if (contextSegments < 1 || contextSegments > 64 ||
+      !llvm::isPowerOf2_64(contextSegments))
+    return emitError() << "context_segments must be a power of two in [1, "
+                          "64], got "
                        << contextSegments;
   if (recurrenceBelow < 0)
     return emitError() << "recurrence_below must be >= 0 (0: never), got "
@@ -91,5 +94,23 @@ LogicalResult gdn::verifyScanStrategy(DeltaRuleOp op) {
     if (tile != 0 && valueDim % tile != 0)
       return op.emitOpError() << "strategy: value tile " << tile
                               << " does not divide V = " << valueDim;
+  if (strategy.getContextSegments() == 1)
+    return success();
+  if (strategy.getRecurrenceBelow() != 0 || op.getCuSeqlens() ||
+      op.getStateIndices() || op.getCheckpoints())
+    return op.emitOpError()
+           << "strategy: context_segments must be 1 with recurrence_below, "
+              "cu_seqlens, state_indices or checkpoints (segments are "
+              "scanned for equal-length sequences with their own states)";
+  // The segments' transitions are K more state columns, in the tile the
+  // segments use.
+  int64_t tile = strategy.getNarrowValueTile() ? strategy.getNarrowValueTile()
+                                               : strategy.getValueTile();
+  if (keyDim % tile != 0)
+    return op.emitOpError()
+           << "strategy: context_segments needs the value tile the segments "
+              "use ("
+           << tile << ") to divide K = " << keyDim
+           << " (the transitions are K more state columns)";
   return success();
 }

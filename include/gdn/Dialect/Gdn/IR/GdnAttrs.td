@@ -74,13 +74,14 @@ def Gdn_ScanStrategyAttr : AttrDef<Gdn_Dialect, "ScanStrategy"> {
     | `staging` | `cp_async` or `tma` |
     | `stages` | chunks in flight in workgroup memory (2: double buffering) |
     | `state` | where the state tile lives: `registers` when the state product's tiles divide among the warps, else `shared` |
-    | `context_segments` | segments of a sequence scanned in parallel and combined (1: none) |
+    | `context_segments` | segments of a sequence scanned side by side and combined through their transitions (1: none; a power of two up to 64), where the batch leaves multiprocessors idle at run time |
     | `recurrence_below` | calls of fewer tokens run the f32 column recurrence instead (0, not printed: never); for f32 q, k and v, which the scan rounds to bf16, so that decode and short prompts stay exact to f32 |
 
     The verifier accepts what the kernels implement today: chunks of 64,
-    `mma_sync`, `cp_async`, two stages, one segment; `wgmma`, `tma`, deeper
-    pipelines and context parallelism are named so that a strategy can say
-    them once the kernels do.
+    `mma_sync`, `cp_async`, two stages, and segments for equal-length
+    sequences with their own states whose keys are a whole number of the
+    segments' value tiles; `wgmma`, `tma` and deeper pipelines are named
+    so that a strategy can say them once the kernels do.
 
     ```mlir
     #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 32,
