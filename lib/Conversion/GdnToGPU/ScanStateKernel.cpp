@@ -139,10 +139,12 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             },
             copyThreads);
       };
+      // Partial states need neither Q nor P (no outputs).
       wholeOrPartialChunk(start, tokens, [&](bool partial) {
-        copyTokenRows(inSlot(qB, slot), keyDim,
-                      {m.qHalves, batch, keyHead, Value()}, start, tokens,
-                      partial, copyThreads);
+        if (role.outputs)
+          copyTokenRows(inSlot(qB, slot), keyDim,
+                        {m.qHalves, batch, keyHead, Value()}, start, tokens,
+                        partial, copyThreads);
         copyTokenRows(inSlot(kB, slot), keyDim,
                       {m.kHalves, batch, keyHead, Value()}, start, tokens,
                       partial, copyThreads);
@@ -162,7 +164,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         copyValues();
       });
       copyChunkRows(inSlot(tB, slot), m.tb);
-      copyChunkRows(inSlot(pB, slot), m.p);
+      if (role.outputs)
+        copyChunkRows(inSlot(pB, slot), m.p);
       scf::IfOp::create(b, loc, gateThread, [&](OpBuilder &nb, Location nl) {
         Value first = mul(nb, nl, copyThreads.thread, c(nb, nl, 4));
         nvgpu::DeviceAsyncCopyOp::create(
