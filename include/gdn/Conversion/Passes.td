@@ -146,7 +146,9 @@ def GdnChooseScanStrategyPass
       64 blocks by 18% at B = 1, Hv = 32;
     - `warps` from the option; `state`: registers where the state
       product's 16 x 8 tiles divide evenly among the warps, else shared;
-    - `context_segments`: where one batch entry's state-kernel grid (Hv x
+    - `context_segments` (with `context-segments=0`; the default is one
+      segment until the GPU check has run the segment kernels): where one
+      batch entry's state-kernel grid (Hv x
       V / Vt blocks, Vt the narrow tile if any) has fewer than
       `narrow_below_blocks` blocks, the power of two (at most 16) that
       brings it to the multiprocessors; each sequence is then scanned as
@@ -184,10 +186,11 @@ def GdnChooseScanStrategyPass
            "the narrower tile runs where the wide one's grid leaves more "
            "than 1/8 of them idle">,
     Option<"contextSegments", "context-segments", "int64_t",
-           /*default=*/"0",
+           /*default=*/"1",
            "Segments of a sequence scanned side by side where a batch "
            "leaves multiprocessors idle: 0 chooses from the shapes, a power "
-           "of two N >= 1 asks for N (1: none)">,
+           "of two N asks for N (1, the default until the GPU check has "
+           "run the segment kernels: none)">,
   ];
 }
 

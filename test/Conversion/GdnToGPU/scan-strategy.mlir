@@ -2,7 +2,8 @@
 // the op; convert-gdn-to-gpu reads it and nothing else.
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy | FileCheck %s
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy='scan-warps=8 multiprocessors=16 value-tile=128' | FileCheck %s --check-prefix=OPTIONS
-// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy -convert-gdn-to-gpu | FileCheck %s --check-prefix=LOWERED
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=context-segments=0 -convert-gdn-to-gpu | FileCheck %s --check-prefix=LOWERED
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=context-segments=0 | FileCheck %s --check-prefix=AUTO
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=64 | FileCheck %s --check-prefix=F32
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=64 -convert-gdn-to-gpu | FileCheck %s --check-prefix=F32LOWERED
 // RUN: not gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=-1 2>&1 | FileCheck %s --check-prefix=F32BAD
@@ -12,11 +13,14 @@
 // SEGBAD: context-segments must be 0 (chosen from the shapes) or a power of two in [1, 64], but got 3
 
 // K = V = 128: the default tile of 64 with a narrow one of 32 for batches
-// that leave more than 1/8 of 132 multiprocessors idle. One batch entry
-// gives 4 heads x 4 tiles of 32 = 16 blocks: 16 segments (the most) bring
-// it to 256.
+// that leave more than 1/8 of 132 multiprocessors idle; one segment by
+// default. Chosen from the shapes (context-segments=0): one batch entry
+// gives 4 heads x 4 tiles of 32 = 16 blocks, and 16 segments (the most)
+// bring it to 256.
 // CHECK-LABEL: func.func @k128
-// CHECK: gdn.delta_rule {{.*}}strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 32, narrow_below_blocks = 115, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 16>
+// CHECK: gdn.delta_rule {{.*}}strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 32, narrow_below_blocks = 115, warps = 4, copy_warps = 2, mma = mma_sync, staging = cp_async, stages = 2, state = registers, context_segments = 1>
+// AUTO-LABEL: func.func @k128
+// AUTO: context_segments = 16>
 // OPTIONS-LABEL: func.func @k128
 // OPTIONS: strategy = #gdn.scan_strategy<chunk = 64, value_tile = 128, narrow_value_tile = 64, narrow_below_blocks = 14, warps = 8,
 // LOWERED-LABEL: func.func @k128
@@ -105,8 +109,8 @@ func.func @given(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: tenso
 // heads): 8 x 4 tiles of 32 = 32 blocks per batch entry, 8 segments bring
 // them to 256 (4 would leave 128 of 132 multiprocessors). An option asks
 // for 4.
-// CHECK-LABEL: func.func @tensor_parallel_split
-// CHECK: context_segments = 8>
+// AUTO-LABEL: func.func @tensor_parallel_split
+// AUTO: context_segments = 8>
 // SEG4-LABEL: func.func @tensor_parallel_split
 // SEG4: context_segments = 4>
 // Lowered: segments run where B x 32 blocks < 115 and T >= 8 x 4 chunks of
@@ -157,9 +161,9 @@ func.func @tensor_parallel_split(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x12
 // 32 value heads fill the multiprocessors at B = 1 (128 blocks >= 115):
 // one segment. A pool of states keeps one segment too.
 // LOWERED-LABEL: func.func @enough_heads
-// CHECK-LABEL: func.func @enough_heads
-// CHECK: context_segments = 1>
-// CHECK: context_segments = 1>
+// AUTO-LABEL: func.func @enough_heads
+// AUTO: context_segments = 1>
+// AUTO: context_segments = 1>
 func.func @enough_heads(%q: tensor<?x?x16x128xbf16>, %k: tensor<?x?x16x128xbf16>, %v: tensor<?x?x32x128xbf16>, %g: tensor<?x?x32xf32>, %b: tensor<?x?x32xf32>,
                         %q2: tensor<?x?x2x128xbf16>, %v2: tensor<?x?x8x128xbf16>, %g2: tensor<?x?x8xf32>, %pool: tensor<?x8x128x128xf32>, %slots: tensor<?xi32>) -> (tensor<?x?x32x128xbf16>, tensor<?x?x8x128xbf16>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %b : (tensor<?x?x16x128xbf16>, tensor<?x?x16x128xbf16>, tensor<?x?x32x128xbf16>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> (tensor<?x?x32x128xbf16>, tensor<?x32x128x128xf32>)

@@ -54,7 +54,7 @@ gpu::LaunchOp buildDeltaRuleRecurrence(OpBuilder &b, DeltaRuleOp op, Value om,
 ScanStrategyAttr chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
                                     int64_t warps, int64_t multiprocessors,
                                     int64_t f32MinTokens = 0,
-                                    int64_t contextSegments = 0);
+                                    int64_t contextSegments = 1);
 
 /// Whether the scan's kernels can be built for `op` as its strategy says
 /// (workgroup memory, where the state lives); emits the error at `op`.
