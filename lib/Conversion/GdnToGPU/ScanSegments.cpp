@@ -75,13 +75,18 @@ void ScanKernel::buildSegmentCombineKernel(gpu::LaunchOp launch,
   auto column = [&](OpBuilder &nb, Location nl, int64_t j) {
     return add(nb, nl, firstColumn, c(nb, nl, j));
   };
+  // Element j of this row of the start state of segment `startEntry`: kept
+  // for the next product and stored for the output pass.
+  auto keepStart = [&](OpBuilder &nb, Location nl, Value startEntry,
+                       int64_t j, Value value) {
+    store(nb, nl, value, starts, {row, c(nb, nl, j)});
+    store(nb, nl, value, m.initials,
+          {startEntry, head, row, column(nb, nl, j)});
+  };
   // Segment 1 starts where segment 0 ended (it began from the true state).
-  for (int64_t j = 0; j < kCombineColumns; ++j) {
-    Value value = load(b, loc, m.partials, {entry, head, row, column(b, loc, j)});
-    store(b, loc, value, starts, {row, c(b, loc, j)});
-    store(b, loc, value, m.initials,
-          {add(b, loc, entry, c(b, loc, 1)), head, row, column(b, loc, j)});
-  }
+  for (int64_t j = 0; j < kCombineColumns; ++j)
+    keepStart(b, loc, add(b, loc, entry, c(b, loc, 1)), j,
+              load(b, loc, m.partials, {entry, head, row, column(b, loc, j)}));
   barrier(b, loc);
   // Segment s + 1 starts at P_s S_start(s) + L_s.
   auto quad = VectorType::get({4}, f32);
@@ -119,12 +124,8 @@ void ScanKernel::buildSegmentCombineKernel(gpu::LaunchOp launch,
         // new one.
         barrier(lb, ll);
         Value nextEntry = add(lb, ll, partial, c(lb, ll, 1));
-        for (int64_t j = 0; j < kCombineColumns; ++j) {
-          Value value = dot.getResult(j);
-          store(lb, ll, value, starts, {row, c(lb, ll, j)});
-          store(lb, ll, value, m.initials,
-                {nextEntry, head, row, column(lb, ll, j)});
-        }
+        for (int64_t j = 0; j < kCombineColumns; ++j)
+          keepStart(lb, ll, nextEntry, j, dot.getResult(j));
         barrier(lb, ll);
         scf::YieldOp::create(lb, ll);
       });

@@ -56,7 +56,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
   // The row of the state operands: the packed sequence's, or the batch
   // entry's.
   Value stateIndex = m.packed() ? sequenceIndex : batch;
-  // Columns past V: the segment's transition, whose values are zero.
+  // Columns past V: the segment's transition, whose values are zero
+  // (null: every block's columns are v's).
   Value transition;
   if (valueTiles * tile > s.valueDim)
     transition = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
@@ -155,12 +156,11 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
         };
         if (!transition)
           return copyValues();
+        // Only the columns of v have values to copy.
         OpBuilder::InsertionGuard valuesGuard(b);
-        Value values = arith::XOrIOp::create(
-            b, loc, transition,
-            arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
-        auto guarded = scf::IfOp::create(b, loc, values, /*withElse=*/false);
-        b.setInsertionPointToStart(guarded.thenBlock());
+        auto guarded =
+            scf::IfOp::create(b, loc, transition, /*withElse=*/true);
+        b.setInsertionPointToStart(guarded.elseBlock());
         copyValues();
       });
       copyChunkRows(inSlot(tB, slot), m.tb);
