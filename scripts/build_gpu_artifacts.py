@@ -18,7 +18,10 @@ from gdn.compiled import module_source
 # (H, Hv, K, V) of the CPU test matrix plus the large K = V = 128 models.
 HEADS = [(1, 1, 16, 16), (4, 4, 64, 64), (2, 4, 64, 128), (4, 4, 128, 128),
          (16, 16, 128, 128), (32, 32, 128, 128), (16, 32, 128, 128),
-         (2, 8, 128, 128)]
+         (2, 8, 128, 128),
+         # Head dims that are no power of two (OLMo Hybrid's 96 and 192) and
+         # the widest, 256: value tiles of 32 (96, 256) and 64 (192).
+         (2, 4, 96, 96), (2, 2, 192, 192), (1, 2, 256, 256)]
 ELEMENT_TYPES = ["f32", "bf16"]
 # f16 q, k, v (rounded to bf16 on the way into the chunked scan's tiles).
 F16_HEADS = [(2, 4, 64, 128), (16, 32, 128, 128)]

@@ -85,6 +85,14 @@ CASES = [
     ("h2_hv4_k64_v128_bf16", 1, 5000, True, "design"),
     ("h2_hv4_k64_v128_f16", 1, 4200, True, "weak"),
     ("h16_hv16_k128_v128_bf16", 1, 3000, False, "realistic"),
+    # Head dims 96, 192 and 256 (value tiles of 32, 64 and 32): the f32
+    # recurrence, partial chunks, and 16 segments of K = 96.
+    ("h2_hv4_k96_v96_f32", 1, 70, True, "design"),
+    ("h2_hv4_k96_v96_bf16", 2, 130, True, "design"),
+    ("h2_hv4_k96_v96_bf16", 1, 4500, True, "strong"),
+    ("h2_hv2_k192_v192_bf16", 1, 300, True, "realistic"),
+    ("h1_hv2_k256_v256_bf16", 2, 129, True, "design"),
+    ("h1_hv2_k256_v256_f32", 1, 65, False, "design"),
 ]
 QUICK = [0, 3, 6, 11]
 
@@ -103,6 +111,7 @@ SANITIZE_CASES = [
     ("h2_hv4_k64_v128_f16", 1, 100, True, "design"),
     ("h2_hv8_k128_v128_bf16", 1, 4096, False, "design"),
     ("h2_hv4_k64_v128_bf16", 1, 0, True, "design"),
+    ("h2_hv4_k96_v96_bf16", 1, 130, True, "design"),
 ]
 SANITIZER_TOOLS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 

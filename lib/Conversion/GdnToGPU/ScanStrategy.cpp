@@ -93,6 +93,11 @@ ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
   ScanShape shape = shapeOf(op, 0);
   shape.warps = warps;
   shape.valueTile = std::min(valueTile, shape.valueDim);
+  // Head dims that are no multiple of the tile (96, 160) take the largest
+  // halving of it that divides them, so that they are chunked like 64 and
+  // 128 rather than left to the recurrence.
+  while (shape.valueDim % shape.valueTile != 0 && shape.valueTile % 16 == 0)
+    shape.valueTile /= 2;
   if (shape.keyDim % 16 != 0 || shape.valueTile % 8 != 0 ||
       shape.valueDim % shape.valueTile != 0)
     return {};

@@ -56,6 +56,32 @@ func.func @v48(%q: tensor<?x?x1x64xbf16>, %k: tensor<?x?x1x64xbf16>, %v: tensor<
 
 // -----
 
+// Head dims that the default tile of 64 does not divide are chunked with
+// its largest halving that does: 32 for V = 96 (with no narrower tile),
+// 64 for V = 192; 16 segments for K = 96 (4 heads x 3 tiles = 12 blocks).
+// CHECK-LABEL: func.func @k96
+// CHECK: strategy = #gdn.scan_strategy<chunk = 64, value_tile = 32, narrow_value_tile = 0,
+// AUTO-LABEL: func.func @k96
+// AUTO: context_segments = 16>
+// LOWERED-LABEL: func.func @k96
+// LOWERED: kernel = "wy"
+// LOWERED: kernel = "state", mma = "m16n8k16.bf16", value_tile = 32
+func.func @k96(%q: tensor<?x?x2x96xbf16>, %k: tensor<?x?x2x96xbf16>, %v: tensor<?x?x4x96xbf16>, %g: tensor<?x?x4xf32>, %b: tensor<?x?x4xf32>) -> (tensor<?x?x4x96xbf16>, tensor<?x4x96x96xf32>) {
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b : (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x4x96xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x96xbf16>, tensor<?x4x96x96xf32>)
+  return %o, %s : tensor<?x?x4x96xbf16>, tensor<?x4x96x96xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @k192
+// CHECK: strategy = #gdn.scan_strategy<chunk = 64, value_tile = 64, narrow_value_tile = 32,
+func.func @k192(%q: tensor<?x?x2x192xbf16>, %k: tensor<?x?x2x192xbf16>, %v: tensor<?x?x2x192xbf16>, %g: tensor<?x?x2xf32>, %b: tensor<?x?x2xf32>) -> (tensor<?x?x2x192xbf16>, tensor<?x2x192x192xf32>) {
+  %o, %s = gdn.delta_rule %q, %k, %v, %g, %b : (tensor<?x?x2x192xbf16>, tensor<?x?x2x192xbf16>, tensor<?x?x2x192xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x192xbf16>, tensor<?x2x192x192xf32>)
+  return %o, %s : tensor<?x?x2x192xbf16>, tensor<?x2x192x192xf32>
+}
+
+// -----
+
 // f32 inputs and K = 24 get no strategy: they keep the recurrence.
 // CHECK-LABEL: func.func @recurrences
 // CHECK-NOT: strategy
