@@ -603,6 +603,7 @@ def sanitize(tools, cases, log_dir=None):
         seconds = time.time() - start
         text = run.stdout + run.stderr
         if log_dir:
+            os.makedirs(log_dir, exist_ok=True)
             with open(os.path.join(log_dir, f"{tool}.log"), "w") as f:
                 f.write(text)
         # racecheck sums up its own way: "RACECHECK SUMMARY: N hazards

@@ -8,10 +8,10 @@
 // Six inputs and two out-parameters, as memref descriptors.
 // CHECK-SAME: %arg83: i64)
 // CHECK-NOT: llvm.call @malloc
-// CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @prefill_kernel::@prefill_kernel
+// CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @gdn_scan_wy::@gdn_scan_wy
 // CHECK-NOT: llvm.call @malloc
 // CHECK: llvm.return
-// CHECK: gpu.binary @prefill_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// CHECK: gpu.binary @gdn_scan_wy [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
 // bf16 q and k are staged by cp.async while the gates are summed.
 // CHECK-SAME: .target sm_90a
 // CHECK-SAME: cp.async.cg.shared.global

@@ -12,15 +12,15 @@
 // RUN: gdn-compile %s --target=cuda --cuda-binary-format=isa --emit=mlir-llvm -o - | FileCheck %s --check-prefix=DEFAULT
 
 // The combine kernel: a thread per key row, f32 FMAs (no libdevice call).
-// PTX: gpu.binary @prefill_kernel_4
+// PTX: gpu.binary @gdn_scan_segment_combine
 // PTX-SAME: .maxntid 128, 1, 1
 // PTX-SAME: fma.rn.f32
 // PTX-NOT: __nv_fmaf
-// PTX: gpu.binary @prefill_kernel_5
+// PTX: gpu.binary @gdn_scan_segment_outputs
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 
-// DEFAULT: gpu.binary @prefill_kernel_1
-// DEFAULT-NOT: gpu.binary @prefill_kernel_2
+// DEFAULT: gpu.binary @gdn_scan_state_0
+// DEFAULT-NOT: gpu.binary @gdn_scan_segment
 
 func.func @prefill(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x8x128xbf16>, %g: tensor<?x?x8xf32>, %beta: tensor<?x?x8xf32>, %state: tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta initial_state(%state) : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)

@@ -256,15 +256,20 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     // A launch over (x, y, z) blocks of `threads` threads with `bytes` of
     // workgroup memory, its mapping visible in the IR, and a kernel builder
     // at the start of its body.
+    // The outlined kernel is named after its role (`name`, else the
+    // role), so that profilers and compute-sanitizer tell them apart.
     auto launchKernel = [&](OpBuilder &lb, Location ll, Value x, Value y,
                             Value z, const ScanShape &mapped, StringRef role,
-                            int64_t threads, int64_t bytes) {
+                            int64_t threads, int64_t bytes,
+                            StringRef name = {}) {
       Value one = indexConstant(lb, ll, 1);
       Value sharedBytes =
           arith::ConstantOp::create(lb, ll, lb.getI32IntegerAttr(bytes));
       auto launch =
           gpu::LaunchOp::create(lb, ll, x, y, z, indexConstant(lb, ll, threads),
                                 one, one, sharedBytes);
+      launch.setFunctionAttr(FlatSymbolRefAttr::get(
+          lb.getContext(), ("gdn_scan_" + (name.empty() ? role : name)).str()));
       launch->setAttr("gdn.chunked_scan", mapping(lb, mapped, role));
       OpBuilder kb(lb.getContext());
       kb.setInsertionPointToStart(&launch.getBody().front());
@@ -343,12 +348,12 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     }
     auto buildLaunch = [&](const ScanShape &tiled, Value condition,
                            int64_t valueTiles, Value rows, SegmentRole role,
-                           StringRef kernel) {
+                           StringRef kernel, StringRef name = {}) {
       Value run = whenScanRuns(condition);
       auto [launch, kb] =
           launchKernel(b, loc, indexConstant(b, loc, valueHeads * valueTiles),
                        rows, indexConstant(b, loc, 1), tiled, kernel,
-                       tiled.stateThreads(), tiled.stateKernelBytes());
+                       tiled.stateThreads(), tiled.stateKernelBytes(), name);
       ScanKernel(kb, loc, tiled)
           .buildStateKernel(launch, buffers, valueTiles, role);
       if (run)
@@ -388,7 +393,8 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
         buildLaunch(tiled, Value(), valueTiles + transitionTiles,
                     rowsIfSegmented(arith::MulIOp::create(
                         b, loc, batch, indexConstant(b, loc, segments - 2))),
-                    SegmentRole{1, segments - 2, false}, "segment_partials");
+                    SegmentRole{1, segments - 2, false}, "segment_partials",
+                    "segment_transitions");
       // 2. Every segment's start state.
       {
         auto [launch, kb] = launchKernel(

@@ -189,11 +189,11 @@
 // Three blocks of the WY kernel and one of the state kernel fit a
 // multiprocessor by workgroup memory; registers are kept to match
 // (.minnctapersm). The state kernel stages by cp.async.
-// PTX: gpu.binary @prefill_kernel {{.+}}.target sm_90a
+// PTX: gpu.binary @gdn_scan_wy {{.+}}.target sm_90a
 // PTX-SAME: .minnctapersm 3
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// PTX: gpu.binary @prefill_kernel_0 {{.+}}.minnctapersm 1
+// PTX: gpu.binary @gdn_scan_state {{.+}}.minnctapersm 1
 // PTX-SAME: barrier.sync {{[^;]+}}, 192;
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
@@ -201,8 +201,8 @@
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-SAME: cp.async.cg.shared.global [%rd{{[0-9+]+}}], [%rd{{[0-9]+}}], 16;
 // PTX-SAME: cp.async.wait_group {{.+}}0;
-// PTX: gpu.binary @prefill_kernel_1 {{.+}}.minnctapersm 1
-// PTX-NOT: gpu.binary @prefill_kernel_2
+// PTX: gpu.binary @gdn_scan_state_0 {{.+}}.minnctapersm 1
+// PTX-NOT: gpu.binary @gdn_scan_segment
 func.func @prefill(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %h: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta initial_state(%h) {scale = 0.088 : f32} : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
   return %o, %s : tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>
