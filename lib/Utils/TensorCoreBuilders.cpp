@@ -9,17 +9,24 @@
 
 using namespace mlir;
 
-void mlir::gdn::multiplyAccumulateBf16(OpBuilder &b, Location loc,
-                                       ArrayRef<Value> a,
-                                       ArrayRef<Value> bFragment,
-                                       MutableArrayRef<Value> acc) {
+void mlir::gdn::multiplyAccumulate(OpBuilder &b, Location loc, Type operand,
+                                   ArrayRef<Value> a, ArrayRef<Value> bFragment,
+                                   MutableArrayRef<Value> acc) {
   Type f32 = b.getF32Type();
   auto accType =
       LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes type = NVVM::MMATypes::bf16;
+  SmallVector<Value> aRegisters(a), bRegisters(bFragment);
+  if (operand.isF16()) {
+    // mma.sync's f16 form takes its registers as pairs of halves.
+    type = NVVM::MMATypes::f16;
+    auto pair = VectorType::get({2}, operand);
+    for (Value &r : llvm::concat<Value>(aRegisters, bRegisters))
+      r = LLVM::BitcastOp::create(b, loc, pair, r);
+  }
   Value result = NVVM::MmaOp::create(
-      b, loc, accType, a, bFragment, acc, {16, 8, 16}, std::nullopt,
-      std::nullopt,
-      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
+      b, loc, accType, aRegisters, bRegisters, acc, {16, 8, 16}, std::nullopt,
+      std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                      NVVM::MMALayout::col});
   for (int64_t e = 0; e < 4; ++e)
@@ -31,8 +38,9 @@ SmallVector<Value> mlir::gdn::loadMatrixFragments(OpBuilder &b, Location loc,
                                                   ValueRange indices,
                                                   int64_t count,
                                                   bool transpose) {
+  Type element = cast<MemRefType>(tile.getType()).getElementType();
   Value matrices = nvgpu::LdMatrixOp::create(
-      b, loc, VectorType::get({count, 2}, b.getBF16Type()), tile, indices,
+      b, loc, VectorType::get({count, 2}, element), tile, indices,
       transpose, count);
   auto wordType = VectorType::get({1}, b.getI32Type());
   SmallVector<Value> registers;

@@ -13,13 +13,19 @@
 namespace mlir::gdn {
 
 /// acc (four f32 registers of the m16n8k16 accumulator layout) += A B on
-/// one mma.sync m16n8k16 with bf16 operands: `a` the four A registers,
-/// `bFragment` the two B registers (PTX ISA fragment layouts).
-void multiplyAccumulateBf16(OpBuilder &b, Location loc, ArrayRef<Value> a,
-                            ArrayRef<Value> bFragment,
-                            MutableArrayRef<Value> acc);
+/// one mma.sync m16n8k16 with `operand` (bf16 or f16) operands: `a` the
+/// four A registers, `bFragment` the two B registers (PTX ISA fragment
+/// layouts), each a 32-bit register of two elements.
+void multiplyAccumulate(OpBuilder &b, Location loc, Type operand,
+                        ArrayRef<Value> a, ArrayRef<Value> bFragment,
+                        MutableArrayRef<Value> acc);
+inline void multiplyAccumulateBf16(OpBuilder &b, Location loc,
+                                   ArrayRef<Value> a, ArrayRef<Value> bFragment,
+                                   MutableArrayRef<Value> acc) {
+  multiplyAccumulate(b, loc, b.getBF16Type(), a, bFragment, acc);
+}
 
-/// ldmatrix of `count` 8 x 8 bf16 matrices of the workgroup-memory tile
+/// ldmatrix of `count` 8 x 8 16-bit matrices of the workgroup-memory tile
 /// `tile` (transposed with `transpose`), this lane giving the address
 /// `indices` of its row: one 32-bit fragment register per matrix.
 SmallVector<Value> loadMatrixFragments(OpBuilder &b, Location loc, Value tile,

@@ -94,6 +94,10 @@ struct Term {
 /// The geometry of the kernel, decided when the pattern matches.
 struct ScanShape {
   int64_t chunk, keyDim, valueDim, valueTile, warps;
+  /// The tensor cores' operand type, of every 16-bit tile and scratch
+  /// buffer: f16 for f16 inputs (whose 10-bit mantissas bf16 would round
+  /// to 7), bf16 otherwise.
+  Type operand;
 
   /// The threads that compute (products, epilogues).
   int64_t threads() const { return 32 * warps; }
@@ -285,8 +289,9 @@ private:
   /// Rounds an f32 value to bf16 and stores it into a half tile.
   static void storeHalf(OpBuilder &nb, Location nl, Value v,
                         const HalfTile &tile, Value row, Value col) {
-    store(nb, nl, arith::TruncFOp::create(nb, nl, nb.getBF16Type(), v),
-          tile.halves, {row, col});
+    Type element = cast<MemRefType>(tile.halves.getType()).getElementType();
+    store(nb, nl, arith::TruncFOp::create(nb, nl, element, v), tile.halves,
+          {row, col});
   }
   void barrier(OpBuilder &nb, Location nl) { gpu::BarrierOp::create(nb, nl); }
   /// bar.sync `id` for `threads` threads: a barrier that only some warps

@@ -20,15 +20,16 @@
 // sequence in order with the state tile S [K, Vt] in f32 registers (in
 // workgroup memory where the state product's tiles do not divide among the
 // warps) and computes the last three lines from q, k and v as given (bf16
-// copies of other 16-bit types, made by the WY kernel). Packed sequences
+// copies of f32 inputs, made by the WY kernel). Packed sequences
 // and pools of states are operands of the same two kernels
 // (ScanSequences.cpp).
 //
-// Every matrix product runs on tensor cores (mma.sync m16n8k16, bf16
-// operands, f32 accumulation): each warp takes a fixed group of 16 x 8
-// output tiles, loads its fragments with ldmatrix from bf16 tiles stored as
-// they are produced (row-major, or depth-major and loaded transposed), and
-// keeps the accumulators in registers; the epilogue of a product applies
+// Every matrix product runs on tensor cores (mma.sync m16n8k16, f32
+// accumulation; f16 operands for f16 inputs, bf16 otherwise): each warp
+// takes a fixed group of 16 x 8 output tiles, loads its fragments with
+// ldmatrix from 16-bit tiles stored as they are produced (row-major, or
+// depth-major and loaded transposed), and keeps the accumulators in
+// registers; the epilogue of a product applies
 // masks, decays and the destination, two neighbours per store. The solve
 // stays in f32 on the CUDA cores. Rows past the end of the sequence
 // are zero (beta = 0, g = 0, k = 0), so they change nothing.
@@ -190,18 +191,18 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
     // allocations freed after their last launch, and gpu-async-region puts
     // them in the stream order of the host code (no synchronization here).
     SmallVector<Value> scratch;
-    for (MemRefType type : {scratchType({chunk}, b.getBF16Type()),
-                            scratchType({chunk}, b.getBF16Type()),
+    for (MemRefType type : {scratchType({chunk}, shape.operand),
+                            scratchType({chunk}, shape.operand),
                             scratchType({}, b.getF32Type())})
       scratch.push_back(memref::AllocOp::create(
           b, loc, type, ValueRange{batch, paddedTokens}));
-    // The state pass copies q, k and v rows straight into bf16 tiles:
-    // other 16-bit types get bf16 copies, made by the WY kernel.
+    // The state pass copies q, k and v rows straight into the operand
+    // type's tiles: other types (f32) get copies, made by the WY kernel.
     Value qHalves = qm, kHalves = km, vHalves = vm;
-    if (!element.isBF16()) {
+    if (element != shape.operand) {
       auto copyOf = [&](RankedTensorType type) {
         Value copy = memref::AllocOp::create(
-            b, loc, MemRefType::get(type.getShape(), b.getBF16Type()),
+            b, loc, MemRefType::get(type.getShape(), shape.operand),
             tokenSizes(type));
         scratch.push_back(copy);
         return copy;
@@ -250,7 +251,9 @@ struct ChunkedScanToGPU : OpRewritePattern<DeltaRuleOp> {
               "copy_warps",
               lb.getI64IntegerAttr(isStateKernel(role) ? tiled.copyWarps
                                                         : 0)),
-          lb.getNamedAttr("mma", lb.getStringAttr("m16n8k16.bf16")),
+          lb.getNamedAttr(
+              "mma", lb.getStringAttr(tiled.operand.isF16() ? "m16n8k16.f16"
+                                                             : "m16n8k16.bf16")),
       });
     };
     // A launch over (x, y, z) blocks of `threads` threads with `bytes` of

@@ -27,13 +27,13 @@ Value ScanKernel::carve(ArrayRef<int64_t> shape, Type element,
 }
 
 HalfTile ScanKernel::carveHalves(int64_t rows, int64_t cols, int64_t &offset) {
-  Value halves = carve({rows, cols + kHalfPad}, b.getBF16Type(), offset);
+  Value halves = carve({rows, cols + kHalfPad}, s.operand, offset);
   return {halves, Value()};
 }
 
 HalfTile ScanKernel::carveHalfSlots(int64_t slots, int64_t rows, int64_t cols,
                                     int64_t &offset) {
-  Value halves = carve({slots, rows, cols + kHalfPad}, b.getBF16Type(), offset);
+  Value halves = carve({slots, rows, cols + kHalfPad}, s.operand, offset);
   return {halves, Value()};
 }
 
@@ -193,8 +193,8 @@ void ScanKernel::products(int64_t m, int64_t n,
             SmallVector<Value> &bFrag = bFragments[groupCols[i]];
             if (bFrag.empty())
               bFrag = fragmentB(b, loc, term, firstColumn(groupCols[i]), step);
-            multiplyAccumulateBf16(
-                b, loc, a, bFrag,
+            multiplyAccumulate(
+                b, loc, s.operand, a, bFrag,
                 acc[(o * tiles + i) * chains + stepIndex % chains]);
           }
         }
@@ -256,7 +256,7 @@ void ScanKernel::productTileLoop(int64_t m, int64_t n, ArrayRef<Term> terms,
           for (int64_t step = 0; step < term.depth / 16; ++step) {
             SmallVector<Value> a = fragmentA(nb, nl, term, m0, step);
             SmallVector<Value> bFrag = fragmentB(nb, nl, term, n0, step);
-            multiplyAccumulateBf16(nb, nl, a, bFrag, acc);
+            multiplyAccumulate(nb, nl, s.operand, a, bFrag, acc);
           }
         }
         epilogue(nb, nl, row0, col0, acc[0], acc[1]);

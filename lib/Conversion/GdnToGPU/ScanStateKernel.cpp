@@ -396,7 +396,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
           Value decay = factor(nb, nl, kFromChunkStart, r);
           // v's two elements in one 4-byte load.
           Value pair = vector::LoadOp::create(
-              nb, nl, VectorType::get({2}, nb.getBF16Type()), vB.halves,
+              nb, nl, VectorType::get({2}, s.operand), vB.halves,
               ValueRange{slot, r, col}, false, llvm::Align(4));
           if (transition)
             pair = arith::SelectOp::create(
@@ -404,8 +404,8 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                 arith::ConstantOp::create(
                     nb, nl,
                     DenseElementsAttr::get(
-                        VectorType::get({2}, nb.getBF16Type()),
-                        nb.getZeroAttr(nb.getBF16Type()))),
+                        VectorType::get({2}, s.operand),
+                        nb.getZeroAttr(s.operand))),
                 pair);
           auto minusDecayed = [&](Value dot, int64_t e) {
             Value v = widen(nb, nl, vector::ExtractOp::create(nb, nl, pair, e));

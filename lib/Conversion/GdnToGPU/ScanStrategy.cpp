@@ -28,7 +28,11 @@ ScanShape scan::shapeOf(DeltaRuleOp op, int64_t valueTile) {
   ScanShape shape;
   ScanStrategyAttr strategy = op.getStrategyAttr();
   shape.chunk = strategy ? strategy.getChunk() : kChunk;
-  shape.keyDim = cast<RankedTensorType>(op.getQ().getType()).getDimSize(3);
+  auto q = cast<RankedTensorType>(op.getQ().getType());
+  shape.keyDim = q.getDimSize(3);
+  Builder builder(op.getContext());
+  shape.operand = q.getElementType().isF16() ? Type(builder.getF16Type())
+                                             : Type(builder.getBF16Type());
   shape.valueDim = cast<RankedTensorType>(op.getV().getType()).getDimSize(3);
   shape.valueTile = valueTile;
   shape.warps = strategy ? strategy.getWarps() : 4;

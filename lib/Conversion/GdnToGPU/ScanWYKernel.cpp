@@ -118,7 +118,7 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m) {
   Type f32 = b.getF32Type();
   int64_t chunk = s.chunk, keyDim = s.keyDim, valueDim = s.valueDim;
   setUp(launch);
-  Type half = b.getBF16Type();
+  Type half = s.operand;
   // The block's chunk row of the scratch: with a batch, chunk x of every
   // sequence (tokens from x C); packed, the chunk row of one sequence's
   // chunk, if any (ScanSequences.cpp).
@@ -202,10 +202,11 @@ void ScanKernel::buildChunkKernel(gpu::LaunchOp launch, const ScanBuffers &m) {
       [&](OpBuilder &nb, Location nl) {
         scf::YieldOp::create(nb, nl, ValueRange{zero, zero});
       });
-  // bf16 q and k go by cp.async straight into their tiles (zeros past the
-  // end of the sequence), in flight while the gates are loaded and summed;
-  // other types go through registers to be rounded.
-  bool copyInputs = cast<MemRefType>(m.q.getType()).getElementType().isBF16();
+  // q and k of the operand type (bf16, or f16) go by cp.async straight into
+  // their tiles (zeros past the end of the sequence), in flight while the
+  // gates are loaded and summed; f32 goes through registers to be rounded.
+  bool copyInputs =
+      cast<MemRefType>(m.q.getType()).getElementType() == s.operand;
   Value inputCopies;
   if (copyInputs) {
     Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());

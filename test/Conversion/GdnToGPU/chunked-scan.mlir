@@ -233,27 +233,27 @@ func.func @step_bf16(%q: tensor<?x2x128xbf16>, %k: tensor<?x2x128xbf16>, %v: ten
 
 // -----
 
-// f16 q, k, v are rounded to bf16 through registers by the WY kernel; the
-// first value head of each group leaves its rounded q and k rows in bf16
-// copies, and every value head its v rows, which the state kernel reads as
-// it reads bf16 operands.
+// f16 q, k, v run the tensor cores' f16 form: they go by cp.async straight
+// into f16 tiles as bf16 inputs do (no copies), and every 16-bit tile and
+// scratch buffer of the scan is f16, so that the inputs' 10-bit mantissas
+// are not rounded to bf16's 7.
 // CHECK-LABEL: func.func @prefill_f16
+// CHECK-NOT: xbf16>
+// CHECK: memref.alloc({{.+}}) : memref<?x4x?x64xf16>
+// CHECK: memref.alloc({{.+}}) : memref<?x4x?x64xf16>
 // CHECK: memref.alloc({{.+}}) : memref<?x4x?xf32>
-// CHECK: %[[QH:[a-z0-9_]+]] = memref.alloc(%dim, %dim_{{[0-9]+}}) : memref<?x?x2x64xbf16>
-// CHECK: %[[KH:[a-z0-9_]+]] = memref.alloc(%dim, %dim_{{[0-9]+}}) : memref<?x?x2x64xbf16>
-// CHECK: %[[VH:[a-z0-9_]+]] = memref.alloc(%dim, %dim_{{[0-9]+}}) : memref<?x?x4x128xbf16>
-// CHECK: gpu.launch
-// CHECK-NOT: nvgpu.device_async_copy
-// CHECK: vector.store %{{.+}}, %[[QH]][{{.+}}] {alignment = 16 : i64} : memref<?x?x2x64xbf16>, vector<8xbf16>
-// CHECK: vector.store %{{.+}}, %[[KH]][{{.+}}] {alignment = 16 : i64} : memref<?x?x2x64xbf16>, vector<8xbf16>
-// CHECK: vector.store %{{.+}}, %[[VH]][{{.+}}] {alignment = 16 : i64} : memref<?x?x4x128xbf16>, vector<8xbf16>
-// CHECK: kernel = "wy"
-// CHECK: nvgpu.device_async_copy %[[QH]]
-// CHECK: nvgpu.device_async_copy %[[KH]]
-// CHECK: nvgpu.device_async_copy %[[VH]]
-// CHECK: kernel = "state"
+// CHECK-NOT: xbf16>
+// CHECK: nvgpu.device_async_copy {{.+}} : memref<?x?x2x64xf16> to memref<64x72xf16
+// CHECK: kernel = "wy", mma = "m16n8k16.f16"
+// CHECK: nvgpu.device_async_copy {{.+}} : memref<?x?x2x64xf16> to memref<2x64x72xf16
+// CHECK: nvgpu.device_async_copy {{.+}} : memref<?x?x4x128xf16> to memref<2x64x72xf16
+// CHECK: kernel = "state", mma = "m16n8k16.f16"
+// CHECK-NOT: xbf16>
+// CHECK: return
 // PTX-LABEL: llvm.func @prefill_f16(
-// PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX-NOT: bf16
+// PTX: {{^}}// -----
 func.func @prefill_f16(%q: tensor<?x?x2x64xf16>, %k: tensor<?x?x2x64xf16>, %v: tensor<?x?x4x128xf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>) -> (tensor<?x?x4x128xf16>, tensor<?x4x64x128xf32>) {
   %o, %s = gdn.delta_rule %q, %k, %v, %g, %beta {scale = 0.125 : f32} : (tensor<?x?x2x64xf16>, tensor<?x?x2x64xf16>, tensor<?x?x4x128xf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x128xf16>, tensor<?x4x64x128xf32>)
   return %o, %s : tensor<?x?x4x128xf16>, tensor<?x4x64x128xf32>
