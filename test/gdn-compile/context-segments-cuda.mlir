@@ -2,7 +2,7 @@
 // The chunked scan's context parallelism through gdn-compile: off by
 // default (three kernels: WY, the state kernel's wide and narrow tiles);
 // with --cuda-context-segments=0 the strategy splits the sequences of this
-// 8-value-head shard into 8 segments, and ptxas builds the four more
+// 8-value-head shard into 4 segments, and ptxas builds the four more
 // kernels for sm_90a (partial states for the first and the middle
 // segments, the combine, the outputs).
 // RUN: rm -f %t.so

@@ -46,21 +46,27 @@ static bool fitsWorkgroupMemory(const ScanShape &shape) {
          kMaxSharedBytes;
 }
 
-/// The segments of a sequence scanned side by side (ScanSegments.cpp):
+/// The segments of a sequence scanned side by side (ScanSegments.cpp),
 /// where even one batch entry's grid of the state kernel (Hv x V / Vt
-/// blocks, Vt the tile the segments use) covers fewer than
-/// `enoughBlocks`, the power of two that brings it to about the
-/// multiprocessors, at most kMaxSegments. Each segment is scanned twice
-/// (partial states without outputs, then outputs) and its transition adds
-/// K / Vt tiles to the first pass: below a full wave, more blocks on the
-/// same walk pay for that. Packed sequences, pools, checkpoints and the
-/// f32 recurrence keep one segment; so do keys that are no whole number
-/// of tiles.
+/// blocks, Vt the tile the segments use) covers fewer than `enoughBlocks`.
+/// A cost model in chunk-times of one block per multiprocessor: the whole
+/// walk costs ceil(blocks / SMs) x C for C chunks; S segments of C / S
+/// chunks cost a partial pass of blocks + (S - 2) x (blocks + Hv x K /
+/// Vt) blocks (the middle segments add their transitions' K columns) at
+/// 0.63 of an output chunk (no Q S, no O: their multiply-adds at Vt = 32,
+/// K = 128), then an output pass of S x blocks. The cheapest S among the
+/// powers of two up to kMaxSegments wins, the fewer segments on a tie. On
+/// the H200 at (1, 32768, 2, 8) the model ties 4 and 8 segments (0.565 of
+/// the walk each), and 4 measured faster (docs/performance.md). Packed
+/// sequences, pools, checkpoints and the f32 recurrence keep one segment;
+/// so do keys that are no whole number of tiles.
 static int64_t chooseContextSegments(const ScanShape &shape, int64_t tile,
                                      int64_t valueHeads, int64_t enoughBlocks,
                                      int64_t multiprocessors, bool allowed,
                                      int64_t requested) {
   constexpr int64_t kMaxSegments = 16;
+  // A partial-state chunk's cost, in hundredths of an output chunk's.
+  constexpr int64_t kPartialCost = 63;
   if (!allowed || shape.keyDim % tile != 0)
     return 1;
   if (requested > 0)
@@ -68,10 +74,27 @@ static int64_t chooseContextSegments(const ScanShape &shape, int64_t tile,
   int64_t blocks = valueHeads * (shape.valueDim / tile);
   if (blocks >= enoughBlocks)
     return 1;
-  int64_t segments = 1;
-  while (segments < kMaxSegments && blocks * segments < multiprocessors)
-    segments *= 2;
-  return segments;
+  int64_t transitionBlocks = valueHeads * (shape.keyDim / tile);
+  auto waves = [&](int64_t n) {
+    return llvm::divideCeil(n, multiprocessors);
+  };
+  // The cost of S segments per chunk of the sequence, scaled by 100 x
+  // kMaxSegments so that it stays an integer.
+  auto cost = [&](int64_t segments) -> int64_t {
+    int64_t scale = 100 * kMaxSegments / segments;
+    if (segments == 1)
+      return waves(blocks) * 100 * scale;
+    int64_t partialBlocks =
+        blocks + (segments - 2) * (blocks + transitionBlocks);
+    return (waves(partialBlocks) * kPartialCost +
+            waves(segments * blocks) * 100) *
+           scale;
+  };
+  int64_t best = 1;
+  for (int64_t segments = 2; segments <= kMaxSegments; segments *= 2)
+    if (cost(segments) < cost(best))
+      best = segments;
+  return best;
 }
 
 ScanStrategyAttr gdn::chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
