@@ -23,7 +23,7 @@ HEADS = [(1, 1, 16, 16), (4, 4, 64, 64), (2, 4, 64, 128), (4, 4, 128, 128),
          # the widest, 256: value tiles of 32 (96, 256) and 64 (192).
          (2, 4, 96, 96), (2, 2, 192, 192), (1, 2, 256, 256)]
 ELEMENT_TYPES = ["f32", "bf16"]
-# f16 q, k, v (rounded to bf16 on the way into the chunked scan's tiles).
+# f16 q, k, v (the chunked scan on mma.sync's f16 form).
 F16_HEADS = [(2, 4, 64, 128), (16, 32, 128, 128)]
 # Variants of the decode timing configuration: threads per state column.
 KEY_SPLIT_VARIANTS = [1, 4]

@@ -71,7 +71,7 @@ CASES = [
     ("h4_hv4_k128_v128_bf16", 1, 1000, True, "design"),
     ("h16_hv32_k128_v128_bf16", 2, 200, True, "design"),
     ("h16_hv32_k128_v128_bf16_recurrent", 2, 200, True, "design"),
-    # f16 q, k, v: staged through registers and rounded to bf16 tiles.
+    # f16 q, k, v: the chunked scan's f16 tiles and mma.sync form.
     ("h2_hv4_k64_v128_f16", 3, 127, True, "design"),
     ("h16_hv32_k128_v128_f16", 1, 200, True, "strong"),
     # An empty sequence: the state comes back as it went in.
