@@ -41,7 +41,10 @@ import torch  # noqa: E402
 
 from gdn import cuda, inputs, reference  # noqa: E402
 
-TOLERANCE = {"f32": 1e-5, "bf16": 1e-2, "f16": 1e-2}
+# f16 inputs run the tensor cores' f16 form (10-bit mantissas): measured
+# 2e-4 to 8.5e-4 against float64 on an H100, where rounding them to bf16
+# gave 3e-3 to 6.8e-3; the bound catches a return to bf16's precision.
+TOLERANCE = {"f32": 1e-5, "bf16": 1e-2, "f16": 2.5e-3}
 TORCH_TYPES = {"f32": torch.float32, "bf16": torch.bfloat16,
                "f16": torch.float16}
 
