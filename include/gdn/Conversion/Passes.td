@@ -150,8 +150,10 @@ def GdnChooseScanStrategyPass
       segment until the GPU check has run the segment kernels): where one
       batch entry's state-kernel grid (Hv x
       V / Vt blocks, Vt the narrow tile if any) has fewer than
-      `narrow_below_blocks` blocks, the power of two (at most 16) that
-      brings it to the multiprocessors; each sequence is then scanned as
+      `narrow_below_blocks` blocks, the power of two (at most 16) that a
+      cost model in chunk-times finds cheapest (the partial pass with its
+      transitions, then the output pass, in waves of one block per
+      multiprocessor); each sequence is then scanned as
       that many segments side by side and combined exactly through their
       transitions (docs/Lowering.md), at run time only where B x Hv x V /
       Vt stays below `narrow_below_blocks` and every segment gets at least
