@@ -147,7 +147,8 @@ def GdnChooseScanStrategyPass
     - `warps` from the option; `state`: registers where the state
       product's 16 x 8 tiles divide evenly among the warps, else shared;
     - `context_segments` (with `context-segments=0`; the default is one
-      segment until the GPU check has run the segment kernels): where one
+      segment while racecheck reports hazards in the segment kernels,
+      docs/performance.md): where one
       batch entry's state-kernel grid (Hv x
       V / Vt blocks, Vt the narrow tile if any) has fewer than
       `narrow_below_blocks` blocks, the power of two (at most 16) that a
@@ -191,8 +192,8 @@ def GdnChooseScanStrategyPass
            /*default=*/"1",
            "Segments of a sequence scanned side by side where a batch "
            "leaves multiprocessors idle: 0 chooses from the shapes, a power "
-           "of two N asks for N (1, the default until the GPU check has "
-           "run the segment kernels: none)">,
+           "of two N asks for N (1, the default while racecheck reports "
+           "hazards in the segment kernels: none)">,
   ];
 }
 
