@@ -23,6 +23,9 @@ HEADS = [(1, 1, 16, 16), (4, 4, 64, 64), (2, 4, 64, 128), (4, 4, 128, 128),
          # the widest, 256: value tiles of 32 (96, 256) and 64 (192).
          (2, 4, 96, 96), (2, 2, 192, 192), (1, 2, 256, 256)]
 ELEMENT_TYPES = ["f32", "bf16"]
+# Timed only (bf16): the head split of issue tables with four value heads
+# per key head.
+TIMING_HEADS = [(16, 64, 128, 128)]
 # f16 q, k, v (the chunked scan on mma.sync's f16 form).
 F16_HEADS = [(2, 4, 64, 128), (16, 32, 128, 128)]
 # Variants of the decode timing configuration: threads per state column.
@@ -235,6 +238,9 @@ def main():
         for et in ELEMENT_TYPES:
             jobs.append((config_name(h, hv, k, v, et),
                          config_of(h, hv, k, v, et), segments))
+    for (h, hv, k, v) in TIMING_HEADS:
+        jobs.append((config_name(h, hv, k, v, "bf16"),
+                     config_of(h, hv, k, v, "bf16"), segments))
     for (h, hv, k, v) in F16_HEADS:
         jobs.append((config_name(h, hv, k, v, "f16"),
                      config_of(h, hv, k, v, "f16"), segments))

@@ -124,7 +124,20 @@ PREFILL_TIMING = [("h16_hv16_k128_v128_bf16", 4, 4096),
                   ("h32_hv32_k128_v128_bf16", 1, 8192),
                   ("h16_hv32_k128_v128_bf16", 2, 8192),
                   ("h16_hv16_k128_v128_bf16", 1, 32768),
-                  ("h2_hv8_k128_v128_bf16", 1, 32768)]
+                  ("h2_hv8_k128_v128_bf16", 1, 32768),
+                  ("h16_hv64_k128_v128_bf16", 4, 8192),
+                  ("h16_hv64_k128_v128_bf16", 1, 32768),
+                  ("h16_hv32_k128_v128_bf16", 1, 32768)]
+# What to reach at the timing shapes (ms, whose figure): the fastest
+# published H200 figure, or a tighter target of the project's own. The
+# summary after the timing table sets gdn and fla's Triton kernels (same
+# run, same inputs) beside them.
+PUBLISHED = {("h16_hv64_k128_v128_bf16", 4, 8192): (0.827, "FlashInfer"),
+             ("h16_hv64_k128_v128_bf16", 1, 32768): (1.521, "FlashQLA"),
+             ("h16_hv32_k128_v128_bf16", 1, 32768): (0.877, "FlashQLA"),
+             ("h2_hv8_k128_v128_bf16", 1, 32768): (0.320, "FlashQLA"),
+             ("h32_hv32_k128_v128_bf16", 1, 8192): (0.250, "target"),
+             ("h16_hv16_k128_v128_bf16", 4, 4096): (0.220, "target")}
 PREFIX = 64
 DECODE_TIMING = ("h16_hv32_k128_v128_bf16", 256)
 
@@ -534,6 +547,33 @@ def time_graph(call, repeat):
     return start.elapsed_time(stop) / repeat
 
 
+def fla_prefill():
+    """fla's chunk_gated_delta_rule where its package imports (put fla-org/
+    flash-linear-attention's fla/ on PYTHONPATH), else None."""
+    try:
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+    except Exception as error:     # noqa: BLE001 - any import failure
+        print(f"fla not importable ({type(error).__name__}: {error}): "
+              f"timing without it")
+        return None
+    return chunk_gated_delta_rule
+
+
+def time_fla(fla, dev, h0, cfg, ref_o, repeat):
+    """fla's prefill on the timed inputs (its grouped value heads take q and
+    k as given): graph milliseconds and its error on the checked prefix."""
+    out = {}
+
+    def call():
+        out["o"], out["s"] = fla(dev["q"], dev["k"], dev["v"], dev["g"],
+                                 dev["beta"], scale=cfg["scale"],
+                                 initial_state=h0, output_final_state=True)
+    call()      # Triton compiles and tunes outside the capture
+    ms = time_graph(call, repeat)
+    err = max(relative(out["o"][:, :PREFIX].float().cpu().numpy(), ref_o))
+    return ms, err
+
+
 def time_calls(kernel, call, repeat):
     """Median wall milliseconds per call and kernel milliseconds per call
     (all launches of the call)."""
@@ -755,6 +795,9 @@ def main():
                           if variant.startswith(name + "_")]
         if args.time_only:
             timed = [x for x in timed if args.time_only in x[0]]
+        fla = fla_prefill()
+        # (name, B, T) of the default kernels: (gdn ms, fla ms or None).
+        summary = {}
         for name, b, t in timed:
             kernel = kernels[name]
             cfg = kernel.config
@@ -784,6 +827,19 @@ def main():
                   f" {moved / (graph * 1e-3) / 1e9:>7.0f} {err:>10.1e}"
                   f" {flops / (graph * 1e-3) / 1e12:>8.1f}"
                   f" {floor * 1e3:>9.3f}")
+            if (name, b, t) in PREFILL_TIMING:
+                fla_ms = None
+                if fla is not None:
+                    fla_ms, fla_err = time_fla(fla, dev, h0, cfg, ref_o,
+                                               args.repeat)
+                    print(f"{'  fla chunk (graph)':<34} {f'B={b} T={t}':<24}"
+                          f" {'':>9} {'':>10} {fla_ms:>9.3f}"
+                          f" {b * t / (fla_ms * 1e-3):>10.3g}"
+                          f" {moved / (fla_ms * 1e-3) / 1e9:>7.0f}"
+                          f" {fla_err:>10.1e}"
+                          f" {flops / (fla_ms * 1e-3) / 1e12:>8.1f}"
+                          f" {floor * 1e3:>9.3f}")
+                summary[(name, b, t)] = (graph, fla_ms)
             if (name in dict((n, 0) for n, _, _ in PREFILL_TIMING)
                     and not args.time_only):
                 # The PyTorch chunked baseline on the same inputs, by CUDA
@@ -816,6 +872,21 @@ def main():
                       f" {moved / (ms * 1e-3) / 1e9:>7.0f} {berr:>10.1e}"
                       f" {flops / (ms * 1e-3) / 1e12:>8.1f}"
                       f" {floor * 1e3:>9.3f}")
+        if summary:
+            print("\ngdn against fla's Triton kernels (same inputs, graph "
+                  "replay) and the fastest published H200 figures")
+            print(f"{'shape (B x T, H/Hv)':<24} {'gdn ms':>8} {'fla ms':>8} "
+                  f"{'fla/gdn':>8} {'published':>10} {'by':<11} {'met':>4}")
+            for (name, b, t), (ms, fla_ms) in summary.items():
+                cfg = kernels[name].config
+                shape = f"{b} x {t}, {cfg['heads']}/{cfg['value_heads']}"
+                published, by = PUBLISHED.get((name, b, t), (None, ""))
+                print(f"{shape:<24} {ms:>8.3f} "
+                      + (f"{fla_ms:>8.3f} {fla_ms / ms:>8.2f} "
+                         if fla_ms else f"{'-':>8} {'-':>8} ")
+                      + (f"{published:>10.3f} {by:<11} "
+                         f"{'yes' if ms <= published else 'no':>4}"
+                         if published else ""))
         base, b = DECODE_TIMING
         for name in sorted(n for n in kernels if n.startswith(base)
                            and (n == base or not args.no_variants)
