@@ -146,9 +146,7 @@ def GdnChooseScanStrategyPass
       64 blocks by 18% at B = 1, Hv = 32;
     - `warps` from the option; `state`: registers where the state
       product's 16 x 8 tiles divide evenly among the warps, else shared;
-    - `context_segments` (with `context-segments=0`; the default is one
-      segment while racecheck reports hazards in the segment kernels,
-      docs/performance.md): where one
+    - `context_segments` (the default, `context-segments=0`): where one
       batch entry's state-kernel grid (Hv x
       V / Vt blocks, Vt the narrow tile if any) has fewer than
       `narrow_below_blocks` blocks, the power of two (at most 16) that a
@@ -189,11 +187,10 @@ def GdnChooseScanStrategyPass
            "the narrower tile runs where the wide one's grid leaves more "
            "than 1/8 of them idle">,
     Option<"contextSegments", "context-segments", "int64_t",
-           /*default=*/"1",
+           /*default=*/"0",
            "Segments of a sequence scanned side by side where a batch "
-           "leaves multiprocessors idle: 0 chooses from the shapes, a power "
-           "of two N asks for N (1, the default while racecheck reports "
-           "hazards in the segment kernels: none)">,
+           "leaves multiprocessors idle: 0 (the default) chooses from the "
+           "shapes, a power of two N asks for N (1: none)">,
   ];
 }
 

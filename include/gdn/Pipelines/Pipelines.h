@@ -213,8 +213,8 @@ struct CUDAPipelineOptions
   Option<int64_t> contextSegments{
       *this, "context-segments",
       llvm::cl::desc("Segments of a sequence the chunked scan runs side by "
-                     "side where a batch leaves multiprocessors idle (0: "
-                     "chosen from the shapes; 1, the default: none)"),
+                     "side where a batch leaves multiprocessors idle (0, "
+                     "the default: chosen from the shapes; 1: none)"),
       llvm::cl::init(GdnChooseScanStrategyPassOptions().contextSegments)};
   Option<int64_t> sharedMemoryPerMultiprocessor{
       *this, "shared-memory-per-multiprocessor",

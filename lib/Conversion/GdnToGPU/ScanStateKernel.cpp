@@ -520,8 +520,16 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
                                       nextState.size() == state.size())) &&
                "the state product hands every element out and back");
         yield->setOperands(nextState);
+        // The compute warps leave a chunk together. The next hand-over
+        // alone orders their reads of the chunk's slots before the copy
+        // warps' next writes into them, but racecheck reported
+        // write-after-read hazards between the two when the compute warps
+        // reached the hand-over one by one (in the segment kernels, whose
+        // chunks end in the state product); with the warps converged here
+        // it reports none (docs/performance.md).
+        auto leaveChunk = [&] { computeBarrier(b, loc); };
         if (!role.outputs)
-          return;
+          return leaveChunk();
         // O = scale (Y + P Vnew), for the rows inside the sequence.
         Value scaleValue = f(b, loc, m.scale);
         size_t outputElement = 0;
@@ -552,6 +560,7 @@ void ScanKernel::buildStateKernel(gpu::LaunchOp launch, const ScanBuffers &m,
             });
         assert(outputElement == outputStart.size() &&
                "O's product takes every element of Y");
+        leaveChunk();
       });
   if (stateInRegisters) {
     // Each lane stores the elements it holds, in the product's order.

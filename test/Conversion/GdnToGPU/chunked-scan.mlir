@@ -104,7 +104,8 @@
 // unaligned barrier.sync: the copy warps reach it from other code); then
 // the chunk's row factors from its gates and a barrier of the 128,
 // X = V - e^G K S and Y = e^G Q S, a barrier of the 128, Vnew = T diag(beta) X,
-// another barrier, the state update and O; no global load.
+// another barrier, the state update and O, and a last barrier of the 128
+// (the warps reach the next hand-over together); no global load.
 // CHECK: %[[COMPUTES:.+]] = arith.cmpi ult, %{{.+}}, %c128
 // CHECK: scf.if %[[COMPUTES]] {
 // CHECK: %[[FINAL:.+]]:64 = scf.for {{.+}} -> (f32, f32,
@@ -127,8 +128,8 @@
 // CHECK-NOT: nvvm.barrier
 // CHECK: nvgpu.ldmatrix %[[KSLOTS]]{{.+}}transpose = true
 // CHECK: nvgpu.ldmatrix %[[PSLOTS]]
-// CHECK-NOT: nvvm.barrier
-// CHECK: scf.yield
+// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
+// CHECK-NEXT: scf.yield
 // Each thread stores the final state it holds, in pairs, without a barrier.
 // CHECK-NOT: nvvm.barrier
 // CHECK: %[[PAIR:.+]] = vector.from_elements %[[FINAL]]#0, %[[FINAL]]#1 : vector<2xf32>

@@ -1,9 +1,9 @@
 // gdn-choose-scan-strategy records every decision of the chunked scan on
 // the op; convert-gdn-to-gpu reads it and nothing else.
-// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy | FileCheck %s
-// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy='scan-warps=8 multiprocessors=16 value-tile=128' | FileCheck %s --check-prefix=OPTIONS
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=context-segments=1 | FileCheck %s
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy='scan-warps=8 multiprocessors=16 value-tile=128 context-segments=1' | FileCheck %s --check-prefix=OPTIONS
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=context-segments=0 -convert-gdn-to-gpu | FileCheck %s --check-prefix=LOWERED
-// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=context-segments=0 | FileCheck %s --check-prefix=AUTO
+// RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy | FileCheck %s --check-prefix=AUTO
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=64 | FileCheck %s --check-prefix=F32
 // RUN: gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=64 -convert-gdn-to-gpu | FileCheck %s --check-prefix=F32LOWERED
 // RUN: not gdn-opt %s -split-input-file -gdn-choose-scan-strategy=f32-min-tokens=-1 2>&1 | FileCheck %s --check-prefix=F32BAD

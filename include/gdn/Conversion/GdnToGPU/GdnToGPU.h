@@ -49,12 +49,12 @@ gpu::LaunchOp buildDeltaRuleRecurrence(OpBuilder &b, DeltaRuleOp op, Value om,
 /// null where the chunked scan cannot take it; f32 q, k and v only with
 /// `f32MinTokens` > 0 (the strategy's recurrence_below), and not with
 /// packed sequences or a pool (which the recurrence kernel does not take).
-/// `contextSegments`: 0 chooses them from the shapes, N >= 1 asks for N
-/// where the op allows segments (1: none).
+/// `contextSegments`: 0 (the default) chooses them from the shapes, N >= 1
+/// asks for N where the op allows segments (1: none).
 ScanStrategyAttr chooseScanStrategy(DeltaRuleOp op, int64_t valueTile,
                                     int64_t warps, int64_t multiprocessors,
                                     int64_t f32MinTokens = 0,
-                                    int64_t contextSegments = 1);
+                                    int64_t contextSegments = 0);
 
 /// Whether the scan's kernels can be built for `op` as its strategy says
 /// (workgroup memory, where the state lives); emits the error at `op`.
