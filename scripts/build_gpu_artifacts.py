@@ -232,7 +232,8 @@ def main():
                     element_type=et, beta_element_type="f32",
                     scale=k ** -0.5)
     # The check's kernels split long sequences of small batches into
-    # segments as the strategy chooses (off by default in gdn-compile).
+    # segments as the strategy chooses (gdn-compile's default, said
+    # explicitly so that the check keeps testing them).
     segments = ["--cuda-context-segments=0"]
     for (h, hv, k, v) in HEADS:
         for et in ELEMENT_TYPES:
