@@ -107,4 +107,64 @@ def Gdn_ScanStrategyAttr : AttrDef<Gdn_Dialect, "ScanStrategy"> {
   let genVerifyDecl = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Tensor parallelism: how a layer op splits over the ranks of one host
+//===----------------------------------------------------------------------===//
+
+def Gdn_SplitReplicated : I32EnumAttrCase<"replicated", 0>;
+def Gdn_SplitHeads : I32EnumAttrCase<"heads", 1>;
+def Gdn_SplitMlp : I32EnumAttrCase<"mlp", 2>;
+def Gdn_SplitVocabulary : I32EnumAttrCase<"vocabulary", 3>;
+def Gdn_TensorSplit : I32EnumAttr<"TensorSplit",
+    "what a layer op splits over the ranks",
+    [Gdn_SplitReplicated, Gdn_SplitHeads, Gdn_SplitMlp,
+     Gdn_SplitVocabulary]> {
+  let cppNamespace = "::mlir::gdn";
+  let genSpecializedAttr = 0;
+}
+
+def Gdn_CollectiveNone : I32EnumAttrCase<"none", 0>;
+def Gdn_CollectiveAllReduce : I32EnumAttrCase<"all_reduce", 1>;
+def Gdn_CollectiveAllGather : I32EnumAttrCase<"all_gather", 2>;
+def Gdn_Collective : I32EnumAttr<"Collective",
+    "the exchange of a split layer op's result between the ranks",
+    [Gdn_CollectiveNone, Gdn_CollectiveAllReduce, Gdn_CollectiveAllGather]> {
+  let cppNamespace = "::mlir::gdn";
+  let genSpecializedAttr = 0;
+}
+
+def Gdn_TensorParallelAttr : AttrDef<Gdn_Dialect, "TensorParallel"> {
+  let mnemonic = "tensor_parallel";
+  let summary = "how a layer op of a model splits over tensor-parallel ranks";
+  let description = [{
+    The plan of `gdn-plan-tensor-parallel` for one layer op, as the
+    discardable attribute `gdn.tensor_parallel`: every rank holds a slice
+    of the op's weights and computes a slice of its result, and the ranks
+    exchange results after it.
+
+    | parameter | meaning |
+    |---|---|
+    | `ranks` | the ranks (GPUs of one host) |
+    | `split` | `heads`: attention and delta-rule layers by heads, value heads with their key heads (the input projections and the gates column-parallel, the output projection row-parallel); `mlp`: the gate and up projections column-parallel, the down projection row-parallel; `vocabulary`: the LM head's rows; `replicated`: every rank computes all of it |
+    | `local` | per rank: the heads (value heads of a Qwen GDN layer), the intermediate columns of the MLP, or the vocabulary rows (the last rank takes what is left when the vocabulary does not divide) |
+    | `local_key_heads` | per rank: key heads of a Qwen GDN layer, key/value heads of gated attention (0 where the layer has no such heads) |
+    | `collective` | what follows the op: `all_reduce` of the row-parallel projection's partial sums, `all_gather` of the vocabulary slices, or `none` |
+
+    ```mlir
+    gdn.swiglu_mlp %x weights(%g, %u, %d) {gdn.tensor_parallel =
+        #gdn.tensor_parallel<ranks = 4, split = mlp, local = 512,
+                             local_key_heads = 0, collective = all_reduce>}
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$ranks,
+    "::mlir::gdn::TensorSplit":$split,
+    "int64_t":$local,
+    "int64_t":$local_key_heads,
+    "::mlir::gdn::Collective":$collective
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // GDN_DIALECT_GDN_IR_GDNATTRS_TD

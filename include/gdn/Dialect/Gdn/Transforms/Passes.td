@@ -208,4 +208,39 @@ def GdnDecomposeLayersPass : Pass<"gdn-decompose-layers", "func::FuncOp"> {
   ];
 }
 
+def GdnPlanTensorParallelPass
+    : Pass<"gdn-plan-tensor-parallel", "func::FuncOp"> {
+  let summary = "Plan how a model's layer ops split over tensor-parallel ranks";
+  let description = [{
+    Attaches `gdn.tensor_parallel = #gdn.tensor_parallel<...>` to every
+    layer op of a model: the plan by which `ranks` GPUs of one host each
+    hold a slice of the weights, compute a slice of the layer and exchange
+    results after it (Megatron-style tensor parallelism).
+
+    - `gdn.gated_deltanet`, `gdn.mla`: split by heads; the input
+      projections, gates, convolutions and `kv_b_proj` column-parallel, the
+      output projection row-parallel, then an all-reduce. MLA's latent
+      down-projections (`q_a`, `kv_a`) stay whole on every rank.
+    - `gdn.qwen_gated_deltanet`: split by heads, a rank's value heads with
+      the key heads they read (both counts divide by `ranks`, so the
+      grouping stays whole on every rank); then an all-reduce.
+    - `gdn.gated_attention`: query heads and key/value heads both divided
+      by `ranks`; then an all-reduce.
+    - `gdn.swiglu_mlp`: gate and up column-parallel, down row-parallel, then
+      an all-reduce.
+    - `gdn.lm_head`: split by vocabulary rows (ceil(V / ranks) per rank, the
+      last rank the rest), then an all-gather of the logits.
+    - `gdn.embed`, `gdn.rms_norm`: replicated.
+
+    A layer whose heads do not divide is an error at the op that names the
+    counts; the plan never splits a head. With `ranks = 1` every op gets
+    the trivial plan. Only the plan exists so far: the per-rank slicing of
+    the weights and the collectives are not lowered yet.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "Tensor-parallel ranks (GPUs of one host), >= 1">,
+  ];
+}
+
 #endif // GDN_DIALECT_GDN_TRANSFORMS_PASSES_TD
