@@ -11,6 +11,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <optional>
+
 namespace mlir::gdn {
 #define GEN_PASS_DEF_GDNPLANTENSORPARALLELPASS
 #include "gdn/Dialect/Gdn/Transforms/Passes.h.inc"
@@ -63,11 +65,16 @@ private:
   }
 
   LogicalResult plan(Operation *op) {
-    if (auto layer = dyn_cast<GatedDeltaNetOp>(op)) {
-      int64_t heads = layer.getNumHeads();
-      if (failed(divides(op, {{"heads", heads}})))
+    // Heads of one kind: the design document's GDN layer and MLA.
+    std::optional<int64_t> onlyHeads;
+    if (auto layer = dyn_cast<GatedDeltaNetOp>(op))
+      onlyHeads = layer.getNumHeads();
+    if (auto layer = dyn_cast<MlaOp>(op))
+      onlyHeads = layer.getNumHeads();
+    if (onlyHeads) {
+      if (failed(divides(op, {{"heads", *onlyHeads}})))
         return failure();
-      attach(op, TensorSplit::heads, heads / ranks, 0,
+      attach(op, TensorSplit::heads, *onlyHeads / ranks, 0,
              Collective::all_reduce);
       return success();
     }
@@ -87,14 +94,6 @@ private:
                               {"key/value heads", kvHeads}})))
         return failure();
       attach(op, TensorSplit::heads, heads / ranks, kvHeads / ranks,
-             Collective::all_reduce);
-      return success();
-    }
-    if (auto layer = dyn_cast<MlaOp>(op)) {
-      int64_t heads = layer.getNumHeads();
-      if (failed(divides(op, {{"heads", heads}})))
-        return failure();
-      attach(op, TensorSplit::heads, heads / ranks, 0,
              Collective::all_reduce);
       return success();
     }
