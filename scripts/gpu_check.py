@@ -827,18 +827,21 @@ def main():
                   f" {moved / (graph * 1e-3) / 1e9:>7.0f} {err:>10.1e}"
                   f" {flops / (graph * 1e-3) / 1e12:>8.1f}"
                   f" {floor * 1e3:>9.3f}")
+
+            def baseline_row(label, ms, error):
+                """A baseline's line under the kernel's, same columns."""
+                print(f"{'  ' + label:<34} {f'B={b} T={t}':<24}"
+                      f" {'':>9} {'':>10} {ms:>9.3f}"
+                      f" {b * t / (ms * 1e-3):>10.3g}"
+                      f" {moved / (ms * 1e-3) / 1e9:>7.0f} {error:>10.1e}"
+                      f" {flops / (ms * 1e-3) / 1e12:>8.1f}"
+                      f" {floor * 1e3:>9.3f}")
             if (name, b, t) in PREFILL_TIMING:
                 fla_ms = None
                 if fla is not None:
                     fla_ms, fla_err = time_fla(fla, dev, h0, cfg, ref_o,
                                                args.repeat)
-                    print(f"{'  fla chunk (graph)':<34} {f'B={b} T={t}':<24}"
-                          f" {'':>9} {'':>10} {fla_ms:>9.3f}"
-                          f" {b * t / (fla_ms * 1e-3):>10.3g}"
-                          f" {moved / (fla_ms * 1e-3) / 1e9:>7.0f}"
-                          f" {fla_err:>10.1e}"
-                          f" {flops / (fla_ms * 1e-3) / 1e12:>8.1f}"
-                          f" {floor * 1e3:>9.3f}")
+                    baseline_row("fla chunk (graph)", fla_ms, fla_err)
                 summary[(name, b, t)] = (graph, fla_ms)
             if (name in dict((n, 0) for n, _, _ in PREFILL_TIMING)
                     and not args.time_only):
@@ -867,11 +870,7 @@ def main():
                     how = "events"
                 berr = max(relative(
                     base["o"][:, :PREFIX].float().cpu().numpy(), ref_o))
-                print(f"{'  torch chunked (' + how + ')':<34} {f'B={b} T={t}':<24}"
-                      f" {'':>9} {'':>10} {ms:>9.3f} {b * t / (ms * 1e-3):>10.3g}"
-                      f" {moved / (ms * 1e-3) / 1e9:>7.0f} {berr:>10.1e}"
-                      f" {flops / (ms * 1e-3) / 1e12:>8.1f}"
-                      f" {floor * 1e3:>9.3f}")
+                baseline_row(f"torch chunked ({how})", ms, berr)
         if summary:
             print("\ngdn against fla's Triton kernels (same inputs, graph "
                   "replay) and the fastest published H200 figures")
