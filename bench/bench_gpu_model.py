@@ -124,7 +124,20 @@ def main():
                         help="decode cases as BATCH@CONTEXT, comma-separated "
                         "(1@2048,64@2048,1@32768); instead of --batches at "
                         "--context")
+    parser.add_argument("--variant", action="append", default=[],
+                        metavar="LABEL=DIR",
+                        help="also time the decode cases with the library "
+                        "in DIR (the same model compiled with other "
+                        "options), as rows labelled LABEL; repeatable")
     args = parser.parse_args()
+    variants = []
+    for spec in args.variant:
+        label, sep, folder = spec.partition("=")
+        library = os.path.join(folder, "libgdn-model.so")
+        if not sep or not label or not os.path.exists(library):
+            parser.error(f"--variant: expected LABEL=DIR with "
+                         f"DIR/libgdn-model.so, got {spec!r}")
+        variants.append((label, library))
 
     config_path = os.path.join(args.folder, "model.json")
     config = gmodel.load_config(config_path)
@@ -208,6 +221,16 @@ def main():
         rows.append((f"decode B={batch} at {context}, no graph", direct_ms,
                      torch_ms, floor_ms, f"{batch / direct_ms * 1e3:.0f} / "
                      f"{batch / torch_ms * 1e3:.0f} tokens/s"))
+        for label, library in variants:
+            variant = CompiledModel(config_path, weights_path,
+                                    library_path=library)
+            variant.prefill(prompt, last_only=True)
+            variant_ms = wall_ms(lambda: variant.decode(step_ids), args.steps)
+            rows.append((f"decode B={batch} at {context}, {label}",
+                         variant_ms, torch_ms, floor_ms,
+                         f"{batch / variant_ms * 1e3:.0f} / "
+                         f"{batch / torch_ms * 1e3:.0f} tokens/s"))
+            del variant
         del graph_model, step
         torch.cuda.empty_cache()
 

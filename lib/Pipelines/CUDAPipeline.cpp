@@ -136,9 +136,14 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
     return error;
   if (llvm::Error error = checkScanStrategyOptions(strategyOptionsOf(options)))
     return error;
-  if (llvm::Error error =
-          checkMapParallelLoopsOptions({options.elementwiseThreads}))
+  GdnGPUMapParallelLoopsPassOptions threads, rows;
+  threads.blockThreads = options.elementwiseThreads;
+  rows.rowGroup = options.projectionRowGroup;
+  if (llvm::Error error = checkMapParallelLoopsOptions(threads))
     return llvm::createStringError("elementwise-threads: " +
+                                   llvm::toString(std::move(error)));
+  if (llvm::Error error = checkMapParallelLoopsOptions(rows))
+    return llvm::createStringError("projection-row-group: " +
                                    llvm::toString(std::move(error)));
   return checkSharedMemoryOccupancyOptions(occupancyOptionsOf(options));
 }
@@ -213,6 +218,7 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   // copies) becomes kernels too.
   GdnGPUMapParallelLoopsPassOptions loopOptions;
   loopOptions.blockThreads = options.elementwiseThreads;
+  loopOptions.rowGroup = options.projectionRowGroup;
   pm.addNestedPass<func::FuncOp>(createGdnGPUMapParallelLoopsPass(loopOptions));
   pm.addPass(createConvertParallelLoopToGpuPass());
   if (options.managedHostBuffers) {

@@ -277,6 +277,12 @@ struct CUDAPipelineOptions
                      "(projections, norms, gates, attention, copies): one "
                      "thread per output element"),
       llvm::cl::init(GdnGPUMapParallelLoopsPassOptions().blockThreads)};
+  Option<int64_t> projectionRowGroup{
+      *this, "projection-row-group",
+      llvm::cl::desc("Rows (decode sequences, prompt tokens past the "
+                     "tensor-core blocks) that one warp of a projection sums, "
+                     "reading each weight once for them (1..16)"),
+      llvm::cl::init(GdnGPUMapParallelLoopsPassOptions().rowGroup)};
   Option<bool> managedHostBuffers{
       *this, kManagedHostBuffersOption,
       llvm::cl::desc("Host buffers in managed memory, reachable by kernels "

@@ -375,20 +375,213 @@ ValueRange ifAligned(OpBuilder &b, Location loc, Value aligned,
       .getResults();
 }
 
-/// Rewrites a reduction (finalCombinerOf) into `lanes` threads per output
-/// element, the total in a register: a warp (32 lanes) strides over the
-/// reduced dimension and combines its partial results with a butterfly of
-/// xor shuffles; a single lane walks the whole dimension. The first lane
-/// combines the total into the output element, and runs the epilogue
-/// (epilogueOf) on it.
-void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
-                    Operation *combiner, linalg::GenericOp consumer,
-                    linalg::LinalgOp epilogue, int64_t lanes,
-                    int64_t blockThreads) {
-  Location loc = op.getLoc();
+/// The parallel loop dimensions of a reduction that its largest input of
+/// static shape does not depend on, where that input is read along the
+/// reduced dimension: a projection's rows (sequences, tokens) against its
+/// weight matrix. A warp that sums several of those rows reads each
+/// weight element once for all of them. Empty where there is no such
+/// input or no such dimension, or where they hold one row.
+SmallVector<unsigned> sharedOperandRows(linalg::LinalgOp op) {
+  unsigned reduced = op.getNumLoops() - 1;
+  OpOperand *shared = nullptr;
+  int64_t largest = 0;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    if (!type || !type.hasStaticShape() ||
+        !op.getMatchingIndexingMap(input).isFunctionOfDim(reduced))
+      continue;
+    if (type.getNumElements() > largest) {
+      largest = type.getNumElements();
+      shared = input;
+    }
+  }
+  if (!shared)
+    return {};
+  AffineMap map = op.getMatchingIndexingMap(shared);
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<unsigned> rows;
+  bool dynamic = false;
+  int64_t staticRows = 1;
+  for (unsigned d = 0; d < reduced; ++d) {
+    if (map.isFunctionOfDim(d))
+      continue;
+    rows.push_back(d);
+    if (ShapedType::isDynamic(ranges[d]))
+      dynamic = true;
+    else
+      staticRows *= ranges[d];
+  }
+  if (!dynamic && staticRows <= 1)
+    return {};
+  return rows;
+}
+
+/// `linear` as indices over `sizes` at the dimensions `dims` of `ivs`, the
+/// last of them fastest.
+void delinearizeInto(OpBuilder &b, Location loc, Value linear,
+                     ArrayRef<Value> sizes, ArrayRef<unsigned> dims,
+                     MutableArrayRef<Value> ivs) {
+  Value rest = linear;
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i) {
+    unsigned d = dims[i];
+    ivs[d] = rest;
+    if (i > 0) {
+      ivs[d] = arith::RemUIOp::create(b, loc, rest, sizes[d]);
+      rest = arith::DivUIOp::create(b, loc, rest, sizes[d]);
+    }
+  }
+}
+
+/// The totals of a reduction (finalCombinerOf) over its last loop
+/// dimension for each output row of `rows` (the parallel loop indices of
+/// one output each), summed by `lanes` threads: a warp (32 lanes) strides
+/// over the reduced dimension, one vector or element of every row per
+/// step, and combines its partial results with a butterfly of xor
+/// shuffles, after which every lane holds the totals; a single lane walks
+/// the whole dimension.
+SmallVector<Value> rowTotals(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                             Operation *combiner, Value lane, Value length,
+                             ArrayRef<SmallVector<Value>> rows,
+                             int64_t lanes) {
   Value out = op.getBlock()->getArguments().back();
   Value summand = combiner->getOperand(0) == out ? combiner->getOperand(1)
                                                  : combiner->getOperand(0);
+  int64_t count = rows.size();
+  auto elementType = cast<FloatType>(summand.getType());
+  Value initial = arith::ConstantOp::create(b, loc, elementType,
+                                            identityOf(combiner, elementType));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<Value> initials(count, initial);
+  // The rows' partial results in the last `count` iteration values.
+  auto narrowSum = [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
+    SmallVector<Value> next(acc);
+    for (auto [r, ivs] : llvm::enumerate(rows)) {
+      SmallVector<Value> dims(ivs);
+      dims.push_back(k);
+      IRMapping mapping = payloadAt(nb, l, op, dims, combiner);
+      Value &sum = next[next.size() - count + r];
+      sum = combine(nb, combiner, sum, mapping.lookup(summand));
+    }
+    return next;
+  };
+  SmallVector<Value> partials;
+  LaneWalk walk = lanes == 1 ? LaneWalk() : laneWalkOf({op});
+  // Each row adds its own operands to the registers a step holds; two
+  // steps still keep a second load of the shared operand in flight.
+  if (count > 1)
+    walk.unroll = std::max(std::min<int64_t>(walk.unroll, 2),
+                           walk.unroll / count);
+  if (lanes == 1) {
+    partials = llvm::to_vector_of<Value>(
+        scf::ForOp::create(
+            b, loc, zero, length, one, initials,
+            [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
+              scf::YieldOp::create(nb, l, narrowSum(nb, l, k, acc));
+            })
+            .getResults());
+  } else if (walk.width > 1) {
+    // The rows' vector sums first, then their scalar ones for the rest.
+    auto wideSum = [&](OpBuilder &nb, Location l, ArrayRef<Value> starts,
+                       ValueRange acc) {
+      // Every load of the step before its arithmetic; the rows' loads of
+      // an operand they share are the same, and one after CSE.
+      SmallVector<IRMapping> steps;
+      for (Value start : starts)
+        for (const SmallVector<Value> &ivs : rows) {
+          SmallVector<Value> dims(ivs);
+          dims.push_back(start);
+          steps.push_back(loadWideInputs(nb, l, op, dims, walk.width));
+        }
+      SmallVector<Value> next(acc);
+      for (auto [i, mapping] : llvm::enumerate(steps)) {
+        cloneWidePayload(nb, l, op, mapping, walk.width, combiner);
+        Value &sum = next[i % count];
+        sum = combine(nb, combiner, sum, mapping.lookup(summand));
+      }
+      return next;
+    };
+    partials = llvm::to_vector(ifAligned(
+        b, loc, rowsAreAligned(b, loc, {op}),
+        [&](OpBuilder &nb, Location l) -> SmallVector<Value> {
+          auto vectorType = VectorType::get({walk.width}, elementType);
+          Value vectorInitial = arith::ConstantOp::create(
+              nb, l,
+              DenseElementsAttr::get(vectorType,
+                                     identityOf(combiner, elementType)));
+          SmallVector<Value> inits(count, vectorInitial);
+          inits.append(initials);
+          SmallVector<Value> sums = walkLane(nb, l, lane, length, walk, inits,
+                                             wideSum, narrowSum);
+          SmallVector<Value> results;
+          for (int64_t r = 0; r < count; ++r)
+            results.push_back(vector::ReductionOp::create(
+                nb, l, combiningKindOf(combiner), sums[r], sums[count + r]));
+          return results;
+        },
+        [&](OpBuilder &nb, Location l) {
+          return walkLane(nb, l, lane, length, LaneWalk(), initials, nullptr,
+                          narrowSum);
+        }));
+  } else {
+    partials = walkLane(b, loc, lane, length, LaneWalk(), initials, nullptr,
+                        narrowSum);
+  }
+  for (Value &partial : partials)
+    for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
+      Value other = gpu::ShuffleOp::create(b, loc, partial, offset, kWarpSize,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      partial = combine(b, combiner, partial, other);
+    }
+  return partials;
+}
+
+/// Combines a row's total into its output element (or into the op's
+/// folded fill) in the first lane, which also runs the epilogue on it.
+/// Returns the combined total.
+Value storeRowTotal(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                    Operation *combiner, linalg::LinalgOp epilogue,
+                    Value lane, ArrayRef<Value> ivs, Value total) {
+  OpOperand *init = op.getDpsInitOperand(0);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  SmallVector<Value> dims(ivs);
+  dims.push_back(zero);
+  SmallVector<Value> outIndices =
+      indicesAt(b, loc, op.getMatchingIndexingMap(init), dims);
+  // The fill folded into the op (gdn-gpu-fold-fills) is the value the
+  // output held; the output is then only written.
+  Value old;
+  if (auto initial = op->getAttrOfType<TypedAttr>(kReductionInitAttrName))
+    old = arith::ConstantOp::create(b, loc, initial);
+  else
+    old = memref::LoadOp::create(b, loc, init->get(), outIndices);
+  Value rowTotal = combine(b, combiner, old, total);
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+  auto write = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(write.thenBlock());
+  memref::StoreOp::create(b, loc, rowTotal, init->get(), outIndices);
+  if (epilogue)
+    storePayloadAt(b, loc, epilogue, ivs, init->get(), rowTotal);
+  return rowTotal;
+}
+
+/// Rewrites a reduction (finalCombinerOf) into `lanes` threads per output
+/// element (rowTotals, storeRowTotal). With `rowDims` (sharedOperandRows),
+/// a warp takes `rowGroup` outputs that differ in those dimensions only,
+/// consecutive in them, and reads the operand they share once per step
+/// for all of them; a group that the rows do not fill takes its rows one
+/// at a time. A row consumer (rowConsumerOf) runs in the warp of each row.
+void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
+                    Operation *combiner, linalg::GenericOp consumer,
+                    linalg::LinalgOp epilogue, int64_t lanes,
+                    ArrayRef<unsigned> rowDims, int64_t rowGroup,
+                    int64_t blockThreads) {
+  Location loc = op.getLoc();
+  if (rowDims.empty())
+    rowGroup = 1;
   // With a row consumer or an epilogue, at its place: what lies between
   // (sizes, views, its allocation; nextMemoryOp) may define its operands.
   rewriter.setInsertionPoint(consumer   ? consumer.getOperation()
@@ -403,9 +596,23 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   for (const Range &range : ranges)
     sizes.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, range.size));
   Value length = sizes.pop_back_val();
-  Value total = one;
-  for (Value size : sizes)
+  SmallVector<unsigned> columnDims;
+  Value rows = one, total = one;
+  for (auto [d, size] : llvm::enumerate(sizes)) {
+    if (llvm::is_contained(rowDims, d)) {
+      rows = arith::MulIOp::create(rewriter, loc, rows, size);
+      continue;
+    }
+    columnDims.push_back(d);
     total = arith::MulIOp::create(rewriter, loc, total, size);
+  }
+  Value columns = total;
+  Value groups = rows;
+  if (rowGroup > 1) {
+    groups = arith::CeilDivUIOp::create(rewriter, loc, rows,
+                                        constant(rowGroup));
+    total = arith::MulIOp::create(rewriter, loc, total, groups);
+  }
   int64_t outputsPerBlock = blockThreads / lanes;
   Value blocks = arith::CeilDivUIOp::create(rewriter, loc, total,
                                             constant(outputsPerBlock));
@@ -435,108 +642,78 @@ void lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElse=*/false);
   rewriter.setInsertionPointToStart(guard.thenBlock());
   SmallVector<Value> ivs(sizes.size());
-  Value rest = linear;
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    ivs[d] = rest;
-    if (d > 0) {
-      ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, sizes[d]);
-      rest = arith::DivUIOp::create(rewriter, loc, rest, sizes[d]);
-    }
-  }
-  auto elementType = cast<FloatType>(summand.getType());
-  Value initial = arith::ConstantOp::create(rewriter, loc, elementType,
-                                            identityOf(combiner, elementType));
-  // The lane's partial result; the scalar one is the last iteration value.
-  auto narrowSum = [&](OpBuilder &b, Location l, Value k, ValueRange acc) {
-    SmallVector<Value> dims(ivs);
-    dims.push_back(k);
-    IRMapping mapping = payloadAt(b, l, op, dims, combiner);
-    SmallVector<Value> next(acc);
-    next.back() = combine(b, combiner, acc.back(), mapping.lookup(summand));
-    return next;
-  };
-  Value partial;
-  LaneWalk walk = lanes == 1 ? LaneWalk() : laneWalkOf({op});
-  if (lanes == 1) {
-    partial = scf::ForOp::create(
-                  rewriter, loc, zero, length, one, ValueRange{initial},
-                  [&](OpBuilder &b, Location l, Value k, ValueRange acc) {
-                    scf::YieldOp::create(b, l, narrowSum(b, l, k, acc));
-                  })
-                  .getResult(0);
-  } else if (walk.width > 1) {
-    auto wideSum = [&](OpBuilder &b, Location l, ArrayRef<Value> starts,
-                       ValueRange acc) {
-      SmallVector<IRMapping> steps;
-      for (Value start : starts) {
-        SmallVector<Value> dims(ivs);
-        dims.push_back(start);
-        steps.push_back(loadWideInputs(b, l, op, dims, walk.width));
-      }
-      Value sum = acc.front();
-      for (IRMapping &mapping : steps) {
-        cloneWidePayload(b, l, op, mapping, walk.width, combiner);
-        sum = combine(b, combiner, sum, mapping.lookup(summand));
-      }
-      return SmallVector<Value>{sum, acc.back()};
+  if (rowGroup == 1) {
+    auto all = llvm::to_vector(llvm::seq<unsigned>(0, sizes.size()));
+    delinearizeInto(rewriter, loc, linear, sizes, all, ivs);
+  } else {
+    // The columns fastest: neighbouring warps read neighbouring rows of
+    // the shared operand, and the same rows of the others.
+    Value column = arith::RemUIOp::create(rewriter, loc, linear, columns);
+    Value groupIndex = arith::DivUIOp::create(rewriter, loc, linear, columns);
+    delinearizeInto(rewriter, loc, column, sizes, columnDims, ivs);
+    Value firstRow = arith::MulIOp::create(rewriter, loc, groupIndex,
+                                           constant(rowGroup));
+    Value rowsHere = arith::MinUIOp::create(
+        rewriter, loc, constant(rowGroup),
+        arith::SubIOp::create(rewriter, loc, rows, firstRow));
+    auto rowAt = [&](OpBuilder &b, Value offset) {
+      SmallVector<Value> rowIvs(ivs);
+      delinearizeInto(b, loc, arith::AddIOp::create(b, loc, firstRow, offset),
+                      sizes, rowDims, rowIvs);
+      return rowIvs;
     };
-    partial = ifAligned(
-        rewriter, loc, rowsAreAligned(rewriter, loc, {op}),
-        [&](OpBuilder &b, Location l) -> SmallVector<Value> {
-          auto vectorType = VectorType::get({walk.width}, elementType);
-          Value vectorInitial = arith::ConstantOp::create(
-              b, l,
-              DenseElementsAttr::get(vectorType,
-                                     identityOf(combiner, elementType)));
-          SmallVector<Value> sums =
-              walkLane(b, l, lane, length, walk,
-                       ValueRange{vectorInitial, initial}, wideSum, narrowSum);
-          return {vector::ReductionOp::create(b, l, combiningKindOf(combiner),
-                                              sums.front(), sums.back())};
+    Value full = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                       rowsHere, constant(rowGroup));
+    scf::IfOp::create(
+        rewriter, loc, full,
+        [&](OpBuilder &b, Location l) {
+          SmallVector<SmallVector<Value>> group;
+          for (int64_t r = 0; r < rowGroup; ++r)
+            group.push_back(
+                rowAt(b, arith::ConstantIndexOp::create(b, l, r)));
+          SmallVector<Value> totals =
+              rowTotals(b, l, op, combiner, lane, length, group, lanes);
+          for (auto [rowIvs, rowTotal] : llvm::zip_equal(group, totals))
+            storeRowTotal(b, l, op, combiner, epilogue, lane, rowIvs,
+                          rowTotal);
+          scf::YieldOp::create(b, l);
         },
         [&](OpBuilder &b, Location l) {
-          return walkLane(b, l, lane, length, LaneWalk(), ValueRange{initial},
-                          nullptr, narrowSum);
-        })[0];
-  } else {
-    partial = walkLane(rewriter, loc, lane, length, LaneWalk(),
-                       ValueRange{initial}, nullptr, narrowSum)
-                  .front();
+          scf::ForOp::create(
+              b, l, arith::ConstantIndexOp::create(b, l, 0), rowsHere,
+              arith::ConstantIndexOp::create(b, l, 1), ValueRange{},
+              [&](OpBuilder &fb, Location fl, Value r, ValueRange) {
+                SmallVector<Value> rowIvs = rowAt(fb, r);
+                Value rowTotal = rowTotals(fb, fl, op, combiner, lane,
+                                           length, {rowIvs}, lanes)
+                                     .front();
+                storeRowTotal(fb, fl, op, combiner, epilogue, lane, rowIvs,
+                              rowTotal);
+                scf::YieldOp::create(fb, fl);
+              });
+          scf::YieldOp::create(b, l);
+        });
+    if (epilogue)
+      rewriter.eraseOp(epilogue);
+    rewriter.eraseOp(op);
+    (void)gpu::setMappingAttr(grid,
+                              mappingTo(rewriter, gpu::Processor::BlockX));
+    (void)gpu::setMappingAttr(block,
+                              mappingTo(rewriter, gpu::Processor::ThreadX));
+    return;
   }
-  for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
-    Value other = gpu::ShuffleOp::create(rewriter, loc, partial, offset,
-                                         kWarpSize, gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    partial = combine(rewriter, combiner, partial, other);
-  }
-  // After the xor butterfly every lane holds the row's total.
-  OpOperand *init = op.getDpsInitOperand(0);
-  SmallVector<Value> dims(ivs);
-  dims.push_back(zero);
-  SmallVector<Value> outIndices =
-      indicesAt(rewriter, loc, op.getMatchingIndexingMap(init), dims);
-  // The fill folded into the op (gdn-gpu-fold-fills) is the value the
-  // output held; the output is then only written.
-  Value old;
-  if (auto initial = op->getAttrOfType<TypedAttr>(kReductionInitAttrName))
-    old = arith::ConstantOp::create(rewriter, loc, initial);
-  else
-    old = memref::LoadOp::create(rewriter, loc, init->get(), outIndices);
-  Value rowTotal = combine(rewriter, combiner, old, partial);
-  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                      lane, zero);
-  auto write = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
-  rewriter.setInsertionPointToStart(write.thenBlock());
-  memref::StoreOp::create(rewriter, loc, rowTotal, init->get(), outIndices);
-  if (epilogue) {
-    storePayloadAt(rewriter, loc, epilogue, ivs, init->get(), rowTotal);
+  Value partial = rowTotals(rewriter, loc, op, combiner, lane, length, {ivs},
+                            lanes)
+                      .front();
+  Value rowTotal =
+      storeRowTotal(rewriter, loc, op, combiner, epilogue, lane, ivs, partial);
+  if (epilogue)
     rewriter.eraseOp(epilogue);
-  }
+  OpOperand *init = op.getDpsInitOperand(0);
   if (consumer) {
     // The row consumer: each lane maps the elements it summed, with the
     // total from its register (lane 0's store is not visible to the
     // others without a fence).
-    rewriter.setInsertionPointAfter(write);
     Value total = init->get();
     auto narrowMap = [&](OpBuilder &b, Location l, Value k, ValueRange) {
       SmallVector<Value> elementDims(ivs);
@@ -610,7 +787,10 @@ struct GdnGPUMapParallelLoopsPass
 
   void runOnOperation() override {
     func::FuncOp function = getOperation();
-    if (llvm::Error error = checkMapParallelLoopsOptions({blockThreads})) {
+    GdnGPUMapParallelLoopsPassOptions options;
+    options.blockThreads = blockThreads;
+    options.rowGroup = rowGroup;
+    if (llvm::Error error = checkMapParallelLoopsOptions(options)) {
       function.emitError() << "gdn-gpu-map-parallel-loops: "
                            << llvm::toString(std::move(error));
       return signalPassFailure();
@@ -639,6 +819,7 @@ struct GdnGPUMapParallelLoopsPass
       linalg::GenericOp consumer;
       linalg::LinalgOp epilogue;
       int64_t lanes;
+      SmallVector<unsigned> rowDims;
     };
     SmallVector<Reduction> reductions;
     llvm::SmallPtrSet<Operation *, 16> fused;
@@ -665,7 +846,12 @@ struct GdnGPUMapParallelLoopsPass
           if (consumer && !fused.insert(consumer).second)
             consumer = nullptr;
           linalg::LinalgOp epilogue = consumer ? nullptr : epilogueFor(op);
-          reductions.push_back({op, combiner, consumer, epilogue, kWarpSize});
+          // A row consumer maps the rows in the warp that summed them.
+          SmallVector<unsigned> rowDims;
+          if (!consumer && rowGroup > 1)
+            rowDims = sharedOperandRows(op);
+          reductions.push_back(
+              {op, combiner, consumer, epilogue, kWarpSize, rowDims});
           continue;
         }
       }
@@ -673,7 +859,7 @@ struct GdnGPUMapParallelLoopsPass
       // the total in a register.
       op = parallelDimensionsFirst(rewriter, op);
       if (Operation *combiner = warpCombinerOf(op, /*minLength=*/0)) {
-        reductions.push_back({op, combiner, nullptr, epilogueFor(op), 1});
+        reductions.push_back({op, combiner, nullptr, epilogueFor(op), 1, {}});
         continue;
       }
       restoreFoldedFill(rewriter, op);
@@ -692,7 +878,7 @@ struct GdnGPUMapParallelLoopsPass
     // their own.
     for (const Reduction &r : reductions)
       lowerReduction(rewriter, r.op, r.combiner, r.consumer, r.epilogue,
-                     r.lanes, blockThreads);
+                     r.lanes, r.rowDims, rowGroup, blockThreads);
   }
 };
 } // namespace
@@ -716,6 +902,9 @@ Operation *mlir::gdn::finalCombinerOf(linalg::LinalgOp op) {
 
 llvm::Error mlir::gdn::checkMapParallelLoopsOptions(
     const GdnGPUMapParallelLoopsPassOptions &options) {
+  if (options.rowGroup < 1 || options.rowGroup > 16)
+    return llvm::createStringError("row-group must be in 1..16, but got " +
+                                   llvm::Twine(options.rowGroup));
   if (options.blockThreads < 32 || options.blockThreads > 1024 ||
       options.blockThreads % 32 != 0)
     return llvm::createStringError(

@@ -1,8 +1,11 @@
-// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=128}))' | FileCheck %s
-// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=128}),convert-parallel-loops-to-gpu)' | FileCheck %s --check-prefix=LAUNCH
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=128 row-group=1}))' | FileCheck %s
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=128 row-group=1}),convert-parallel-loops-to-gpu)' | FileCheck %s --check-prefix=LAUNCH
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops),canonicalize,cse)' | FileCheck %s --check-prefix=ROWS
 // RUN: not gdn-opt %s --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=100}))' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not gdn-opt %s --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{row-group=0}))' 2>&1 | FileCheck %s --check-prefix=BAD-GROUP
 
 // BAD: gdn-gpu-map-parallel-loops: block-threads must be a multiple of 32 in 32..1024, but got 100
+// BAD-GROUP: gdn-gpu-map-parallel-loops: row-group must be in 1..16, but got 0
 
 // A projection with a short sum (K = 16): its three parallel dimensions
 // become one index, the innermost fastest, split into blocks of 128
@@ -120,6 +123,53 @@ func.func @bf16_projection(%x: memref<?x?x768xf32>, %w: memref<96x768xbf16>, %y:
     %s = arith.addf %o, %m : f32
     linalg.yield %s : f32
   }
+  return
+}
+
+// -----
+
+// With row-group (4 by default), the projection's warps take four rows
+// (sequences and tokens, linearised) at one column: each step loads the
+// column's bf16 weights once for the four rows' activations, two steps in
+// flight, and each row's total has its butterfly and its store. A group
+// the rows do not fill takes them one at a time, a warp per output as
+// with row-group=1.
+// ROWS-LABEL: func.func @grouped_rows
+// ROWS: %[[ROWS:.*]] = arith.muli %dim, %dim_{{.*}}
+// ROWS: %[[GROUPS:.*]] = arith.ceildivui %[[ROWS]], %c4
+// ROWS: arith.muli %[[GROUPS]], %c96
+// ROWS: %[[FIRST:.*]] = arith.muli %{{.*}}, %c4
+// ROWS: %[[LEFT:.*]] = arith.subi %[[ROWS]], %[[FIRST]]
+// ROWS: %[[HERE:.*]] = arith.minui %[[LEFT]], %c4
+// ROWS: %[[FULL:.*]] = arith.cmpi eq, %[[HERE]], %c4
+// ROWS: scf.if %[[FULL]] {
+// ROWS: scf.if %{{.*}} -> (f32, f32, f32, f32) {
+// ROWS: vector.load %arg0{{.*}}vector<8xf32>
+// ROWS-NEXT: vector.load %arg1{{.*}} : memref<96x768xbf16>, vector<8xbf16>
+// ROWS-NEXT: vector.load %arg0{{.*}}vector<8xf32>
+// ROWS-NEXT: vector.load %arg0{{.*}}vector<8xf32>
+// ROWS-NEXT: vector.load %arg0{{.*}}vector<8xf32>
+// ROWS-NEXT: vector.load %arg0{{.*}}vector<8xf32>
+// ROWS-NEXT: vector.load %arg1{{.*}} : memref<96x768xbf16>, vector<8xbf16>
+// ROWS: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// ROWS: vector.load %arg1
+// ROWS-NOT: vector.load %arg1
+// ROWS: scf.yield
+// ROWS-COUNT-4: vector.reduction <add>
+// ROWS-COUNT-20: gpu.shuffle  xor
+// ROWS-COUNT-4: memref.store
+// ROWS: } else {
+// ROWS: scf.for %{{.*}} = %c0 to %[[HERE]] step %c1 {
+// ROWS: scf.if %{{.*}} -> (f32) {
+// ROWS-COUNT-5: gpu.shuffle  xor
+// ROWS: memref.store
+func.func @grouped_rows(%x: memref<?x?x768xf32>, %w: memref<96x768xbf16>, %y: memref<?x?x96xf32>) {
+  linalg.contract
+      indexing_maps = [affine_map<(b, t, n, k) -> (b, t, k)>,
+                       affine_map<(b, t, n, k) -> (n, k)>,
+                       affine_map<(b, t, n, k) -> (b, t, n)>]
+      ins(%x, %w : memref<?x?x768xf32>, memref<96x768xbf16>)
+      outs(%y : memref<?x?x96xf32>)
   return
 }
 

@@ -140,6 +140,17 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
     warps: the butterfly leaves the total in every lane, and each lane maps
     the elements it summed. One kernel instead of two, and the row is read
     while it is still in the L1.
+
+    With `row-group` G > 1, a warp reduction whose largest input of static
+    shape is read along the reduced dimension but does not depend on some
+    of the parallel dimensions (a projection's weight matrix against its
+    rows: the sequences of a decode batch, the tokens of a short prompt)
+    takes G outputs that differ only in those dimensions: each step loads
+    the weights' vector once and every row's own, and the warp's
+    butterflies total the G sums. A decode batch of B sequences then reads
+    each weight matrix ceil(B / G) times instead of B times. A group the
+    rows do not fill (B < G, or the last one) takes its rows one at a
+    time, so that a single sequence is not slowed by rows it does not have.
   }];
   let options = [
     Option<"blockThreads", "block-threads", "int64_t", /*default=*/"256",
@@ -156,6 +167,9 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
            "Run the element-wise op that follows a warp reduction over the "
            "same rows (a norm's scaling, a softmax's exp and division) in "
            "the reduction's warps">,
+    Option<"rowGroup", "row-group", "int64_t", /*default=*/"4",
+           "Rows of a projection that one warp sums, reading the weights "
+           "once for them (1..16; 1: a warp per output)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
