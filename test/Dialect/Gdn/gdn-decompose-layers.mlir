@@ -3,13 +3,22 @@
 // The layer becomes projections, convolutions, normalisations and gates in
 // linalg around one gdn.delta_rule with scale 1 and no initial state.
 
-// CHECK-DAG: #[[$SHIFT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1 + d3, d2)>
 // CHECK-DAG: #[[$TAPS:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, 0, d3)>
 // CHECK-LABEL: func.func @layer
 // CHECK-NOT: gdn.gated_deltanet
-// The causal convolution reads the zero-padded input at t + j.
-// CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 3, 0]
-// CHECK: linalg.generic {indexing_maps = [#[[$SHIFT]], #[[$TAPS]]
+// The causal convolution reads the projected input where it lies, at
+// t + j - 3, and zero before the first token: no padded copy of it.
+// CHECK-NOT: tensor.insert_slice
+// CHECK: %[[Z:.+]] = linalg.contract
+// CHECK: linalg.generic {indexing_maps = [#[[$TAPS]]
+// CHECK: %[[T:.+]] = linalg.index 1
+// CHECK: %[[J:.+]] = linalg.index 3
+// CHECK: %[[P:.+]] = arith.addi %[[T]], %[[J]]
+// CHECK: %[[EARLY:.+]] = arith.cmpi ult, %[[P]], %c3
+// CHECK: %[[ROW:.+]] = arith.select %[[EARLY]], %c3, %[[P]]
+// CHECK: %[[AT:.+]] = arith.subi %[[ROW]], %c3
+// CHECK: %[[TAP:.+]] = tensor.extract %[[Z]][%{{.+}}, %[[AT]], %{{.+}}]
+// CHECK: arith.select %[[EARLY]], %cst{{.*}}, %[[TAP]]
 // CHECK: tensor.expand_shape %{{.+}} {{\[\[}}0], [1], [2, 3]] output_shape [%{{.+}}, %{{.+}}, 2, 4]
 // Softplus is the identity above 20, as in PyTorch.
 // CHECK: math.log1p
@@ -32,7 +41,18 @@ func.func @layer(%x: tensor<?x?x8xf32>, %p0: tensor<8x8xf32>, %p1: tensor<8x8xf3
 // CHECK-LABEL: func.func @layer_continued
 // CHECK-SAME: %[[CONV:[^:]+]]: tensor<?x3x24xf32>, %[[S0:[^:]+]]: tensor<?x2x4x4xf32>
 // CHECK: %[[HQ:.+]] = tensor.extract_slice %[[CONV]][0, 0, 0] [%{{.+}}, 3, 8] [1, 1, 1]
-// CHECK: tensor.insert_slice %[[HQ]] into %{{.+}}[0, 0, 0] [%{{.+}}, 3, 8]
+// The next history: position T + i of the window, from the state where it
+// is still in it, from the new tokens otherwise (only the one that applies
+// is read: a call may bring no token).
+// CHECK: linalg.generic
+// CHECK: scf.if
+// CHECK: tensor.extract %[[HQ]]
+// CHECK: } else {
+// CHECK: tensor.extract
+// The convolution reads the state's rows before the first token.
+// CHECK: linalg.generic
+// CHECK: tensor.extract %[[HQ]]
+// CHECK: arith.select
 // CHECK: tensor.extract_slice %[[CONV]][0, 0, 8] [%{{.+}}, 3, 8]
 // CHECK: tensor.extract_slice %[[CONV]][0, 0, 16] [%{{.+}}, 3, 8]
 // CHECK: gdn.delta_rule %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} initial_state(%[[S0]]) :

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
@@ -107,36 +108,73 @@ public:
     auto weightType = cast<RankedTensorType>(weight.getType());
     int64_t kernel = weightType.getDimSize(2);
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, z);
-    SmallVector<OpFoldResult> paddedSizes = sizes;
     Value tokens = getValueOrCreateConstantIndexOp(b, loc, sizes[1]);
-    paddedSizes[1] =
-        arith::AddIOp::create(
-            b, loc, tokens, arith::ConstantIndexOp::create(b, loc, kernel - 1))
-            .getResult();
-    SmallVector<OpFoldResult> unit(3, b.getIndexAttr(1));
+    // The window [history | z] is read where it lies: position p of a
+    // sequence is history row p for p < kernel - 1 (zero without a
+    // history), z row p - (kernel - 1) after. No copy of either into a
+    // padded buffer: on the GPU each would be a kernel of its own. The
+    // convolution reads both rows in bounds and selects (every position
+    // it reads has a z row at or before it); the next history reads only
+    // the one that applies, since z may hold no token.
+    auto fromZ = [z, kernel](OpBuilder &nb, Location nl, Value batch,
+                             Value position, Value channel) -> Value {
+      Value cut = arith::ConstantIndexOp::create(nb, nl, kernel - 1);
+      Value row = arith::SubIOp::create(nb, nl, position, cut);
+      return tensor::ExtractOp::create(nb, nl, z,
+                                       ValueRange{batch, row, channel});
+    };
+    auto fromHistory = [history, kernel](OpBuilder &nb, Location nl,
+                                         Value batch, Value position,
+                                         Value channel) -> Value {
+      if (!history)
+        return arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+      Value last = arith::ConstantIndexOp::create(nb, nl, kernel - 2);
+      Value row = arith::MinUIOp::create(nb, nl, position, last);
+      return tensor::ExtractOp::create(nb, nl, history,
+                                       ValueRange{batch, row, channel});
+    };
+    auto inHistory = [kernel](OpBuilder &nb, Location nl, Value position) {
+      Value cut = arith::ConstantIndexOp::create(nb, nl, kernel - 1);
+      return arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
+                                   position, cut)
+          .getResult();
+    };
+    auto windowAt = [&](OpBuilder &nb, Location nl, Value batch,
+                        Value position, Value channel) -> Value {
+      Value cut = arith::ConstantIndexOp::create(nb, nl, kernel - 1);
+      Value early = inHistory(nb, nl, position);
+      Value zPosition = arith::SelectOp::create(nb, nl, early, cut, position);
+      return arith::SelectOp::create(
+          nb, nl, early, fromHistory(nb, nl, batch, position, channel),
+          fromZ(nb, nl, batch, zPosition, channel));
+    };
+    auto index = [](OpBuilder &nb, Location nl, int64_t dim) -> Value {
+      return linalg::IndexOp::create(nb, nl, dim);
+    };
     SmallVector<OpFoldResult> historySizes = sizes;
     historySizes[1] = b.getIndexAttr(kernel - 1);
-    Value padded;
-    if (history) {
-      padded = tensor::InsertSliceOp::create(
-          b, loc, history, createEmpty(b, loc, paddedSizes, f32),
-          SmallVector<OpFoldResult>(3, b.getIndexAttr(0)), historySizes, unit);
-    } else {
-      padded = createZeros(b, loc, paddedSizes, f32);
-    }
-    padded = tensor::InsertSliceOp::create(
-        b, loc, z, padded,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(kernel - 1),
-                               b.getIndexAttr(0)},
-        sizes, unit);
-    auto zType = cast<RankedTensorType>(z.getType());
-    Value nextHistory = tensor::ExtractSliceOp::create(
-        b, loc,
-        RankedTensorType::get(
-            {zType.getDimSize(0), kernel - 1, zType.getDimSize(2)}, f32),
-        padded,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(0), tokens, b.getIndexAttr(0)},
-        historySizes, unit);
+    Value nextHistory = buildGeneric(
+        b, loc, ValueRange{}, createEmpty(b, loc, historySizes, f32),
+        {map(3, {0, 1, 2})},
+        {IteratorType::parallel, IteratorType::parallel,
+         IteratorType::parallel},
+        [&](OpBuilder &nb, Location nl, ValueRange) {
+          Value position =
+              arith::AddIOp::create(nb, nl, tokens, index(nb, nl, 1));
+          Value batch = index(nb, nl, 0), channel = index(nb, nl, 2);
+          return scf::IfOp::create(
+                     nb, nl, inHistory(nb, nl, position),
+                     [&](OpBuilder &ib, Location il) {
+                       scf::YieldOp::create(
+                           ib, il,
+                           fromHistory(ib, il, batch, position, channel));
+                     },
+                     [&](OpBuilder &ib, Location il) {
+                       scf::YieldOp::create(
+                           ib, il, fromZ(ib, il, batch, position, channel));
+                     })
+              .getResult(0);
+        });
     Value init =
         bias ? buildElementwise(b, loc, bias, createEmpty(b, loc, sizes, f32),
                                 map(3, {2}),
@@ -144,19 +182,20 @@ public:
                                   return args[0];
                                 })
              : createZeros(b, loc, sizes, f32);
-    AffineExpr bDim = b.getAffineDimExpr(0), t = b.getAffineDimExpr(1),
-               c = b.getAffineDimExpr(2), j = b.getAffineDimExpr(3);
-    AffineMap shifted = AffineMap::get(4, 0, {bDim, t + j, c}, b.getContext());
+    AffineExpr c = b.getAffineDimExpr(2), j = b.getAffineDimExpr(3);
     AffineMap taps = AffineMap::get(4, 0, {c, b.getAffineConstantExpr(0), j},
                                     b.getContext());
     Value conv = buildGeneric(
-        b, loc, ValueRange{padded, weight}, init,
-        {shifted, taps, map(4, {0, 1, 2})},
+        b, loc, ValueRange{weight}, init, {taps, map(4, {0, 1, 2})},
         {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
          IteratorType::reduction},
-        [](OpBuilder &nb, Location nl, ValueRange args) {
-          Value product = arith::MulFOp::create(nb, nl, args[0], args[1]);
-          return arith::AddFOp::create(nb, nl, args[2], product).getResult();
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value position = arith::AddIOp::create(nb, nl, index(nb, nl, 1),
+                                                 index(nb, nl, 3));
+          Value tap = windowAt(nb, nl, index(nb, nl, 0), position,
+                               index(nb, nl, 2));
+          Value product = arith::MulFOp::create(nb, nl, tap, args[0]);
+          return arith::AddFOp::create(nb, nl, args[1], product).getResult();
         });
     Value activated =
         buildElementwise(b, loc, ValueRange{}, conv, {},
