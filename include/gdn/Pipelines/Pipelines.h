@@ -281,7 +281,9 @@ struct CUDAPipelineOptions
       *this, "projection-row-group",
       llvm::cl::desc("Rows (decode sequences, prompt tokens past the "
                      "tensor-core blocks) that one warp of a projection sums, "
-                     "reading each weight once for them (1..16)"),
+                     "reading each weight once for them (1..16; 1: a warp "
+                     "per output, the default until the GPU check has run "
+                     "the groups)"),
       llvm::cl::init(GdnGPUMapParallelLoopsPassOptions().rowGroup)};
   Option<bool> managedHostBuffers{
       *this, kManagedHostBuffersOption,

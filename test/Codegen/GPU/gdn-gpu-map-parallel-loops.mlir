@@ -1,6 +1,6 @@
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=128 row-group=1}))' | FileCheck %s
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=128 row-group=1}),convert-parallel-loops-to-gpu)' | FileCheck %s --check-prefix=LAUNCH
-// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops),canonicalize,cse)' | FileCheck %s --check-prefix=ROWS
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{row-group=4}),canonicalize,cse)' | FileCheck %s --check-prefix=ROWS
 // RUN: not gdn-opt %s --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{block-threads=100}))' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not gdn-opt %s --pass-pipeline='builtin.module(func.func(gdn-gpu-map-parallel-loops{row-group=0}))' 2>&1 | FileCheck %s --check-prefix=BAD-GROUP
 
@@ -128,7 +128,7 @@ func.func @bf16_projection(%x: memref<?x?x768xf32>, %w: memref<96x768xbf16>, %y:
 
 // -----
 
-// With row-group (4 by default), the projection's warps take four rows
+// With row-group=4, the projection's warps take four rows
 // (sequences and tokens, linearised) at one column: each step loads the
 // column's bf16 weights once for the four rows' activations, two steps in
 // flight, and each row's total has its butterfly and its store. A group

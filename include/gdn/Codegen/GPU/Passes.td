@@ -151,6 +151,8 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
     each weight matrix ceil(B / G) times instead of B times. A group the
     rows do not fill (B < G, or the last one) takes its rows one at a
     time, so that a single sequence is not slowed by rows it does not have.
+    The default stays 1 (a warp per output) until the GPU model check has
+    run the groups; 4 is the value they are built for.
   }];
   let options = [
     Option<"blockThreads", "block-threads", "int64_t", /*default=*/"256",
@@ -167,9 +169,10 @@ def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
            "Run the element-wise op that follows a warp reduction over the "
            "same rows (a norm's scaling, a softmax's exp and division) in "
            "the reduction's warps">,
-    Option<"rowGroup", "row-group", "int64_t", /*default=*/"4",
+    Option<"rowGroup", "row-group", "int64_t", /*default=*/"1",
            "Rows of a projection that one warp sums, reading the weights "
-           "once for them (1..16; 1: a warp per output)">,
+           "once for them (1..16; 1, the default until the GPU model check "
+           "has run the groups: a warp per output)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
