@@ -12,20 +12,25 @@
 // SPLITMARK-NOT: key_split
 // BADSPLIT: gdn-absorb-mla-decode: key-split must be 0 (off) or 1..1024, got 2000
 
-// The softmax's maximum and sum in groups of 4 keys: over each group of
-// the scores [B, n, T, G, 4], over the groups, then over the keys left;
-// the exponentials between them, the division after.
+// The softmax's maximum and sum in G groups of 4 keys: over each group of
+// the scores, over the groups, then over the keys left; the exponentials
+// between them, the division after. The groups interleave: the first
+// G x 4 scores as [B, n, T, 4, G], group g the keys g, g + G, g + 2G and
+// g + 3G (loops (b, n, t, g, i) read [b, n, t, i, g]), so that the
+// threads of neighbouring groups read neighbouring keys.
+// SPLIT: #[[$INTERLEAVED:map[0-9]*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4, d3)>
 // SPLIT-LABEL: func.func @cached
 // The groups are counted once, for the softmax and the latents.
 // SPLIT: %[[GROUPS:.+]] = arith.divui %{{.+}}, %c4
 // SPLIT: %[[WHOLE:.+]] = arith.muli %[[GROUPS]], %c4
-// SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] {{.+}} into tensor<?x2x?x?x4xf32>
-// SPLIT: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<?x2x?x?x4xf32>) outs(%{{.+}} : tensor<?x2x?x?xf32>)
+// SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] output_shape [%{{.+}}, 2, %{{.+}}, 4, %[[GROUPS]]] : tensor<?x2x?x?xf32> into tensor<?x2x?x4x?xf32>
+// SPLIT: linalg.generic {indexing_maps = [#[[$INTERLEAVED]], #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<?x2x?x4x?xf32>) outs(%{{.+}} : tensor<?x2x?x?xf32>)
 // SPLIT: arith.maximumf
 // SPLIT: linalg.generic {{.+}} ins(%{{.+}} : tensor<?x2x?x?xf32>) outs(%{{.+}} : tensor<?x2x?xf32>)
 // SPLIT: linalg.generic {{.+}} ins(%{{.+}} : tensor<?x2x?x?xf32>) outs(%{{.+}} : tensor<?x2x?xf32>)
 // SPLIT: math.exp
-// SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] {{.+}} into tensor<?x2x?x?x4xf32>
+// SPLIT: tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] {{.+}} into tensor<?x2x?x4x?xf32>
+// SPLIT: linalg.generic {indexing_maps = [#[[$INTERLEAVED]], #{{.+}}], {{.+}} ins(%{{.+}} : tensor<?x2x?x4x?xf32>)
 // SPLIT: arith.addf
 // SPLIT: arith.divf
 // The attended latents in groups of 4 keys: the keys of whole groups

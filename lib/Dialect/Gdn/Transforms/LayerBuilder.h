@@ -508,8 +508,12 @@ public:
   }
 
   /// The first `g.whole` keys of x along `keyDim`, [..., S, ...] as
-  /// [..., g.count, g.size, ...]: the keys of one group together.
-  Value keyGroups(Value x, unsigned keyDim, const KeyGroups &g) {
+  /// [..., g.count, g.size, ...]: the keys of one group together. With
+  /// `interleaved`, as [..., g.size, g.count]: group j holds keys j,
+  /// j + count, j + 2 count, ..., so that the groups' i-th keys lie side
+  /// by side.
+  Value keyGroups(Value x, unsigned keyDim, const KeyGroups &g,
+                  bool interleaved = false) {
     auto type = cast<RankedTensorType>(x.getType());
     SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
@@ -518,10 +522,14 @@ public:
     Value slice =
         tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
     SmallVector<int64_t> shape(type.getShape());
-    shape[keyDim] = ShapedType::kDynamic;
-    shape.insert(shape.begin() + keyDim + 1, g.size);
-    sizes[keyDim] = g.count;
-    sizes.insert(sizes.begin() + keyDim + 1, b.getIndexAttr(g.size));
+    OpFoldResult count = g.count, size = b.getIndexAttr(g.size);
+    if (interleaved)
+      std::swap(count, size);
+    shape[keyDim] = interleaved ? g.size : ShapedType::kDynamic;
+    shape.insert(shape.begin() + keyDim + 1,
+                 interleaved ? ShapedType::kDynamic : g.size);
+    sizes[keyDim] = count;
+    sizes.insert(sizes.begin() + keyDim + 1, size);
     SmallVector<ReassociationIndices> reassociation;
     for (unsigned d = 0, e = type.getRank(); d < e; ++d) {
       unsigned first = d <= keyDim ? d : d + 1;
@@ -550,7 +558,9 @@ public:
   /// x [B, n, T, S] reduced over s by `combine` from `identity`: over each
   /// group of keys, then over the groups, then the keys left over. On a GPU
   /// every row gets a thread per group for its partial results, where one
-  /// warp walked the whole row.
+  /// warp walked the whole row. The groups interleave (keyGroups), so that
+  /// a warp's threads read neighbouring keys at each step of their walks,
+  /// one memory transaction where contiguous groups took one per thread.
   Value groupedRowReduce(Value x, const KeyGroups &g, float identity,
                          GenericBody combine) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
@@ -562,9 +572,9 @@ public:
     SmallVector<IteratorType> fourLoops(3, IteratorType::parallel);
     fourLoops.push_back(IteratorType::reduction);
     Value partial = buildGeneric(
-        b, loc, ValueRange{keyGroups(x, 3, g)},
+        b, loc, ValueRange{keyGroups(x, 3, g, /*interleaved=*/true)},
         filled({sizes[0], sizes[1], sizes[2], g.count}),
-        {map(5, {0, 1, 2, 3, 4}), map(5, {0, 1, 2, 3})}, fiveLoops, combine);
+        {map(5, {0, 1, 2, 4, 3}), map(5, {0, 1, 2, 3})}, fiveLoops, combine);
     SmallVector<AffineMap> rowMaps = {map(4, {0, 1, 2, 3}), map(4, {0, 1, 2})};
     Value total = buildGeneric(b, loc, ValueRange{partial},
                                filled({sizes[0], sizes[1], sizes[2]}), rowMaps,
