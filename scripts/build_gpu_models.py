@@ -56,14 +56,19 @@ def models():
         nenya_tiny = json.load(f)
     lora = hybrid_config(q_lora_rank=8, num_layers=5)
     return [("nenya-tiny", nenya_tiny, 0), ("hybrid-qlora", lora, 3),
-            ("hybrid-qlora-rows4", lora, 3), ("nenya-124m", NENYA_124M, 1)]
+            ("hybrid-qlora-rows4", lora, 3), ("hybrid-qlora-small", lora, 3),
+            ("nenya-124m", NENYA_124M, 1)]
 
 
-# Models compiled with options besides the defaults: the projections' row
-# groups (gdn-gpu-map-parallel-loops row-group), off by default until this
-# check has run them, on the hybrid with q LoRA (decode batches of 1 to 4
-# and prompts to 300 tokens take both the full and the partial groups).
-COMPILE_FLAGS = {"hybrid-qlora-rows4": ["--cuda-projection-row-group=4"]}
+# Models compiled with options besides the defaults, off by default until
+# this check has run them, on the hybrid with q LoRA (decode batches of 1
+# to 4 and prompts to 300 tokens): the projections' row groups
+# (gdn-gpu-map-parallel-loops row-group; full and partial groups), and
+# tensor cores for the rows after the 128-row blocks from one row on
+# (gdn-gpu-tensor-core-projections small-row-blocks; every decode step and
+# prompt tail then ends inside a masked 64-row block).
+COMPILE_FLAGS = {"hybrid-qlora-rows4": ["--cuda-projection-row-group=4"],
+                 "hybrid-qlora-small": ["--cuda-projection-small-row-blocks=1"]}
 
 
 def build(compiler, out, name, config, seed, target):

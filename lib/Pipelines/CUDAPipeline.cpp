@@ -128,6 +128,10 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
     return llvm::createStringError(
         "attention-block: expected 0 (off) or 1..1024 tokens, got " +
         llvm::Twine(options.attentionBlock));
+  if (options.projectionSmallRowBlocks < 0)
+    return llvm::createStringError(
+        "projection-small-row-blocks: expected 0 (off) or a row count, got " +
+        llvm::Twine(options.projectionSmallRowBlocks));
   if (options.bf16ScanMinTokens < 1)
     return llvm::createStringError(
         "bf16-scan-min-tokens: expected at least 1 token, got " +
@@ -211,6 +215,7 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
     GdnGPUTensorCoreProjectionsPassOptions projectionOptions;
     projectionOptions.splitActivations = options.splitActivations;
     projectionOptions.f32Weights = options.tensorCoreF32Weights;
+    projectionOptions.smallRowBlocks = options.projectionSmallRowBlocks;
     pm.addNestedPass<func::FuncOp>(
         createGdnGPUTensorCoreProjectionsPass(projectionOptions));
   }

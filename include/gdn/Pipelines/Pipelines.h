@@ -285,6 +285,15 @@ struct CUDAPipelineOptions
                      "per output, the default until the GPU check has run "
                      "the groups)"),
       llvm::cl::init(GdnGPUMapParallelLoopsPassOptions().rowGroup)};
+  Option<int64_t> projectionSmallRowBlocks{
+      *this, "projection-small-row-blocks",
+      llvm::cl::desc("From this many rows past the 128-row tensor-core "
+                     "blocks on (a decode batch), projections run those rows "
+                     "on tensor cores too, in blocks of 64 "
+                     "(gdn-gpu-tensor-core-projections small-row-blocks); 0: "
+                     "a warp per output for them"),
+      llvm::cl::init(
+          GdnGPUTensorCoreProjectionsPassOptions().smallRowBlocks)};
   Option<bool> managedHostBuffers{
       *this, kManagedHostBuffersOption,
       llvm::cl::desc("Host buffers in managed memory, reachable by kernels "

@@ -65,9 +65,17 @@ namespace {
 constexpr int64_t kBlockRows = 128, kBlockCols = 64;
 constexpr int64_t kWarpRows = 64, kWarpCols = 32;
 constexpr int64_t kTileRows = 16, kTileCols = 8, kStep = 16;
-constexpr int64_t kRowTiles = kWarpRows / kTileRows; // 4
 constexpr int64_t kColTiles = kWarpCols / kTileCols; // 4
-constexpr int64_t kWarps = (kBlockRows / kWarpRows) * (kBlockCols / kWarpCols);
+
+/// The rows of a block and of each of its warps: 128 of 64 for whole
+/// blocks, and for the rows left over (small-row-blocks) fewer, so that
+/// a decode batch's rows share each weight fragment they load.
+struct RowShape {
+  int64_t block, warp;
+  int64_t rowTiles() const { return warp / kTileRows; }
+  int64_t warps() const { return (block / warp) * (kBlockCols / kWarpCols); }
+};
+constexpr RowShape kWholeRows{kBlockRows, kWarpRows};
 
 /// The operands of a projection that the kernel takes: x [B, T, I] f32,
 /// w [O, I] bf16 or f32 and out [B, T, O] f32, all with identity layouts (dense
@@ -152,6 +160,10 @@ struct TileOperands {
   Load elementA, elementB;
   /// Whether B is f32 (split like A) rather than bf16.
   bool floatB;
+  /// The rows of A and C, set where blocks may end past them (their A
+  /// loads clamped to the last row, their C neither read nor written);
+  /// null where every block's rows exist.
+  Value rowCount;
 };
 
 /// Builds the body of a launch that computes C += A B^T for the rows
@@ -159,10 +171,12 @@ struct TileOperands {
 class TileProduct {
 public:
   TileProduct(OpBuilder &b, Location loc, const TileOperands &ops,
-              bool splitActivations)
-      : b(b), loc(loc), ops(ops), split(splitActivations) {}
+              bool splitActivations, RowShape shape = kWholeRows)
+      : b(b), loc(loc), ops(ops), split(splitActivations), shape(shape) {}
 
-  void build(gpu::LaunchOp launch, Value wholeRows);
+  /// The blocks' rows start at `firstRow` (the grid's rows of blocks after
+  /// it); warps whose rows start at `wholeRows` or later do nothing.
+  void build(gpu::LaunchOp launch, Value wholeRows, Value firstRow = {});
 
 private:
   Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -218,10 +232,12 @@ private:
   Location loc;
   const TileOperands &ops;
   bool split;
-  /// Per lane: the A rows of its tiles' fragment rows g and g + 8, the B
-  /// rows (clamped below N) of its B fragments, and its first reduction
-  /// column 4 t.
-  SmallVector<Value> rows, bRows;
+  RowShape shape;
+  /// Per lane: the A and C rows of its tiles' fragment rows g and g + 8
+  /// (the A rows clamped below the row count where blocks end past it),
+  /// the B rows (clamped below N) of its B fragments, and its first
+  /// reduction column 4 t.
+  SmallVector<Value> rows, aRows, bRows;
   Value laneColumn;
 };
 
@@ -261,11 +277,12 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
   };
   // A fragments: registers a0 (row g) and a1 (row g + 8) hold the first
   // pair, a2 and a3 the second; once for hi and, split, once for lo.
-  SmallVector<SmallVector<Value>> high(kRowTiles), low(kRowTiles);
-  for (int64_t i = 0; i < kRowTiles; ++i) {
+  int64_t rowTiles = shape.rowTiles();
+  SmallVector<SmallVector<Value>> high(rowTiles), low(rowTiles);
+  for (int64_t i = 0; i < rowTiles; ++i) {
     SmallVector<Value> hiWords(4), loWords(4);
     for (int64_t half = 0; half < 2; ++half) {
-      Value values = loadA(rows[2 * i + half]);
+      Value values = loadA(aRows[2 * i + half]);
       auto [hi, lo] = splitPairs(nb, nl, values, split);
       hiWords[half] = hi.first;
       hiWords[2 + half] = hi.second;
@@ -287,7 +304,7 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
       auto [b0, b1] = registerPair(nb, nl, values);
       fragment = {b0, b1};
     }
-    for (int64_t i = 0; i < kRowTiles; ++i) {
+    for (int64_t i = 0; i < rowTiles; ++i) {
       MutableArrayRef<Value> tile = acc.slice(slot(i, j, 0), 4);
       // The small terms first.
       if (split)
@@ -299,7 +316,8 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
   }
 }
 
-void TileProduct::build(gpu::LaunchOp launch, Value wholeRows) {
+void TileProduct::build(gpu::LaunchOp launch, Value wholeRows,
+                        Value firstBlockRow) {
   Value tid = launch.getThreadIds().x;
   Value warp = arith::DivUIOp::create(b, loc, tid, c(32));
   Value lane = arith::RemUIOp::create(b, loc, tid, c(32));
@@ -307,8 +325,10 @@ void TileProduct::build(gpu::LaunchOp launch, Value wholeRows) {
   Value quad = arith::RemUIOp::create(b, loc, lane, c(4));
   Value warpRow = arith::DivUIOp::create(b, loc, warp, c(2));
   Value warpCol = arith::RemUIOp::create(b, loc, warp, c(2));
-  Value firstRow = add(mul(launch.getBlockIds().y, c(kBlockRows)),
-                       mul(warpRow, c(kWarpRows)));
+  Value firstRow = add(mul(launch.getBlockIds().y, c(shape.block)),
+                       mul(warpRow, c(shape.warp)));
+  if (firstBlockRow)
+    firstRow = add(firstBlockRow, firstRow);
   Value firstCol = add(mul(launch.getBlockIds().x, c(kBlockCols)),
                        mul(warpCol, c(kWarpCols)));
   laneColumn = mul(quad, c(4));
@@ -318,9 +338,17 @@ void TileProduct::build(gpu::LaunchOp launch, Value wholeRows) {
   auto inside = scf::IfOp::create(b, loc, lessThan(firstRow, wholeRows),
                                   /*withElse=*/false);
   b.setInsertionPointToStart(inside.thenBlock());
-  for (int64_t i = 0; i < kRowTiles; ++i)
-    for (int64_t half = 0; half < 2; ++half)
+  int64_t rowTiles = shape.rowTiles();
+  Value lastRow =
+      ops.rowCount ? arith::SubIOp::create(b, loc, ops.rowCount, c(1)) : Value();
+  for (int64_t i = 0; i < rowTiles; ++i)
+    for (int64_t half = 0; half < 2; ++half) {
       rows.push_back(add(firstRow, add(group, c(i * kTileRows + 8 * half))));
+      aRows.push_back(lastRow ? arith::MinUIOp::create(b, loc, rows.back(),
+                                                       lastRow)
+                                    .getResult()
+                              : rows.back());
+    }
   Value lastColumn = arith::SubIOp::create(b, loc, ops.columns, c(1));
   for (int64_t j = 0; j < kColTiles; ++j)
     bRows.push_back(arith::MinUIOp::create(
@@ -333,20 +361,39 @@ void TileProduct::build(gpu::LaunchOp launch, Value wholeRows) {
     Value col = add(firstCol, add(mul(quad, c(2)), c(j * kTileCols + e % 2)));
     return std::make_pair(row, col);
   };
+  // Whether element (row, col) of C exists: always, unless blocks may
+  // end past the rows or the columns.
+  auto exists = [&](Value row, Value col) -> Value {
+    Value inside;
+    if (ops.rowCount)
+      inside = lessThan(row, ops.rowCount);
+    if (ops.raggedColumns) {
+      Value column = lessThan(col, ops.columns);
+      inside = inside ? arith::AndIOp::create(b, loc, inside, column)
+                            .getResult()
+                      : column;
+    }
+    return inside;
+  };
   SmallVector<Value> init;
-  for (int64_t i = 0; i < kRowTiles; ++i)
+  for (int64_t i = 0; i < rowTiles; ++i)
     for (int64_t j = 0; j < kColTiles; ++j)
       for (int64_t e = 0; e < 4; ++e) {
         auto [row, col] = element(i, j, e);
-        if (!ops.raggedColumns) {
+        Value inside = exists(row, col);
+        if (!inside) {
           init.push_back(ops.loadC(b, loc, row, col));
           continue;
         }
-        Value clamped = arith::MinUIOp::create(b, loc, col, lastColumn);
-        Value value = ops.loadC(b, loc, row, clamped);
+        Value clampedRow = aRows[2 * i + e / 2];
+        Value clampedCol = ops.raggedColumns
+                               ? arith::MinUIOp::create(b, loc, col,
+                                                        lastColumn)
+                                     .getResult()
+                               : col;
+        Value value = ops.loadC(b, loc, clampedRow, clampedCol);
         Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-        init.push_back(arith::SelectOp::create(
-            b, loc, lessThan(col, ops.columns), value, zero));
+        init.push_back(arith::SelectOp::create(b, loc, inside, value, zero));
       }
 
   // Two reduction steps per iteration where they divide the row: the
@@ -382,17 +429,17 @@ void TileProduct::build(gpu::LaunchOp launch, Value wholeRows) {
     sums = tail.getResults();
   }
 
-  for (int64_t i = 0; i < kRowTiles; ++i)
+  for (int64_t i = 0; i < rowTiles; ++i)
     for (int64_t j = 0; j < kColTiles; ++j)
       for (int64_t e = 0; e < 4; ++e) {
         auto [row, col] = element(i, j, e);
         Value value = sums[slot(i, j, e)];
-        if (!ops.raggedColumns) {
+        Value inside = exists(row, col);
+        if (!inside) {
           ops.storeC(b, loc, value, row, col);
           continue;
         }
-        auto guard = scf::IfOp::create(b, loc, lessThan(col, ops.columns),
-                                       /*withElse=*/false);
+        auto guard = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
         OpBuilder::InsertionGuard restore(b);
         b.setInsertionPointToStart(guard.thenBlock());
         ops.storeC(b, loc, value, row, col);
@@ -424,10 +471,11 @@ Value loadFour(OpBuilder &b, Location loc, Value memory, ValueRange indices) {
 }
 
 /// The launch attribute that records the kernel's tiles.
-DictionaryAttr tilesAttr(Builder &b, bool splitActivations) {
+DictionaryAttr tilesAttr(Builder &b, bool splitActivations,
+                         RowShape shape = kWholeRows) {
   return b.getDictionaryAttr({
-      b.getNamedAttr("block", b.getDenseI64ArrayAttr({kBlockRows, kBlockCols})),
-      b.getNamedAttr("warp", b.getDenseI64ArrayAttr({kWarpRows, kWarpCols})),
+      b.getNamedAttr("block", b.getDenseI64ArrayAttr({shape.block, kBlockCols})),
+      b.getNamedAttr("warp", b.getDenseI64ArrayAttr({shape.warp, kWarpCols})),
       b.getNamedAttr("mma", b.getStringAttr("m16n8k16.bf16")),
       b.getNamedAttr("split_activations", b.getBoolAttr(splitActivations)),
   });
@@ -463,12 +511,14 @@ Value rowsFrom(OpBuilder &b, Location loc, Value rows, Value first) {
 /// (mgpuLaunchKernel).
 gpu::LaunchOp launchTiles(OpBuilder &b, Location loc, Value columnBlocks,
                           Value rowBlocks, Value batches,
-                          bool splitActivations) {
+                          bool splitActivations,
+                          RowShape shape = kWholeRows) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   auto launch = gpu::LaunchOp::create(
       b, loc, columnBlocks, rowBlocks, batches,
-      arith::ConstantIndexOp::create(b, loc, 32 * kWarps), one, one);
-  launch->setAttr("gdn.tensor_core_projection", tilesAttr(b, splitActivations));
+      arith::ConstantIndexOp::create(b, loc, 32 * shape.warps()), one, one);
+  launch->setAttr("gdn.tensor_core_projection",
+                  tilesAttr(b, splitActivations, shape));
   return launch;
 }
 
@@ -557,8 +607,14 @@ void storeThroughEpilogue(OpBuilder &b, Location loc, linalg::LinalgOp epilogue,
                           ValueRange{row, col});
 }
 
+/// The tiles of the rows after the whole blocks (small-row-blocks): 64 rows
+/// of four warps of 16, so that a decode batch of 64 reads each weight
+/// fragment once per block.
+constexpr RowShape kLeftoverRows{64, 16};
+
 void rewriteProjection(linalg::ContractOp op, const Projection &p,
-                       bool splitActivations, bool fuseEpilogues) {
+                       bool splitActivations, bool fuseEpilogues,
+                       int64_t smallRowBlocksFrom) {
   // The element-wise op after the projection runs in its kernels: as the
   // tiles store C, and after the rest rows' reduction.
   linalg::LinalgOp epilogue = fuseEpilogues ? findEpilogue(op) : nullptr;
@@ -586,10 +642,13 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
   Value wholeRows = arith::MulIOp::create(b, loc, rowBlocks, blockRows);
   Value colBlocks = arith::ConstantIndexOp::create(
       b, loc, llvm::divideCeil(p.outputs, kBlockCols));
-  gpu::LaunchOp launch =
-      launchTiles(b, loc, colBlocks, rowBlocks,
-                  arith::ConstantIndexOp::create(b, loc, 1), splitActivations);
-  {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  // The kernel over rows [first, first + blocks x shape.block) that exist
+  // (below `bound`); `rowCount` masks a last block that ends past them.
+  auto tiles = [&](OpBuilder &hb, Value blocks, Value bound, Value first,
+                   Value rowCount, RowShape shape) {
+    gpu::LaunchOp launch = launchTiles(hb, loc, colBlocks, blocks, one,
+                                       splitActivations, shape);
     OpBuilder kb(op->getContext());
     kb.setInsertionPointToStart(&launch.getBody().front());
     TileOperands ops;
@@ -614,31 +673,65 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
     ops.raggedColumns = p.outputs % kBlockCols != 0;
     ops.depth = p.inputs;
     ops.floatB = cast<MemRefType>(p.weight.getType()).getElementType().isF32();
-    TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
-  }
+    ops.rowCount = rowCount;
+    TileProduct(kb, loc, ops, splitActivations, shape)
+        .build(launch, bound, first);
+    return launch;
+  };
+  gpu::LaunchOp launch =
+      tiles(b, rowBlocks, wholeRows, Value(), Value(), kWholeRows);
 
-  // The rows after the whole blocks, on the same buffers.
+  // The rows after the whole blocks, on the same buffers: a warp per
+  // output (gdn-gpu-map-parallel-loops), each reading its weight row.
+  auto warpPerOutput = [&](OpBuilder &rb) {
+    Value restX = rowsFrom(rb, loc, x, wholeRows);
+    Value restOut = rowsFrom(rb, loc, out, wholeRows);
+    auto rest = linalg::ContractOp::create(
+        rb, loc, TypeRange{}, ValueRange{restX, p.weight}, ValueRange{restOut},
+        op.getIndexingMaps());
+    // A fill folded into the projection (gdn-gpu-fold-fills) holds for
+    // the rest of its rows too.
+    if (Attribute initial = op->getAttr(kReductionInitAttrName))
+      rest->setAttr(kReductionInitAttrName, initial);
+    if (epilogue) {
+      // The epilogue of the rest rows, on the same views: right after
+      // their reduction, which gdn-gpu-map-parallel-loops fuses it into.
+      IRMapping views;
+      views.map(p.out, restOut);
+      for (Value operand : epilogue->getOperands())
+        if (collapsed.count(operand) && !views.contains(operand))
+          views.map(operand, rowsFrom(rb, loc, collapsed[operand], wholeRows));
+      rb.clone(*epilogue, views);
+    }
+  };
   b.setInsertionPointAfter(launch);
-  Value restX = rowsFrom(b, loc, x, wholeRows);
-  Value restOut = rowsFrom(b, loc, out, wholeRows);
-  auto rest = linalg::ContractOp::create(
-      b, loc, TypeRange{}, ValueRange{restX, p.weight}, ValueRange{restOut},
-      op.getIndexingMaps());
-  // A fill folded into the projection (gdn-gpu-fold-fills) holds for the
-  // rest of its rows too.
-  if (Attribute initial = op->getAttr(kReductionInitAttrName))
-    rest->setAttr(kReductionInitAttrName, initial);
-  if (epilogue) {
-    // The epilogue of the rest rows, on the same views: right after their
-    // reduction, which gdn-gpu-map-parallel-loops fuses it into.
-    IRMapping views;
-    views.map(p.out, restOut);
-    for (Value operand : epilogue->getOperands())
-      if (collapsed.count(operand) && !views.contains(operand))
-        views.map(operand, rowsFrom(b, loc, collapsed[operand], wholeRows));
-    b.clone(*epilogue, views);
-    epilogue->erase();
+  if (smallRowBlocksFrom <= 0) {
+    warpPerOutput(b);
+  } else {
+    // From `smallRowBlocksFrom` rows on, the rest takes tensor cores too,
+    // in blocks of fewer rows, the last one masked: the rows then share
+    // each weight fragment they load, where a warp per output reads the
+    // weights once per row.
+    Value left = arith::SubIOp::create(b, loc, rowCount, wholeRows);
+    Value enough = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::uge, left,
+        arith::ConstantIndexOp::create(b, loc, smallRowBlocksFrom));
+    scf::IfOp::create(
+        b, loc, enough,
+        [&](OpBuilder &tb, Location) {
+          Value blocks = arith::CeilDivUIOp::create(
+              tb, loc, left,
+              arith::ConstantIndexOp::create(tb, loc, kLeftoverRows.block));
+          tiles(tb, blocks, rowCount, wholeRows, rowCount, kLeftoverRows);
+          scf::YieldOp::create(tb, loc);
+        },
+        [&](OpBuilder &eb, Location) {
+          warpPerOutput(eb);
+          scf::YieldOp::create(eb, loc);
+        });
   }
+  if (epilogue)
+    epilogue->erase();
   op.erase();
 }
 
@@ -999,6 +1092,13 @@ struct GdnGPUTensorCoreProjectionsPass
   using Base::Base;
 
   void runOnOperation() override {
+    if (smallRowBlocks < 0) {
+      getOperation().emitError()
+          << "gdn-gpu-tensor-core-projections: small-row-blocks must be 0 "
+             "(off) or a row count, got "
+          << static_cast<int64_t>(smallRowBlocks);
+      return signalPassFailure();
+    }
     SmallVector<std::pair<linalg::ContractOp, Projection>> projections;
     SmallVector<std::pair<linalg::GenericOp, Scores>> scores;
     SmallVector<std::pair<linalg::GenericOp, AttendedLatents>> attended;
@@ -1024,7 +1124,8 @@ struct GdnGPUTensorCoreProjectionsPass
     for (auto &[op, p] : projections) {
       if (p.copyX)
         copyInputDense(op, p);
-      rewriteProjection(op, p, splitActivations, fuseEpilogues);
+      rewriteProjection(op, p, splitActivations, fuseEpilogues,
+                        smallRowBlocks);
     }
     for (auto &[op, s] : scores)
       rewriteScores(op, s, splitActivations);

@@ -2,6 +2,8 @@
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{split-activations=false}))' | FileCheck %s --check-prefix=ROUNDED
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections))' | FileCheck %s --check-prefix=COUNT
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{f32-weights=true}))' | FileCheck %s --check-prefix=F32
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=8}))' | FileCheck %s --check-prefix=SMALL
+// RUN: not gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=-1}))' 2>&1 | FileCheck %s --check-prefix=BAD-SMALL
 
 #x = affine_map<(b, t, o, i) -> (b, t, i)>
 #w = affine_map<(b, t, o, i) -> (o, i)>
@@ -49,6 +51,36 @@
 // ROUNDED-NOT: nvvm.mma.sync
 // ROUNDED: split_activations = false
 // ROUNDED-LABEL: func.func @cache_rows
+// With small-row-blocks=8, the rows after the whole blocks take tensor
+// cores too where there are at least 8 of them (a test at run time): a
+// grid of 64-row blocks over them, four warps of 16 rows by two of 32
+// columns, the warps' rows from the whole blocks' end on; rows past the
+// last one clamped on load (A and C) and never stored. Fewer rows keep the
+// contract (a warp per output).
+// SMALL-LABEL: func.func @projection
+// SMALL: %[[M:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?x64xf32>
+// SMALL: %[[WHOLE:.*]] = arith.muli
+// SMALL: block = array<i64: 128, 64>
+// SMALL: %[[LEFT:.*]] = arith.subi %[[M]], %[[WHOLE]]
+// SMALL: %[[ENOUGH:.*]] = arith.cmpi uge, %[[LEFT]], %c8
+// SMALL: scf.if %[[ENOUGH]] {
+// SMALL: %[[SMALLBLOCKS:.*]] = arith.ceildivui %[[LEFT]], %c64
+// SMALL: gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %[[SMALLBLOCKS]], {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
+// SMALL: %[[FIRST:.*]] = arith.addi %[[WHOLE]], %{{.*}} : index
+// SMALL: %[[LIVE:.*]] = arith.cmpi ult, %[[FIRST]], %[[M]]
+// SMALL: scf.if %[[LIVE]] {
+// SMALL: %[[LAST:.*]] = arith.subi %[[M]], %c1
+// SMALL: arith.minui %{{.*}}, %[[LAST]]
+// SMALL-COUNT-16: nvvm.mma.sync
+// SMALL-NOT: nvvm.mma.sync
+// SMALL: arith.cmpi ult, %{{.*}}, %[[M]]
+// SMALL: arith.andi
+// SMALL: memref.store
+// SMALL: block = array<i64: 64, 64>, mma = "m16n8k16.bf16", split_activations = true, warp = array<i64: 16, 32>
+// SMALL: } else {
+// SMALL: linalg.contract
+// SMALL-LABEL: func.func @cache_rows
+// BAD-SMALL: error: gdn-gpu-tensor-core-projections: small-row-blocks must be 0 (off) or a row count, got -1
 func.func @projection(%x: memref<?x?x64xf32>, %w: memref<100x64xbf16>, %y: memref<?x?x100xf32>) {
   linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : memref<?x?x64xf32>, memref<100x64xbf16>) outs(%y : memref<?x?x100xf32>)
   return

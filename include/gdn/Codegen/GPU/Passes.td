@@ -219,7 +219,12 @@ def GdnGPUTensorCoreProjectionsPass
     `gdn.tensor_core_projection` with these tiles). The rows left over
     stay a contract on views of the same buffers, for
     `gdn-gpu-map-parallel-loops`: a decode step of fewer than 128
-    sequences reads each weight row once, a warp per output.
+    sequences reads each weight row once per sequence, a warp per output.
+    With `small-row-blocks=N`, when at least N rows are left (a runtime
+    test: the rows are dynamic) they take the tensor cores as well, in
+    blocks of 64 rows of four warps of 16 (the launch's attribute says
+    `block = [64, 64]`, `warp = [16, 32]`), rows past the last one
+    clamped on load and never stored; below N the warp per output stays.
 
     With `attention-scores`, the same kernel computes MLA's absorbed
     attention scores, `scores[b, n, t, s] += sum_r q[b, t, n, r] keys[b,
@@ -271,6 +276,12 @@ def GdnGPUTensorCoreProjectionsPass
     Option<"attentionScores", "attention-scores", "bool", /*default=*/"true",
            "Also MLA's absorbed attention scores (f32 queries against "
            "shared f32 keys) and the attended latents on the same kernel">,
+    Option<"smallRowBlocks", "small-row-blocks", "int64_t",
+           /*default=*/"0",
+           "From this many rows left after the 128-row blocks on (a decode "
+           "batch), a projection's rest runs on tensor cores too, in "
+           "blocks of 64 rows (warps of 16), the last one masked; fewer "
+           "rows keep a warp per output. 0: always a warp per output">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
