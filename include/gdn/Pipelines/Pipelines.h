@@ -282,8 +282,7 @@ struct CUDAPipelineOptions
       llvm::cl::desc("Rows (decode sequences, prompt tokens past the "
                      "tensor-core blocks) that one warp of a projection sums, "
                      "reading each weight once for them (1..16; 1: a warp "
-                     "per output, the default until the GPU check has run "
-                     "the groups)"),
+                     "per output, the default)"),
       llvm::cl::init(GdnGPUMapParallelLoopsPassOptions().rowGroup)};
   Option<int64_t> projectionSmallRowBlocks{
       *this, "projection-small-row-blocks",
