@@ -869,8 +869,62 @@ Value fourElements(OpBuilder &b, Location loc,
       b, loc, VectorType::get({4}, values.front().getType()), values);
 }
 
+/// The scores of the query tokens from `firstToken` on with the heads as
+/// A's rows (row r: token firstToken + r / heads, head r % heads), in
+/// masked 64-row blocks, the grid's depth the batch: a decode step's
+/// single token per head becomes a product of all the heads against one
+/// read of the keys.
+void headRowScores(OpBuilder &b, Location loc, const Scores &m,
+                   Value firstToken, Value rowCount, Value colBlocks,
+                   bool splitActivations, linalg::GenericOp op) {
+  Value blocks = arith::CeilDivUIOp::create(
+      b, loc, rowCount,
+      arith::ConstantIndexOp::create(b, loc, kLeftoverRows.block));
+  gpu::LaunchOp launch =
+      launchTiles(b, loc, colBlocks, blocks, dim(b, loc, m.queries, 0),
+                  splitActivations, kLeftoverRows);
+  OpBuilder kb(op->getContext());
+  kb.setInsertionPointToStart(&launch.getBody().front());
+  Value sequence = launch.getBlockIds().z;
+  Value headCount = dim(kb, loc, m.queries, 2);
+  auto tokenAndHead = [&](OpBuilder &nb, Location nl, Value row) {
+    Value token = arith::AddIOp::create(
+        nb, nl, firstToken, arith::DivUIOp::create(nb, nl, row, headCount));
+    return std::make_pair(token,
+                          arith::RemUIOp::create(nb, nl, row, headCount)
+                              .getResult());
+  };
+  TileOperands ops;
+  ops.loadA = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+    auto [token, head] = tokenAndHead(nb, nl, row);
+    return loadFour(nb, nl, m.queries, {sequence, token, head, col});
+  };
+  ops.loadB = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+    return loadFour(nb, nl, m.keys, {sequence, row, col});
+  };
+  ops.loadC = [&](OpBuilder &nb, Location nl, Value row, Value col) {
+    auto [token, head] = tokenAndHead(nb, nl, row);
+    return memref::LoadOp::create(nb, nl, m.scores,
+                                  ValueRange{sequence, head, token, col});
+  };
+  startFromFoldedFill(op, ops);
+  ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
+                   Value col) {
+    auto [token, head] = tokenAndHead(nb, nl, row);
+    memref::StoreOp::create(nb, nl, value, m.scores,
+                            ValueRange{sequence, head, token, col});
+  };
+  ops.columns = dim(kb, loc, m.keys, 1);
+  ops.raggedColumns = true;
+  ops.depth = m.depth;
+  ops.floatB = true;
+  ops.rowCount = rowCount;
+  TileProduct(kb, loc, ops, splitActivations, kLeftoverRows)
+      .build(launch, rowCount);
+}
+
 void rewriteScores(linalg::GenericOp op, const Scores &m,
-                   bool splitActivations) {
+                   bool splitActivations, int64_t smallRowBlocksFrom) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
@@ -916,7 +970,31 @@ void rewriteScores(linalg::GenericOp op, const Scores &m,
     TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
   }
 
-  keepLeftoverRows(op, launch, {{m.queries, 1}, {m.scores, 2}}, wholeRows);
+  if (smallRowBlocksFrom <= 0) {
+    keepLeftoverRows(op, launch, {{m.queries, 1}, {m.scores, 2}}, wholeRows);
+    return;
+  }
+  // The tokens after the whole blocks, every head of them: on tensor cores
+  // from `smallRowBlocksFrom` rows on, the generic on views below that.
+  b.setInsertionPointAfter(launch);
+  Value rowCount = arith::MulIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, tokens, wholeRows), heads);
+  Value enough = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                       rowCount, c(smallRowBlocksFrom));
+  auto branch = scf::IfOp::create(
+      b, loc, enough,
+      [&](OpBuilder &tb, Location) {
+        headRowScores(tb, loc, m, wholeRows, rowCount, colBlocks,
+                      splitActivations, op);
+        scf::YieldOp::create(tb, loc);
+      },
+      [&](OpBuilder &eb, Location) { scf::YieldOp::create(eb, loc); });
+  OpBuilder eb(branch.elseBlock()->getTerminator());
+  IRMapping views;
+  views.map(m.queries, indicesFrom(eb, loc, m.queries, 1, wholeRows));
+  views.map(m.scores, indicesFrom(eb, loc, m.scores, 2, wholeRows));
+  eb.clone(*op, views);
+  op.erase();
 }
 
 /// MLA's attended latents: out[b, t, n, c] += sum_s probs[b, n, t, s]
@@ -1128,7 +1206,7 @@ struct GdnGPUTensorCoreProjectionsPass
                         smallRowBlocks);
     }
     for (auto &[op, s] : scores)
-      rewriteScores(op, s, splitActivations);
+      rewriteScores(op, s, splitActivations, smallRowBlocks);
     for (auto &[op, a] : attended)
       rewriteAttendedLatents(op, a, splitActivations);
     for (auto &[op, h] : headProducts)

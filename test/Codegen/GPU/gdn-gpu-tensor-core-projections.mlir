@@ -199,6 +199,36 @@ func.func @left_alone(%x: memref<?x?x64xf32>, %y: memref<?x?x100xf32>,
 // COUNT-LABEL: func.func @scores
 // COUNT-COUNT-96: nvvm.mma.sync
 // COUNT-NOT: nvvm.mma.sync
+// With small-row-blocks=8, the query tokens after the whole blocks take
+// the tensor cores with the heads as rows where they make at least 8 rows
+// (a decode step: one token, 12 heads): row r is token r / 12 and head
+// r % 12 of its sequence, the grid's depth the batch, so every head's row
+// shares each load of the keys; the generic on views otherwise.
+// SMALL-LABEL: func.func @scores
+// SMALL-SAME: (%[[Q:.*]]: memref<?x?x12x32xf32>, %[[K:.*]]: memref<?x?x32xf32, strided<[?, 32, 1]>>, %[[S:.*]]: memref<?x12x?x?xf32>)
+// SMALL: %[[TOKENS:.*]] = memref.dim %[[Q]], %c1
+// SMALL: %[[HEADS:.*]] = memref.dim %[[Q]], %c2
+// SMALL: %[[WHOLE:.*]] = arith.muli %{{.*}}, %c128
+// SMALL: block = array<i64: 128, 64>
+// SMALL: %[[LEFT:.*]] = arith.subi %[[TOKENS]], %[[WHOLE]]
+// SMALL: %[[ROWS:.*]] = arith.muli %[[LEFT]], %[[HEADS]]
+// SMALL: %[[ENOUGH:.*]] = arith.cmpi uge, %[[ROWS]], %c8
+// SMALL: scf.if %[[ENOUGH]] {
+// SMALL: %[[BLOCKS:.*]] = arith.ceildivui %[[ROWS]], %c64
+// SMALL: %[[BATCH:.*]] = memref.dim %[[Q]], %c0
+// SMALL: gpu.launch blocks({{.*}}) in ({{.*}}, {{.*}} = %[[BLOCKS]], {{.*}} = %[[BATCH]]) threads({{.*}}) in ({{.*}} = %c256,
+// SMALL: %[[HEADCOUNT:.*]] = memref.dim %[[Q]], %c2
+// SMALL: %[[ROWHEAD:.*]] = arith.divui %{{.*}}, %[[HEADCOUNT]]
+// SMALL: %[[TOKEN:.*]] = arith.addi %[[WHOLE]], %[[ROWHEAD]]
+// SMALL: %[[HEAD:.*]] = arith.remui %{{.*}}, %[[HEADCOUNT]]
+// SMALL: memref.load %[[S]][%{{.*}}, %[[HEAD]], %[[TOKEN]], %{{.*}}]
+// SMALL: vector.load %[[Q]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {{.*}}: memref<?x?x12x32xf32>, vector<4xf32>
+// SMALL-COUNT-24: nvvm.mma.sync
+// SMALL-NOT: nvvm.mma.sync
+// SMALL: memref.store %{{.*}}, %[[S]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]
+// SMALL: block = array<i64: 64, 64>
+// SMALL: } else {
+// SMALL: linalg.generic
 func.func @scores(%q: memref<?x?x12x32xf32>, %k: memref<?x?x32xf32, strided<[?, 32, 1]>>, %s: memref<?x12x?x?xf32>) {
   linalg.generic {indexing_maps = [affine_map<(b, n, t, s, r) -> (b, t, n, r)>, affine_map<(b, n, t, s, r) -> (b, s, r)>, affine_map<(b, n, t, s, r) -> (b, n, t, s)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : memref<?x?x12x32xf32>, memref<?x?x32xf32, strided<[?, 32, 1]>>) outs(%s : memref<?x12x?x?xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):

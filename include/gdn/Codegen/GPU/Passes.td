@@ -228,6 +228,11 @@ def GdnGPUTensorCoreProjectionsPass
     blocks of 64 rows of four warps of 16 (the launch's attribute says
     `block = [64, 64]`, `warp = [16, 32]`), rows past the last one
     clamped on load and never stored; below N the warp per output stays.
+    The same option gives MLA's absorbed scores the query tokens after
+    the whole blocks with the heads as rows (row r: token r / heads, head
+    r % heads; the grid's depth the batch): a decode step's 12 heads of a
+    sequence then share each load of its cached keys, where the generic
+    reads them once per head.
 
     With `attention-scores`, the same kernel computes MLA's absorbed
     attention scores, `scores[b, n, t, s] += sum_r q[b, t, n, r] keys[b,
