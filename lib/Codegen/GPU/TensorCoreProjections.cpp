@@ -683,9 +683,9 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
 
   // The rows after the whole blocks, on the same buffers: a warp per
   // output (gdn-gpu-map-parallel-loops), each reading its weight row.
-  auto warpPerOutput = [&](OpBuilder &rb) {
-    Value restX = rowsFrom(rb, loc, x, wholeRows);
-    Value restOut = rowsFrom(rb, loc, out, wholeRows);
+  auto warpPerOutput = [&](OpBuilder &rb, Value first) {
+    Value restX = rowsFrom(rb, loc, x, first);
+    Value restOut = rowsFrom(rb, loc, out, first);
     auto rest = linalg::ContractOp::create(
         rb, loc, TypeRange{}, ValueRange{restX, p.weight}, ValueRange{restOut},
         op.getIndexingMaps());
@@ -700,35 +700,35 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
       views.map(p.out, restOut);
       for (Value operand : epilogue->getOperands())
         if (collapsed.count(operand) && !views.contains(operand))
-          views.map(operand, rowsFrom(rb, loc, collapsed[operand], wholeRows));
+          views.map(operand, rowsFrom(rb, loc, collapsed[operand], first));
       rb.clone(*epilogue, views);
     }
   };
   b.setInsertionPointAfter(launch);
   if (smallRowBlocksFrom <= 0) {
-    warpPerOutput(b);
+    warpPerOutput(b, wholeRows);
   } else {
     // From `smallRowBlocksFrom` rows on, the rest takes tensor cores too,
     // in blocks of fewer rows, the last one masked: the rows then share
     // each weight fragment they load, where a warp per output reads the
-    // weights once per row.
+    // weights once per row. Both kernels stay in the step, one of them
+    // over nothing (an empty grid, skipped at launch): a branch would put
+    // its launches on a stream of their own, waited for by the host.
     Value left = arith::SubIOp::create(b, loc, rowCount, wholeRows);
     Value enough = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::uge, left,
         arith::ConstantIndexOp::create(b, loc, smallRowBlocksFrom));
-    scf::IfOp::create(
+    Value blocks = arith::SelectOp::create(
         b, loc, enough,
-        [&](OpBuilder &tb, Location) {
-          Value blocks = arith::CeilDivUIOp::create(
-              tb, loc, left,
-              arith::ConstantIndexOp::create(tb, loc, kLeftoverRows.block));
-          tiles(tb, blocks, rowCount, wholeRows, rowCount, kLeftoverRows);
-          scf::YieldOp::create(tb, loc);
-        },
-        [&](OpBuilder &eb, Location) {
-          warpPerOutput(eb);
-          scf::YieldOp::create(eb, loc);
-        });
+        arith::CeilDivUIOp::create(
+            b, loc, left,
+            arith::ConstantIndexOp::create(b, loc, kLeftoverRows.block)),
+        arith::ConstantIndexOp::create(b, loc, 0));
+    gpu::LaunchOp small =
+        tiles(b, blocks, rowCount, wholeRows, rowCount, kLeftoverRows);
+    b.setInsertionPointAfter(small);
+    warpPerOutput(b, arith::SelectOp::create(b, loc, enough, rowCount,
+                                             wholeRows));
   }
   if (epilogue)
     epilogue->erase();
@@ -975,25 +975,21 @@ void rewriteScores(linalg::GenericOp op, const Scores &m,
     return;
   }
   // The tokens after the whole blocks, every head of them: on tensor cores
-  // from `smallRowBlocksFrom` rows on, the generic on views below that.
+  // from `smallRowBlocksFrom` rows on, the generic on views below that
+  // (the other one over nothing, as for the projections).
   b.setInsertionPointAfter(launch);
   Value rowCount = arith::MulIOp::create(
       b, loc, arith::SubIOp::create(b, loc, tokens, wholeRows), heads);
   Value enough = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                        rowCount, c(smallRowBlocksFrom));
-  auto branch = scf::IfOp::create(
-      b, loc, enough,
-      [&](OpBuilder &tb, Location) {
-        headRowScores(tb, loc, m, wholeRows, rowCount, colBlocks,
-                      splitActivations, op);
-        scf::YieldOp::create(tb, loc);
-      },
-      [&](OpBuilder &eb, Location) { scf::YieldOp::create(eb, loc); });
-  OpBuilder eb(branch.elseBlock()->getTerminator());
+  headRowScores(b, loc, m, wholeRows,
+                arith::SelectOp::create(b, loc, enough, rowCount, c(0)),
+                colBlocks, splitActivations, op);
+  Value restFirst = arith::SelectOp::create(b, loc, enough, tokens, wholeRows);
   IRMapping views;
-  views.map(m.queries, indicesFrom(eb, loc, m.queries, 1, wholeRows));
-  views.map(m.scores, indicesFrom(eb, loc, m.scores, 2, wholeRows));
-  eb.clone(*op, views);
+  views.map(m.queries, indicesFrom(b, loc, m.queries, 1, restFirst));
+  views.map(m.scores, indicesFrom(b, loc, m.scores, 2, restFirst));
+  b.clone(*op, views);
   op.erase();
 }
 
