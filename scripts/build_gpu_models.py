@@ -65,10 +65,13 @@ def models():
 # to 4 and prompts to 300 tokens): the projections' row groups
 # (gdn-gpu-map-parallel-loops row-group; full and partial groups), and
 # tensor cores for the rows after the 128-row blocks from one row on
-# (gdn-gpu-tensor-core-projections small-row-blocks; every decode step and
-# prompt tail then ends inside a masked 64-row block).
-COMPILE_FLAGS = {"hybrid-qlora-rows4": ["--cuda-projection-row-group=4"],
-                 "hybrid-qlora-small": ["--cuda-projection-small-row-blocks=1"]}
+# (gdn-gpu-tensor-core-projections small-row-blocks, for every projection
+# of 64 outputs or more here; every decode step and prompt tail then ends
+# inside a masked 64-row block).
+COMPILE_FLAGS = {
+    "hybrid-qlora-rows4": ["--cuda-projection-row-group=4"],
+    "hybrid-qlora-small": ["--cuda-projection-small-row-blocks=1",
+                           "--cuda-projection-small-row-min-outputs=64"]}
 
 
 def build(compiler, out, name, config, seed, target):

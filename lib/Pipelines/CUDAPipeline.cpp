@@ -132,6 +132,10 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
     return llvm::createStringError(
         "projection-small-row-blocks: expected 0 (off) or a row count, got " +
         llvm::Twine(options.projectionSmallRowBlocks));
+  if (options.projectionSmallRowMinOutputs < 0)
+    return llvm::createStringError(
+        "projection-small-row-min-outputs: expected 0 or more outputs, got " +
+        llvm::Twine(options.projectionSmallRowMinOutputs));
   if (options.bf16ScanMinTokens < 1)
     return llvm::createStringError(
         "bf16-scan-min-tokens: expected at least 1 token, got " +
@@ -216,6 +220,8 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
     projectionOptions.splitActivations = options.splitActivations;
     projectionOptions.f32Weights = options.tensorCoreF32Weights;
     projectionOptions.smallRowBlocks = options.projectionSmallRowBlocks;
+    projectionOptions.smallRowMinOutputs =
+        options.projectionSmallRowMinOutputs;
     pm.addNestedPass<func::FuncOp>(
         createGdnGPUTensorCoreProjectionsPass(projectionOptions));
   }

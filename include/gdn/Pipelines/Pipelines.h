@@ -293,6 +293,14 @@ struct CUDAPipelineOptions
                      "a warp per output for them"),
       llvm::cl::init(
           GdnGPUTensorCoreProjectionsPassOptions().smallRowBlocks)};
+  Option<int64_t> projectionSmallRowMinOutputs{
+      *this, "projection-small-row-min-outputs",
+      llvm::cl::desc("Projections of fewer outputs keep a warp per output "
+                     "where projection-small-row-blocks applies (an LM head "
+                     "over a vocabulary takes the tensor cores, a 768-wide "
+                     "projection does not)"),
+      llvm::cl::init(
+          GdnGPUTensorCoreProjectionsPassOptions().smallRowMinOutputs)};
   Option<bool> managedHostBuffers{
       *this, kManagedHostBuffersOption,
       llvm::cl::desc("Host buffers in managed memory, reachable by kernels "

@@ -614,7 +614,8 @@ constexpr RowShape kLeftoverRows{64, 16};
 
 void rewriteProjection(linalg::ContractOp op, const Projection &p,
                        bool splitActivations, bool fuseEpilogues,
-                       int64_t smallRowBlocksFrom) {
+                       int64_t smallRowBlocksFrom,
+                       int64_t smallRowMinOutputs) {
   // The element-wise op after the projection runs in its kernels: as the
   // tiles store C, and after the rest rows' reduction.
   linalg::LinalgOp epilogue = fuseEpilogues ? findEpilogue(op) : nullptr;
@@ -705,7 +706,10 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
     }
   };
   b.setInsertionPointAfter(launch);
-  if (smallRowBlocksFrom <= 0) {
+  // With one row of blocks, a projection of few outputs would leave most
+  // multiprocessors idle, each of its few blocks walking the whole
+  // reduction: it keeps the warp per output (small-row-min-outputs).
+  if (smallRowBlocksFrom <= 0 || p.outputs < smallRowMinOutputs) {
     warpPerOutput(b, wholeRows);
   } else {
     // From `smallRowBlocksFrom` rows on, the rest takes tensor cores too,
@@ -1166,11 +1170,12 @@ struct GdnGPUTensorCoreProjectionsPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (smallRowBlocks < 0) {
+    if (smallRowBlocks < 0 || smallRowMinOutputs < 0) {
       getOperation().emitError()
-          << "gdn-gpu-tensor-core-projections: small-row-blocks must be 0 "
-             "(off) or a row count, got "
-          << static_cast<int64_t>(smallRowBlocks);
+          << "gdn-gpu-tensor-core-projections: small-row-blocks and "
+             "small-row-min-outputs must be 0 or more, got "
+          << static_cast<int64_t>(smallRowBlocks) << " and "
+          << static_cast<int64_t>(smallRowMinOutputs);
       return signalPassFailure();
     }
     SmallVector<std::pair<linalg::ContractOp, Projection>> projections;
@@ -1199,7 +1204,7 @@ struct GdnGPUTensorCoreProjectionsPass
       if (p.copyX)
         copyInputDense(op, p);
       rewriteProjection(op, p, splitActivations, fuseEpilogues,
-                        smallRowBlocks);
+                        smallRowBlocks, smallRowMinOutputs);
     }
     for (auto &[op, s] : scores)
       rewriteScores(op, s, splitActivations, smallRowBlocks);

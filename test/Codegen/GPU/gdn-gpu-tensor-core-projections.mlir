@@ -2,7 +2,8 @@
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{split-activations=false}))' | FileCheck %s --check-prefix=ROUNDED
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections))' | FileCheck %s --check-prefix=COUNT
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{f32-weights=true}))' | FileCheck %s --check-prefix=F32
-// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=8}))' | FileCheck %s --check-prefix=SMALL
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=8 small-row-min-outputs=64}))' | FileCheck %s --check-prefix=SMALL
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=8}))' | FileCheck %s --check-prefix=FEW-OUTPUTS
 // RUN: not gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=-1}))' 2>&1 | FileCheck %s --check-prefix=BAD-SMALL
 
 #x = affine_map<(b, t, o, i) -> (b, t, i)>
@@ -84,7 +85,14 @@
 // SMALL: memref.subview %{{.*}}[%[[REST]], 0]
 // SMALL: linalg.contract
 // SMALL-LABEL: func.func @cache_rows
-// BAD-SMALL: error: gdn-gpu-tensor-core-projections: small-row-blocks must be 0 (off) or a row count, got -1
+// BAD-SMALL: error: gdn-gpu-tensor-core-projections: small-row-blocks and small-row-min-outputs must be 0 or more, got -1 and 8192
+// With the default small-row-min-outputs (8192), 100 outputs keep the
+// warp per output for the rest rows.
+// FEW-OUTPUTS-LABEL: func.func @projection
+// FEW-OUTPUTS-NOT: array<i64: 64, 64>
+// FEW-OUTPUTS: linalg.contract
+// FEW-OUTPUTS-NOT: array<i64: 64, 64>
+// FEW-OUTPUTS-LABEL: func.func @cache_rows
 func.func @projection(%x: memref<?x?x64xf32>, %w: memref<100x64xbf16>, %y: memref<?x?x100xf32>) {
   linalg.contract indexing_maps = [#x, #w, #y] ins(%x, %w : memref<?x?x64xf32>, memref<100x64xbf16>) outs(%y : memref<?x?x100xf32>)
   return
