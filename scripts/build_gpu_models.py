@@ -60,14 +60,14 @@ def models():
             ("nenya-124m", NENYA_124M, 1)]
 
 
-# Models compiled with options besides the defaults, off by default until
-# this check has run them, on the hybrid with q LoRA (decode batches of 1
-# to 4 and prompts to 300 tokens): the projections' row groups
-# (gdn-gpu-map-parallel-loops row-group; full and partial groups), and
-# tensor cores for the rows after the 128-row blocks from one row on
-# (gdn-gpu-tensor-core-projections small-row-blocks, for every projection
-# of 64 outputs or more here; every decode step and prompt tail then ends
-# inside a masked 64-row block).
+# Models compiled with options besides the defaults, on the hybrid with q
+# LoRA (decode batches of 1 to 4 and prompts to 300 tokens): the
+# projections' row groups (gdn-gpu-map-parallel-loops row-group, off by
+# default; full and partial groups), and tensor cores for the rows after
+# the 128-row blocks from one row on (gdn-gpu-tensor-core-projections
+# small-row-blocks, 8 rows by default, for every projection of 64 outputs
+# or more here; every decode step and prompt tail then ends inside a
+# masked 64-row block).
 COMPILE_FLAGS = {
     "hybrid-qlora-rows4": ["--cuda-projection-row-group=4"],
     "hybrid-qlora-small": ["--cuda-projection-small-row-blocks=1",

@@ -191,7 +191,8 @@ func.func @left_alone(%x: memref<?x?x64xf32>, %y: memref<?x?x100xf32>,
 // MLA's absorbed scores: per (sequence, head) a product of the queries'
 // rows against the shared keys, both f32 and split (three products per
 // tile and step: lo x hi, hi x lo, hi x hi), the grid's depth B x heads;
-// the query rows after the whole blocks stay the generic on views. The
+// the query rows after the whole blocks stay the generic on views where
+// they and the heads make fewer than small-row-blocks rows (SMALL below). The
 // keys are a strided view (a cache with room for more rows): read element
 // by element.
 // CHECK-LABEL: func.func @scores
@@ -208,8 +209,11 @@ func.func @left_alone(%x: memref<?x?x64xf32>, %y: memref<?x?x100xf32>,
 // CHECK: %[[QV:.*]] = memref.subview %[[Q]]
 // CHECK: %[[SV:.*]] = memref.subview %[[S]]
 // CHECK: linalg.generic {{.*}} ins(%[[QV]], %[[K]] : {{.*}}) outs(%[[SV]] :
+// 96 products in the whole blocks' kernel and, with the default
+// small-row-blocks (8), 24 in the kernel of the heads as rows (one row
+// tile of 16).
 // COUNT-LABEL: func.func @scores
-// COUNT-COUNT-96: nvvm.mma.sync
+// COUNT-COUNT-120: nvvm.mma.sync
 // COUNT-NOT: nvvm.mma.sync
 // With small-row-blocks=8, the query tokens after the whole blocks take
 // the tensor cores with the heads as rows where they make at least 8 rows

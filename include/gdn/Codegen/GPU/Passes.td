@@ -285,7 +285,7 @@ def GdnGPUTensorCoreProjectionsPass
            "Also MLA's absorbed attention scores (f32 queries against "
            "shared f32 keys) and the attended latents on the same kernel">,
     Option<"smallRowBlocks", "small-row-blocks", "int64_t",
-           /*default=*/"0",
+           /*default=*/"8",
            "From this many rows left after the 128-row blocks on (a decode "
            "batch), a projection's rest runs on tensor cores too, in "
            "blocks of 64 rows (warps of 16), the last one masked; fewer "
