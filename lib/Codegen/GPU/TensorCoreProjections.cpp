@@ -4,10 +4,13 @@
 // (the layers' linalg.contract, getProjectionIndexingMaps) becomes a
 // kernel of bf16 mma.sync m16n8k16 products with f32 accumulators, for the
 // rows that fill whole 128-row blocks. The rows left over (all of them in
-// a decode step of fewer than 128 sequences) stay a contract on views of
-// the same buffers, which gdn-gpu-map-parallel-loops gives a warp per
-// output: there, reading each weight row once at full bandwidth matters
-// more than the products. MLA's absorbed attention scores (a product per
+// a decode step of fewer than 128 sequences) take the same kernel in
+// blocks of 64 rows, the last one masked, from small-row-blocks rows on
+// and for projections of at least small-row-min-outputs outputs (an LM
+// head); otherwise they stay a contract on views of the same buffers,
+// which gdn-gpu-map-parallel-loops gives a warp per output: few rows
+// against few outputs would leave most multiprocessors idle in one row of
+// blocks. MLA's absorbed attention scores (a product per
 // sequence and head against keys shared by the heads), its attended
 // latents (the softmax's rows against the same latents, of a dynamic
 // depth) and its products with a weight per head (the queries into the
@@ -174,9 +177,10 @@ public:
               bool splitActivations, RowShape shape = kWholeRows)
       : b(b), loc(loc), ops(ops), split(splitActivations), shape(shape) {}
 
-  /// The blocks' rows start at `firstRow` (the grid's rows of blocks after
-  /// it); warps whose rows start at `wholeRows` or later do nothing.
-  void build(gpu::LaunchOp launch, Value wholeRows, Value firstRow = {});
+  /// The blocks' rows start at `firstBlockRow` (0 where null; the grid's
+  /// rows of blocks follow it); warps whose rows start at `wholeRows` or
+  /// later do nothing.
+  void build(gpu::LaunchOp launch, Value wholeRows, Value firstBlockRow = {});
 
 private:
   Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -339,8 +343,9 @@ void TileProduct::build(gpu::LaunchOp launch, Value wholeRows,
                                   /*withElse=*/false);
   b.setInsertionPointToStart(inside.thenBlock());
   int64_t rowTiles = shape.rowTiles();
-  Value lastRow =
-      ops.rowCount ? arith::SubIOp::create(b, loc, ops.rowCount, c(1)) : Value();
+  Value lastRow;
+  if (ops.rowCount)
+    lastRow = arith::SubIOp::create(b, loc, ops.rowCount, c(1));
   for (int64_t i = 0; i < rowTiles; ++i)
     for (int64_t half = 0; half < 2; ++half) {
       rows.push_back(add(firstRow, add(group, c(i * kTileRows + 8 * half))));
@@ -474,7 +479,8 @@ Value loadFour(OpBuilder &b, Location loc, Value memory, ValueRange indices) {
 DictionaryAttr tilesAttr(Builder &b, bool splitActivations,
                          RowShape shape = kWholeRows) {
   return b.getDictionaryAttr({
-      b.getNamedAttr("block", b.getDenseI64ArrayAttr({shape.block, kBlockCols})),
+      b.getNamedAttr("block",
+                     b.getDenseI64ArrayAttr({shape.block, kBlockCols})),
       b.getNamedAttr("warp", b.getDenseI64ArrayAttr({shape.warp, kWarpCols})),
       b.getNamedAttr("mma", b.getStringAttr("m16n8k16.bf16")),
       b.getNamedAttr("split_activations", b.getBoolAttr(splitActivations)),
