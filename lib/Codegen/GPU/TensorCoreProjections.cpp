@@ -879,6 +879,45 @@ Value fourElements(OpBuilder &b, Location loc,
       b, loc, VectorType::get({4}, values.front().getType()), values);
 }
 
+/// Where A's row `row` lies in the queries and the scores: (token, head).
+using ScoreRow =
+    std::function<std::pair<Value, Value>(OpBuilder &, Location, Value row)>;
+
+/// The operands of the scores product of `sequence`: A the queries at
+/// `at(row)`, B the keys (f32, a column per key), C the scores.
+TileOperands scoresOperands(OpBuilder &kb, Location loc, const Scores &m,
+                            linalg::GenericOp op, Value sequence,
+                            ScoreRow at) {
+  TileOperands ops;
+  ops.loadA = [&m, sequence, at](OpBuilder &nb, Location nl, Value row,
+                                 Value col) {
+    auto [token, head] = at(nb, nl, row);
+    return loadFour(nb, nl, m.queries, {sequence, token, head, col});
+  };
+  ops.loadB = [&m, sequence](OpBuilder &nb, Location nl, Value row,
+                             Value col) {
+    return loadFour(nb, nl, m.keys, {sequence, row, col});
+  };
+  ops.loadC = [&m, sequence, at](OpBuilder &nb, Location nl, Value row,
+                                 Value col) -> Value {
+    auto [token, head] = at(nb, nl, row);
+    return memref::LoadOp::create(nb, nl, m.scores,
+                                  ValueRange{sequence, head, token, col});
+  };
+  startFromFoldedFill(op, ops);
+  ops.storeC = [&m, sequence, at](OpBuilder &nb, Location nl, Value value,
+                                  Value row, Value col) {
+    auto [token, head] = at(nb, nl, row);
+    memref::StoreOp::create(nb, nl, value, m.scores,
+                            ValueRange{sequence, head, token, col});
+  };
+  ops.columns = dim(kb, loc, m.keys, 1);
+  ops.raggedColumns = true;
+  ops.depth = m.depth;
+  ops.floatB = true;
+  return ops;
+}
+
 /// The scores of the query tokens from `firstToken` on with the heads as
 /// A's rows (row r: token firstToken + r / heads, head r % heads), in
 /// masked 64-row blocks, the grid's depth the batch: a decode step's
@@ -897,37 +936,15 @@ void headRowScores(OpBuilder &b, Location loc, const Scores &m,
   kb.setInsertionPointToStart(&launch.getBody().front());
   Value sequence = launch.getBlockIds().z;
   Value headCount = dim(kb, loc, m.queries, 2);
-  auto tokenAndHead = [&](OpBuilder &nb, Location nl, Value row) {
-    Value token = arith::AddIOp::create(
-        nb, nl, firstToken, arith::DivUIOp::create(nb, nl, row, headCount));
-    return std::make_pair(token,
-                          arith::RemUIOp::create(nb, nl, row, headCount)
-                              .getResult());
-  };
-  TileOperands ops;
-  ops.loadA = [&](OpBuilder &nb, Location nl, Value row, Value col) {
-    auto [token, head] = tokenAndHead(nb, nl, row);
-    return loadFour(nb, nl, m.queries, {sequence, token, head, col});
-  };
-  ops.loadB = [&](OpBuilder &nb, Location nl, Value row, Value col) {
-    return loadFour(nb, nl, m.keys, {sequence, row, col});
-  };
-  ops.loadC = [&](OpBuilder &nb, Location nl, Value row, Value col) {
-    auto [token, head] = tokenAndHead(nb, nl, row);
-    return memref::LoadOp::create(nb, nl, m.scores,
-                                  ValueRange{sequence, head, token, col});
-  };
-  startFromFoldedFill(op, ops);
-  ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
-                   Value col) {
-    auto [token, head] = tokenAndHead(nb, nl, row);
-    memref::StoreOp::create(nb, nl, value, m.scores,
-                            ValueRange{sequence, head, token, col});
-  };
-  ops.columns = dim(kb, loc, m.keys, 1);
-  ops.raggedColumns = true;
-  ops.depth = m.depth;
-  ops.floatB = true;
+  TileOperands ops = scoresOperands(
+      kb, loc, m, op, sequence,
+      [firstToken, headCount](OpBuilder &nb, Location nl, Value row) {
+        Value token = arith::AddIOp::create(
+            nb, nl, firstToken,
+            arith::DivUIOp::create(nb, nl, row, headCount));
+        Value head = arith::RemUIOp::create(nb, nl, row, headCount);
+        return std::make_pair(token, head);
+      });
   ops.rowCount = rowCount;
   TileProduct(kb, loc, ops, splitActivations, kLeftoverRows)
       .build(launch, rowCount);
@@ -956,27 +973,11 @@ void rewriteScores(linalg::GenericOp op, const Scores &m,
     Value headCount = dim(kb, loc, m.queries, 2);
     Value head = arith::RemUIOp::create(kb, loc, z, headCount);
     Value sequence = arith::DivUIOp::create(kb, loc, z, headCount);
-    TileOperands ops;
-    ops.loadA = [&](OpBuilder &nb, Location nl, Value row, Value col) {
-      return loadFour(nb, nl, m.queries, {sequence, row, head, col});
-    };
-    ops.loadB = [&](OpBuilder &nb, Location nl, Value row, Value col) {
-      return loadFour(nb, nl, m.keys, {sequence, row, col});
-    };
-    ops.loadC = [&](OpBuilder &nb, Location nl, Value row, Value col) {
-      return memref::LoadOp::create(nb, nl, m.scores,
-                                    ValueRange{sequence, head, row, col});
-    };
-    startFromFoldedFill(op, ops);
-    ops.storeC = [&](OpBuilder &nb, Location nl, Value value, Value row,
-                     Value col) {
-      memref::StoreOp::create(nb, nl, value, m.scores,
-                              ValueRange{sequence, head, row, col});
-    };
-    ops.columns = dim(kb, loc, m.keys, 1);
-    ops.raggedColumns = true;
-    ops.depth = m.depth;
-    ops.floatB = true;
+    TileOperands ops = scoresOperands(
+        kb, loc, m, op, sequence,
+        [head](OpBuilder &, Location, Value row) {
+          return std::make_pair(row, head);
+        });
     TileProduct(kb, loc, ops, splitActivations).build(launch, wholeRows);
   }
 
