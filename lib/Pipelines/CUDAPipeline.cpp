@@ -213,6 +213,10 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   // The accumulators' fills and the copies of filled buffers go into the
   // reductions that overwrite them.
   pm.addNestedPass<func::FuncOp>(createGdnGPUFoldFillsPass());
+  // Element-wise ops write into caches and read slices where they are,
+  // instead of through temporaries and copies.
+  if (options.forwardCopies)
+    pm.addNestedPass<func::FuncOp>(createGdnGPUForwardCopiesPass());
   // Prefill's projections on tensor cores; what they leave over, and
   // decode's, stays linalg for the next pass.
   if (options.tensorCoreProjections) {

@@ -259,6 +259,12 @@ struct CUDAPipelineOptions
                      "kernels (gdn-gpu-tensor-core-projections) for the rows "
                      "that fill blocks of 128"),
       llvm::cl::init(true)};
+  Option<bool> forwardCopies{
+      *this, "forward-copies",
+      llvm::cl::desc("Element-wise ops write into caches and read slices in "
+                     "place instead of through a temporary and a copy "
+                     "(gdn-gpu-forward-copies): fewer kernels per step"),
+      llvm::cl::init(true)};
   Option<bool> tensorCoreF32Weights{
       *this, "tensor-core-f32-weights",
       llvm::cl::desc("Tensor-core projections for f32 weights too (their "

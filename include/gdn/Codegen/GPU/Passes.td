@@ -90,6 +90,41 @@ def GdnGPUFoldFillsPass : Pass<"gdn-gpu-fold-fills", "func::FuncOp"> {
   ];
 }
 
+def GdnGPUForwardCopiesPass : Pass<"gdn-gpu-forward-copies",
+                                    "func::FuncOp"> {
+  let summary = "Let element-wise ops write and read in place of the "
+                "temporaries that copies move";
+  let description = [{
+    After bufferization, a model step copies between temporaries and the
+    places they come from or go to: a new cache row computed into a
+    temporary and copied into the cache, a slice copied out before it is
+    read. Each copy is a kernel launch on the GPU. In host code, for a
+    `memref.copy` in the same block as the allocation it copies from or
+    to:
+
+    - **from an allocation** (`copy %tmp, %place`): when every other use
+      of %tmp comes before the copy and is a `linalg.generic`, a load, a
+      store or a size, those uses take %place (a view of it is built
+      before the first use where the copy's view is made later), and the
+      copy and the allocation go. Refused when any op from the first use
+      to the copy touches %place's buffer otherwise (it would be written
+      earlier than before), or when a use reads that buffer (an op that
+      shifts a buffer into itself must not read what it overwrites).
+    - **into an allocation** (`copy %view, %tmp`): when every other use of
+      %tmp comes after the copy and reads it (a `linalg.generic`'s input,
+      a load, a size), they read %view, and the copy and the allocation
+      go. Refused when an op between the copy and the last reader writes
+      %view's buffer.
+
+    Only element-wise ops take the other layout: the tensor-core
+    projections and the kernels of `convert-gdn-to-gpu` want their dense
+    operands.
+  }];
+  let dependentDialects = [
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
                                       "func::FuncOp"> {
   let summary = "Run the host code's linalg ops and copies as grid-mapped "
