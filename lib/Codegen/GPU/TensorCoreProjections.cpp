@@ -15,7 +15,9 @@
 // latents (the softmax's rows against the same latents, of a dynamic
 // depth) and its products with a weight per head (the queries into the
 // latent space, the values out of it) take the same kernel with the
-// sequence and head as the grid's depth.
+// sequence and head as the grid's depth; a decode step's attended latents
+// in key groups take it with the heads as rows and the sequence and group
+// as the depth.
 //
 // The kernel (gdn.tensor_core_projection on the launch records its tiles):
 // blocks of 128 rows x 64 columns, four warps of 64 x 32 (4 x 4 tiles of
@@ -785,13 +787,13 @@ bool isMultiplyAdd(linalg::GenericOp op) {
   return products && accumulates;
 }
 
-/// Whether `op` is a multiply-add over five loops on buffers, reducing
+/// Whether `op` is a multiply-add over `loops` loops on buffers, reducing
 /// loop `reduction` alone, with the indexing maps `dims` (the loops that
 /// index each operand, in order).
 bool isBatchedProduct(linalg::GenericOp op, unsigned reduction,
-                      ArrayRef<ArrayRef<unsigned>> dims) {
+                      ArrayRef<ArrayRef<unsigned>> dims, unsigned loops = 5) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op.getNumLoops() != 5 ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != loops ||
       op.getNumReductionLoops() != 1 ||
       op.getIteratorTypesArray()[reduction] != utils::IteratorType::reduction ||
       !isMultiplyAdd(op))
@@ -802,7 +804,7 @@ bool isBatchedProduct(linalg::GenericOp op, unsigned reduction,
     SmallVector<AffineExpr> exprs;
     for (unsigned d : operandDims)
       exprs.push_back(getAffineDimExpr(d, context));
-    if (map != AffineMap::get(5, 0, exprs, context))
+    if (map != AffineMap::get(loops, 0, exprs, context))
       return false;
   }
   return llvm::all_of(op->getOperands(),
@@ -1084,6 +1086,117 @@ void rewriteAttendedLatents(linalg::GenericOp op, const AttendedLatents &m,
   keepLeftoverRows(op, launch, {{m.probs, 2}, {m.out, 1}}, wholeRows);
 }
 
+/// MLA's attended latents in key groups, as a decode step takes them
+/// (gdn-absorb-mla-decode key-split): partial[b, t, n, c, g] += sum_s
+/// probs[b, n, t, g, s] latents[b, g, s, c] (a generic over
+/// (b, t, n, g, c, s), f32), the groups of `groupKeys` keys summed after.
+/// The product of one (sequence, group) takes the tokens' heads as A's
+/// rows (row r: token r / heads, head r % heads), so that all the heads
+/// share each load of the group's latents.
+struct AttendedPartials {
+  Value probs, latents, out;
+  int64_t groupKeys;
+};
+
+std::optional<AttendedPartials> matchAttendedPartials(linalg::GenericOp op) {
+  if (!isBatchedProduct(op, 5,
+                        {{0, 2, 1, 3, 5}, {0, 3, 5, 4}, {0, 1, 2, 4, 3}},
+                        /*loops=*/6) ||
+      !llvm::all_of(op->getOperands(), isF32Buffer))
+    return std::nullopt;
+  Value probs = op.getDpsInputs()[0], latents = op.getDpsInputs()[1];
+  int64_t groupKeys = cast<MemRefType>(probs.getType()).getDimSize(4);
+  if (ShapedType::isDynamic(groupKeys) || groupKeys % kStep != 0 ||
+      cast<MemRefType>(latents.getType()).getDimSize(2) != groupKeys)
+    return std::nullopt;
+  return AttendedPartials{probs, latents, op.getDpsInits()[0], groupKeys};
+}
+
+/// From `smallRowBlocksFrom` rows (tokens x heads) on, the partial sums on
+/// tensor cores in masked 64-row blocks, the grid's depth the sequences'
+/// groups; below that the generic (the other form over nothing, as for
+/// the scores).
+void rewriteAttendedPartials(linalg::GenericOp op, const AttendedPartials &m,
+                             bool splitActivations,
+                             int64_t smallRowBlocksFrom) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value batch = dim(b, loc, m.probs, 0), heads = dim(b, loc, m.probs, 1);
+  Value tokens = dim(b, loc, m.probs, 2), groups = dim(b, loc, m.probs, 3);
+  Value rows = arith::MulIOp::create(b, loc, tokens, heads);
+  Value enough = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                       rows, c(smallRowBlocksFrom));
+  Value rowCount = arith::SelectOp::create(b, loc, enough, rows, c(0));
+  Value rowBlocks =
+      arith::CeilDivUIOp::create(b, loc, rowCount, c(kLeftoverRows.block));
+  Value colBlocks = arith::MaxUIOp::create(
+      b, loc,
+      arith::CeilDivUIOp::create(b, loc, dim(b, loc, m.latents, 3),
+                                 c(kBlockCols)),
+      c(1));
+  gpu::LaunchOp launch = launchTiles(
+      b, loc, colBlocks, rowBlocks, arith::MulIOp::create(b, loc, batch, groups),
+      splitActivations, kLeftoverRows);
+  {
+    OpBuilder kb(op->getContext());
+    kb.setInsertionPointToStart(&launch.getBody().front());
+    Value z = launch.getBlockIds().z;
+    Value groupCount = dim(kb, loc, m.probs, 3);
+    Value headCount = dim(kb, loc, m.probs, 1);
+    Value sequence = arith::DivUIOp::create(kb, loc, z, groupCount);
+    Value group = arith::RemUIOp::create(kb, loc, z, groupCount);
+    auto at = [headCount](OpBuilder &nb, Location nl, Value row) {
+      return std::make_pair(arith::DivUIOp::create(nb, nl, row, headCount),
+                            arith::RemUIOp::create(nb, nl, row, headCount));
+    };
+    TileOperands ops;
+    ops.loadA = [&m, sequence, group, at](OpBuilder &nb, Location nl,
+                                          Value row, Value col) {
+      auto [token, head] = at(nb, nl, row);
+      return loadFour(nb, nl, m.probs, {sequence, head, token, group, col});
+    };
+    // B[c, s] = latents[b, g, s, c]: four keys of one latent channel.
+    ops.elementB = [&m, sequence, group](OpBuilder &nb, Location nl, Value row,
+                                         Value col) -> Value {
+      return memref::LoadOp::create(nb, nl, m.latents,
+                                    ValueRange{sequence, group, col, row});
+    };
+    ops.loadB = [&ops](OpBuilder &nb, Location nl, Value row, Value col) {
+      return fourElements(nb, nl, ops.elementB, row, col);
+    };
+    ops.loadC = [&m, sequence, group, at](OpBuilder &nb, Location nl,
+                                          Value row, Value col) -> Value {
+      auto [token, head] = at(nb, nl, row);
+      return memref::LoadOp::create(
+          nb, nl, m.out, ValueRange{sequence, token, head, col, group});
+    };
+    startFromFoldedFill(op, ops);
+    ops.storeC = [&m, sequence, group, at](OpBuilder &nb, Location nl,
+                                           Value value, Value row, Value col) {
+      auto [token, head] = at(nb, nl, row);
+      memref::StoreOp::create(nb, nl, value, m.out,
+                              ValueRange{sequence, token, head, col, group});
+    };
+    ops.columns = dim(kb, loc, m.latents, 3);
+    int64_t staticColumns = cast<MemRefType>(m.latents.getType()).getDimSize(3);
+    ops.raggedColumns =
+        ShapedType::isDynamic(staticColumns) || staticColumns % kBlockCols != 0;
+    ops.depth = m.groupKeys;
+    ops.floatB = true;
+    ops.rowCount = rowCount;
+    TileProduct(kb, loc, ops, splitActivations, kLeftoverRows)
+        .build(launch, rowCount);
+  }
+  b.setInsertionPointAfter(launch);
+  Value restFirst = arith::SelectOp::create(b, loc, enough, tokens, c(0));
+  IRMapping views;
+  views.map(m.probs, indicesFrom(b, loc, m.probs, 2, restFirst));
+  views.map(m.out, indicesFrom(b, loc, m.out, 1, restFirst));
+  b.clone(*op, views);
+  op.erase();
+}
+
 /// MLA's products with a weight per head, as its absorbed form makes them:
 /// out[b, t, n, o] += sum_k x[b, t, n, k] w[n, k, o] (the queries taken
 /// into the latent space, `kMajorWeight`) or w[n, o, k] (the attended
@@ -1188,6 +1301,7 @@ struct GdnGPUTensorCoreProjectionsPass
     SmallVector<std::pair<linalg::ContractOp, Projection>> projections;
     SmallVector<std::pair<linalg::GenericOp, Scores>> scores;
     SmallVector<std::pair<linalg::GenericOp, AttendedLatents>> attended;
+    SmallVector<std::pair<linalg::GenericOp, AttendedPartials>> partials;
     SmallVector<std::pair<linalg::GenericOp, HeadProduct>> headProducts;
     getOperation().walk([&](Operation *op) {
       if (op->getParentOfType<gpu::LaunchOp>())
@@ -1203,6 +1317,10 @@ struct GdnGPUTensorCoreProjectionsPass
           scores.emplace_back(generic, *s);
         if (std::optional<AttendedLatents> a = matchAttendedLatents(generic))
           attended.emplace_back(generic, *a);
+        if (smallRowBlocks > 0)
+          if (std::optional<AttendedPartials> p =
+                  matchAttendedPartials(generic))
+            partials.emplace_back(generic, *p);
       }
       if (std::optional<HeadProduct> h = matchHeadProduct(generic, f32Weights))
         headProducts.emplace_back(generic, *h);
@@ -1217,6 +1335,8 @@ struct GdnGPUTensorCoreProjectionsPass
       rewriteScores(op, s, splitActivations, smallRowBlocks);
     for (auto &[op, a] : attended)
       rewriteAttendedLatents(op, a, splitActivations);
+    for (auto &[op, p] : partials)
+      rewriteAttendedPartials(op, p, splitActivations, smallRowBlocks);
     for (auto &[op, h] : headProducts)
       rewriteHeadProduct(op, h, splitActivations);
   }

@@ -30,7 +30,7 @@
 // CHECK: scf.for {{.*}} step %{{.*}} iter_args
 // CHECK-COUNT-8: vector.load %[[XR]]{{.*}} : memref<?x64xf32>, vector<4xf32>
 // CHECK: vector.load %[[W]]{{.*}} : memref<100x64xbf16>, vector<4xbf16>
-// CHECK-COUNT-8: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK-COUNT-24: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // The ragged column block: stores guarded past column 100.
 // CHECK: scf.if
 // CHECK: memref.store {{.*}}, %[[YR]]
@@ -458,6 +458,57 @@ func.func @dynamic_residual(%x: memref<?x?x64xf32>, %w: memref<128x64xbf16>, %y:
   ^bb0(%v: f32, %res: f32, %o: f32):
     %s = arith.addf %v, %res : f32
     linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The attended latents of a decode step in groups of 32 keys (the absorbed
+// form's key-split): with small-row-blocks, the heads of a sequence's
+// tokens are the rows of one product per (sequence, group), 32 keys deep,
+// the grid's depth batch x groups, so all the heads share each load of the
+// group's latents; below small-row-blocks rows the generic, over the
+// tokens from the first on, or over none. The latents are read four keys
+// of a channel at a time (element by element: they run down a column),
+// and the partial sums are stored at [sequence, token, head, channel,
+// group]. The pass's default small-row-blocks (8) takes them too.
+// CHECK-LABEL: func.func @attended_partials
+// CHECK: gpu.launch
+// CHECK-COUNT-24: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: linalg.generic
+// SMALL-LABEL: func.func @attended_partials
+// SMALL-SAME: (%[[P:.*]]: memref<?x12x?x?x32xf32>, %[[L:.*]]: memref<?x?x32x64xf32>, %[[O:.*]]: memref<?x?x12x64x?xf32>)
+// SMALL: %[[BATCH:.*]] = memref.dim %[[P]], %c0
+// SMALL: %[[HEADS:.*]] = memref.dim %[[P]], %c1
+// SMALL: %[[TOKENS:.*]] = memref.dim %[[P]], %c2
+// SMALL: %[[GROUPS:.*]] = memref.dim %[[P]], %c3
+// SMALL: %[[ROWS:.*]] = arith.muli %[[TOKENS]], %[[HEADS]]
+// SMALL: %[[ENOUGH:.*]] = arith.cmpi uge, %[[ROWS]], %c8
+// SMALL: %[[TAKEN:.*]] = arith.select %[[ENOUGH]], %[[ROWS]], %c0
+// SMALL: %[[BLOCKS:.*]] = arith.ceildivui %[[TAKEN]], %c64
+// SMALL: %[[DEPTH:.*]] = arith.muli %[[BATCH]], %[[GROUPS]]
+// SMALL: gpu.launch blocks({{.*}}) in ({{.*}}, {{.*}} = %[[BLOCKS]], {{.*}} = %[[DEPTH]]) threads({{.*}}) in ({{.*}} = %c256,
+// SMALL: %[[GROUPCOUNT:.*]] = memref.dim %[[P]], %c3
+// SMALL: %[[SEQ:.*]] = arith.divui %{{.*}}, %[[GROUPCOUNT]]
+// SMALL: %[[GROUP:.*]] = arith.remui %{{.*}}, %[[GROUPCOUNT]]
+// SMALL: vector.load %[[P]][%[[SEQ]], %{{.*}}, %{{.*}}, %[[GROUP]], %{{.*}}]
+// SMALL: memref.load %[[L]][%[[SEQ]], %[[GROUP]], %{{.*}}, %{{.*}}]
+// SMALL-COUNT-3: memref.load %[[L]]
+// SMALL: nvvm.mma.sync
+// SMALL: memref.store %{{.*}}, %[[O]][%[[SEQ]], %{{.*}}, %{{.*}}, %{{.*}}, %[[GROUP]]]
+// SMALL: block = array<i64: 64, 64>
+// SMALL: %[[FIRST:.*]] = arith.select %[[ENOUGH]], %[[TOKENS]], %c0
+// SMALL: memref.subview %[[P]][0, 0, %[[FIRST]], 0, 0]
+// SMALL: memref.subview %[[O]][0, %[[FIRST]], 0, 0, 0]
+// SMALL: linalg.generic
+func.func @attended_partials(%p: memref<?x12x?x?x32xf32>, %l: memref<?x?x32x64xf32>, %o: memref<?x?x12x64x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, t, n, g, c, s) -> (b, n, t, g, s)>, affine_map<(b, t, n, g, c, s) -> (b, g, s, c)>, affine_map<(b, t, n, g, c, s) -> (b, t, n, c, g)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %l : memref<?x12x?x?x32xf32>, memref<?x?x32x64xf32>) outs(%o : memref<?x?x12x64x?xf32>) attrs = {gdn.reduction_init = 0.0 : f32} {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %m : f32
+    linalg.yield %sum : f32
   }
   return
 }

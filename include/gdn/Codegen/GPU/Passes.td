@@ -267,7 +267,14 @@ def GdnGPUTensorCoreProjectionsPass
     the whole blocks with the heads as rows (row r: token r / heads, head
     r % heads; the grid's depth the batch): a decode step's 12 heads of a
     sequence then share each load of its cached keys, where the generic
-    reads them once per head.
+    reads them once per head. And the attended latents of a decode step
+    in key groups (gdn-absorb-mla-decode's key-split), `partial[b, t, n,
+    c, g] += sum_s probs[b, n, t, g, s] latents[b, g, s, c]` (a generic
+    over (b, t, n, g, c, s), f32, groups of a multiple of 16 keys): the
+    tokens' heads as rows of one product per sequence and group (the
+    grid's depth batch x groups), so that the heads share each load of the
+    group's latents, where the generic's thread per (sequence, head,
+    group, channel) reads them once per head.
 
     With `attention-scores`, the same kernel computes MLA's absorbed
     attention scores, `scores[b, n, t, s] += sum_r q[b, t, n, r] keys[b,
