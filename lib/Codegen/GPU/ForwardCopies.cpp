@@ -108,6 +108,58 @@ bool takesAnyLayout(Operation *user) {
              memref::StoreOp, memref::DeallocOp>(user);
 }
 
+/// The uses of a temporary besides one copy of it: each with the op of the
+/// copy's block that holds it, and the deallocations apart.
+struct TemporaryUses {
+  memref::AllocOp alloc;
+  SmallVector<std::pair<Operation *, OpOperand *>> uses;
+  SmallVector<Operation *> deallocs;
+};
+
+/// The allocation `value` is, made in `copy`'s block, with its uses other
+/// than `copy` (sizes asked of it folded first); failure where it is not
+/// one or a use lies outside that block.
+FailureOr<TemporaryUses> temporaryUses(Value value, memref::CopyOp copy) {
+  auto alloc = value.getDefiningOp<memref::AllocOp>();
+  Block &block = *copy->getBlock();
+  if (!alloc || alloc->getBlock() != &block)
+    return failure();
+  // Sizes asked with constant dimensions become the sizes it was made
+  // with, so that they do not keep it alive.
+  for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
+    auto dim = dyn_cast<memref::DimOp>(user);
+    std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+    if (!index || *index < 0 || *index >= alloc.getType().getRank())
+      continue;
+    OpBuilder builder(dim);
+    OpFoldResult size = alloc.getMixedSizes()[*index];
+    Value known = isa<Value>(size)
+                      ? cast<Value>(size)
+                      : arith::ConstantIndexOp::create(
+                            builder, dim.getLoc(), *getConstantIntValue(size));
+    dim.replaceAllUsesWith(known);
+    dim->erase();
+  }
+  TemporaryUses result{alloc, {}, {}};
+  for (OpOperand &use : alloc.getResult().getUses()) {
+    Operation *user = use.getOwner();
+    if (user == copy)
+      continue;
+    if (isa<memref::DeallocOp>(user)) {
+      result.deallocs.push_back(user);
+      continue;
+    }
+    Operation *holder = inBlock(block, user);
+    if (!holder)
+      return failure();
+    result.uses.emplace_back(holder, &use);
+  }
+  llvm::sort(result.uses, [](auto &a, auto &b) {
+    return a.first != b.first && a.first->isBeforeInBlock(b.first);
+  });
+  return result;
+}
+
 struct GdnGPUForwardCopiesPass
     : gdn::impl::GdnGPUForwardCopiesPassBase<GdnGPUForwardCopiesPass> {
   void runOnOperation() override {
@@ -131,40 +183,20 @@ struct GdnGPUForwardCopiesPass
   /// use to the copy (the ops would now write it earlier, and must not
   /// read it while writing it: a conv state shifted into itself).
   LogicalResult writeInPlace(memref::CopyOp copy, DominanceInfo &dominance) {
-    auto alloc = copy.getSource().getDefiningOp<memref::AllocOp>();
-    if (!alloc)
+    FailureOr<TemporaryUses> temporary =
+        temporaryUses(copy.getSource(), copy);
+    if (failed(temporary))
       return failure();
-    Block &block = *copy->getBlock();
-    if (alloc->getBlock() != &block)
-      return failure();
-    Value tmp = alloc.getResult();
-    foldSizes(alloc);
+    Value tmp = copy.getSource();
     // The uses of this life, in block order, and the first use after it.
     SmallVector<std::pair<Operation *, OpOperand *>> life;
-    Operation *next = nullptr;
     OpOperand *nextUse = nullptr;
-    SmallVector<Operation *> deallocs;
-    for (OpOperand &use : tmp.getUses()) {
-      Operation *user = use.getOwner();
-      if (user == copy)
-        continue;
-      if (isa<memref::DeallocOp>(user)) {
-        deallocs.push_back(user);
-        continue;
-      }
-      Operation *holder = inBlock(block, user);
-      if (!holder)
-        return failure();
-      if (copy->isBeforeInBlock(holder)) {
-        if (!next || holder->isBeforeInBlock(next))
-          next = holder, nextUse = &use;
-        continue;
-      }
-      life.emplace_back(holder, &use);
+    for (auto &[holder, use] : temporary->uses) {
+      if (!copy->isBeforeInBlock(holder))
+        life.emplace_back(holder, use);
+      else if (!nextUse)
+        nextUse = use;
     }
-    llvm::sort(life, [](auto &a, auto &b) {
-      return a.first != b.first && a.first->isBeforeInBlock(b.first);
-    });
     // The life starts after the last earlier copy from %tmp.
     auto previousCopy = llvm::find_if(llvm::reverse(life), [&](auto &use) {
       auto earlier = dyn_cast<memref::CopyOp>(use.second->getOwner());
@@ -174,7 +206,7 @@ struct GdnGPUForwardCopiesPass
       life.erase(life.begin(), previousCopy.base());
     if (life.empty() || !overwritesWhole(*life.front().second))
       return failure();
-    if (next && !overwritesWhole(*nextUse))
+    if (nextUse && !overwritesWhole(*nextUse))
       return failure();
     for (auto &[holder, use] : life)
       if (!takesAnyLayout(use->getOwner()))
@@ -195,12 +227,12 @@ struct GdnGPUForwardCopiesPass
     copy->erase();
     if (target != oldTarget)
       eraseUnusedViews(oldTarget);
-    if (next)
+    if (nextUse)
       return success();
-    for (Operation *dealloc : deallocs)
+    for (Operation *dealloc : temporary->deallocs)
       dealloc->erase();
-    if (alloc->use_empty())
-      alloc->erase();
+    if (temporary->alloc->use_empty())
+      temporary->alloc->erase();
     return success();
   }
 
@@ -212,25 +244,6 @@ struct GdnGPUForwardCopiesPass
         return;
       view = viewLike.getViewSource();
       def->erase();
-    }
-  }
-
-  /// Sizes of `alloc` asked with constant dimensions become the sizes it
-  /// was made with, so that they do not keep it alive.
-  static void foldSizes(memref::AllocOp alloc) {
-    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
-      auto dim = dyn_cast<memref::DimOp>(user);
-      std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
-      if (!index || *index < 0 || *index >= alloc.getType().getRank())
-        continue;
-      OpBuilder builder(dim);
-      OpFoldResult size = alloc.getMixedSizes()[*index];
-      Value value = isa<Value>(size)
-                        ? cast<Value>(size)
-                        : arith::ConstantIndexOp::create(builder,
-                              dim.getLoc(), *getConstantIntValue(size));
-      dim.replaceAllUsesWith(value);
-      dim->erase();
     }
   }
 
@@ -261,37 +274,22 @@ struct GdnGPUForwardCopiesPass
   /// ops read after the copy: they read %view instead, provided that
   /// nothing writes %view's buffer until the last of them.
   LogicalResult readInPlace(memref::CopyOp copy) {
-    auto alloc = copy.getTarget().getDefiningOp<memref::AllocOp>();
-    if (!alloc)
+    FailureOr<TemporaryUses> temporary =
+        temporaryUses(copy.getTarget(), copy);
+    if (failed(temporary))
       return failure();
-    Block &block = *copy->getBlock();
-    if (alloc->getBlock() != &block)
-      return failure();
-    Value tmp = alloc.getResult();
-    foldSizes(alloc);
+    Value tmp = copy.getTarget();
     Operation *last = nullptr;
-    SmallVector<OpOperand *> uses;
-    SmallVector<Operation *> deallocs;
-    for (OpOperand &use : tmp.getUses()) {
-      Operation *user = use.getOwner();
-      if (user == copy)
-        continue;
-      if (isa<memref::DeallocOp>(user)) {
-        deallocs.push_back(user);
-        continue;
-      }
-      Operation *holder = inBlock(block, user);
-      if (!holder || !copy->isBeforeInBlock(holder))
+    for (auto &[holder, use] : temporary->uses) {
+      if (!copy->isBeforeInBlock(holder))
         return failure();
       // Read only: a generic's input, a load, a size.
+      Operation *user = use->getOwner();
       auto generic = dyn_cast<linalg::GenericOp>(user);
-      bool reads = isa<memref::LoadOp, memref::DimOp>(user) ||
-                   (generic && generic.isDpsInput(&use));
-      if (!reads)
+      if (!isa<memref::LoadOp, memref::DimOp>(user) &&
+          !(generic && generic.isDpsInput(use)))
         return failure();
-      if (!last || last->isBeforeInBlock(holder))
-        last = holder;
-      uses.push_back(&use);
+      last = holder;
     }
     if (!last)
       return failure();
@@ -303,7 +301,7 @@ struct GdnGPUForwardCopiesPass
     auto readsOnly = [](Operation *op, unsigned operand) {
       if (isa<memref::LoadOp>(op))
         return true;
-      if (auto copyOp = dyn_cast<memref::CopyOp>(op))
+      if (isa<memref::CopyOp>(op))
         return operand == 0;
       if (auto generic = dyn_cast<linalg::GenericOp>(op))
         return generic.isDpsInput(&op->getOpOperand(operand));
@@ -311,10 +309,11 @@ struct GdnGPUForwardCopiesPass
     };
     if (rangeTouches(copy->getNextNode(), last, source, readsOnly))
       return failure();
-    for (OpOperand *use : uses)
+    for (auto &[holder, use] : temporary->uses)
       use->set(copy.getSource());
-    for (Operation *dealloc : deallocs)
+    for (Operation *dealloc : temporary->deallocs)
       dealloc->erase();
+    Operation *alloc = temporary->alloc;
     copy->erase();
     alloc->erase();
     return success();
