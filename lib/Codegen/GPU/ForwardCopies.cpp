@@ -33,11 +33,6 @@ using namespace mlir;
 using namespace mlir::gdn;
 
 namespace {
-/// The op of `block` that holds `op` (itself, or an ancestor), or null.
-Operation *inBlock(Block &block, Operation *op) {
-  return block.findAncestorOpInBlock(*op);
-}
-
 /// Whether `op` or an op nested in it has an operand that is a view of
 /// `buffer`; `allowed` may excuse an operand (op, operand number).
 bool touches(Operation *op, Value buffer,
@@ -99,7 +94,7 @@ Value availableBefore(Value view, Operation *point, DominanceInfo &dominance,
   return builder.clone(*def, mapping)->getResult(0);
 }
 
-/// Whether `user` may see `from` replaced by another memref of the same
+/// Whether `user` may see its memref operand replaced by one of the same
 /// shape and element type but another layout: an element-wise op
 /// (linalg.generic, whose operands may have any layout), a size query, an
 /// element access or a deallocation.
@@ -149,7 +144,7 @@ FailureOr<TemporaryUses> temporaryUses(Value value, memref::CopyOp copy) {
       result.deallocs.push_back(user);
       continue;
     }
-    Operation *holder = inBlock(block, user);
+    Operation *holder = block.findAncestorOpInBlock(*user);
     if (!holder)
       return failure();
     result.uses.emplace_back(holder, &use);
