@@ -29,8 +29,10 @@ constexpr StringLiteral kInPlaceArguments = "gdn.in_place_arguments";
 /// out-parameter for it would only take a copy of it. A read-only argument
 /// returned as it is keeps its out-parameter (a copy).
 void dropArgumentResults(func::FuncOp func) {
+  // The list stays for the passes after this one (gdn-gpu-merge-launches:
+  // by the C ABI, such a buffer overlaps no other argument); out-parameters
+  // come after the arguments, so their numbers hold.
   auto inPlace = func->getAttrOfType<DenseI64ArrayAttr>(kInPlaceArguments);
-  func->removeAttr(kInPlaceArguments);
   // A private copy for internal callers keeps its results.
   if (!inPlace || !func.isPublic() || !func.getBody().hasOneBlock())
     return;
@@ -91,6 +93,8 @@ struct GdnResultsToOutParamsPass
       copy.setName((func.getName() + kInternalSuffix).str());
       copy.setPrivate();
       copy->removeAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName());
+      // Internal callers make no promise about overlapping buffers.
+      copy->removeAttr(kInPlaceArguments);
       // Renamed on a clash with an existing symbol.
       symbols.insert(copy, Block::iterator(func));
       for (func::CallOp call : calls)

@@ -200,6 +200,9 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   // and its results become caller-allocated device buffers: an allocation
   // left in host code would be host memory, which kernels cannot use.
   pm.addNestedPass<func::FuncOp>(createGdnReadOnlyArgumentsPass());
+  // Independent kernels need buffers of their own to run side by side.
+  if (options.mergeLaunches)
+    pm.addNestedPass<func::FuncOp>(createGdnGPUSeparateTemporariesPass());
   bufferization::OneShotBufferizePassOptions bufferizeOptions;
   bufferizeOptions.bufferizeFunctionBoundaries = true;
   bufferizeOptions.functionBoundaryTypeConversion =
@@ -236,6 +239,12 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
   loopOptions.rowGroup = options.projectionRowGroup;
   pm.addNestedPass<func::FuncOp>(createGdnGPUMapParallelLoopsPass(loopOptions));
   pm.addPass(createConvertParallelLoopToGpuPass());
+  // Kernels that do not depend on each other share a launch; their grid
+  // and block sizes folded to constants first, to compare.
+  if (options.mergeLaunches) {
+    pm.addPass(createCanonicalizerPass());
+    pm.addNestedPass<func::FuncOp>(createGdnGPUMergeLaunchesPass());
+  }
   if (options.managedHostBuffers) {
     // An executable's buffers, results included, are managed memory that
     // both sides reach; results stay results, so @main can call functions

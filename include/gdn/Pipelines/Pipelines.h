@@ -265,6 +265,12 @@ struct CUDAPipelineOptions
                      "place instead of through a temporary and a copy "
                      "(gdn-gpu-forward-copies): fewer kernels per step"),
       llvm::cl::init(true)};
+  Option<bool> mergeLaunches{
+      *this, "merge-launches",
+      llvm::cl::desc("Kernels that do not depend on each other run side by "
+                     "side in one launch (gdn-gpu-merge-launches): fewer "
+                     "launches per step"),
+      llvm::cl::init(false)};
   Option<bool> tensorCoreF32Weights{
       *this, "tensor-core-f32-weights",
       llvm::cl::desc("Tensor-core projections for f32 weights too (their "

@@ -125,6 +125,64 @@ def GdnGPUForwardCopiesPass : Pass<"gdn-gpu-forward-copies",
   ];
 }
 
+def GdnGPUSeparateTemporariesPass
+    : Pass<"gdn-gpu-separate-temporaries", "func::FuncOp"> {
+  let summary = "Give every writer of a tensor.empty its own";
+  let description = [{
+    Before bufferization: a `tensor.empty` with several uses is replaced
+    by one clone per use, right before its user where that is in the same
+    block, else (a user inside a loop) where the original was, so that
+    bufferization gives each writer its own buffer. One buffer shared by temporaries whose lives do
+    not overlap saves memory but orders the kernels that write them;
+    `gdn-gpu-merge-launches` needs independent kernels to touch different
+    buffers.
+  }];
+  let dependentDialects = [
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def GdnGPUMergeLaunchesPass : Pass<"gdn-gpu-merge-launches",
+                                    "func::FuncOp"> {
+  let summary = "Run independent kernels of host code side by side in one "
+                "launch";
+  let description = [{
+    A decode step at batch 1 is hundreds of small kernels, and each takes
+    a few microseconds whatever its size. Kernels that do not depend on
+    each other (the projections of one input, the q, k and v branches'
+    element-wise work) become one `gpu.launch` whose grid is theirs end to
+    end: a block with an index below the first grid's size runs the first
+    body (its block index rebuilt from the linear one), the others the
+    second body.
+
+    Each launch, in order, takes in earlier launches of its block, nearest
+    first and at most `window` launches back, when both have the same
+    block size and one block in their body, neither uses workgroup memory
+    or reads its block index other than through the launch's arguments,
+    neither writes a buffer the other touches, and the earlier one can
+    move down to the later: no op in between writes a buffer it touches or
+    touches a buffer it writes. Buffers are followed through views to
+    their allocation or argument. Allocations are distinct from each
+    other and from arguments; an argument listed in the function's
+    `gdn.in_place_arguments` (a cache updated in place) overlaps no other
+    argument, by the C ABI's contract; any other two arguments may be the
+    same memory. A search back stops at an op whose effects are unknown
+    (a call, a loop).
+  }];
+  let options = [
+    Option<"window", "window", "unsigned", /*default=*/"32",
+           "How many launches back a launch looks for one to take in">,
+  ];
+  let statistics = [
+    Statistic<"mergedLaunches", "merged-launches",
+              "Launches taken into a later one">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 def GdnGPUMapParallelLoopsPass : Pass<"gdn-gpu-map-parallel-loops",
                                       "func::FuncOp"> {
   let summary = "Run the host code's linalg ops and copies as grid-mapped "
