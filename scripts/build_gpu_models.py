@@ -74,7 +74,7 @@ COMPILE_FLAGS = {
                            "--cuda-projection-small-row-min-outputs=64"]}
 
 
-def build(compiler, out, name, config, seed, target):
+def build(compiler, out, name, config, seed, target, extra=()):
     """The model's folder; the weights in f32 and in bf16 (one library
     loads either). A timed-only model keeps no weights in the folder (they
     are too large to carry): the check makes them again from the seed."""
@@ -95,7 +95,8 @@ def build(compiler, out, name, config, seed, target):
     # the check's bf16 bound on hybrid-qlora, docs/performance.md); the
     # checked libraries keep the default.
     scan = ["--cuda-bf16-scan-inputs"] if target == "cuda" else []
-    flags = COMPILE_FLAGS.get(name, []) if target == "cuda" else []
+    flags = (COMPILE_FLAGS.get(name, []) if target == "cuda" else []) + \
+        list(extra)
     command = [compiler, config_path, f"--target={target}", "-o",
                os.path.join(folder, "compiled")] + (scan if timed_only
                                                     else []) + flags
@@ -131,14 +132,14 @@ def build(compiler, out, name, config, seed, target):
 CHECKPOINTS = ("qwen3_5_text", "qwen3_5", "qwen3_next")
 
 
-def build_checkpoint(compiler, out, name, target):
+def build_checkpoint(compiler, out, name, target, extra=()):
     """A Hugging Face fixture (test/fixtures/huggingface) copied with
     transformers' reference logits, and compiled."""
     source = os.path.join(ROOT, "test", "fixtures", "huggingface", name)
     folder = os.path.join(out, name)
     shutil.copytree(source, folder, dirs_exist_ok=True)
     command = [compiler, folder, f"--target={target}", "-o",
-               os.path.join(folder, "compiled")]
+               os.path.join(folder, "compiled")] + list(extra)
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"compiling {name} failed:\n{result.stderr}")
@@ -157,6 +158,10 @@ def main():
     parser.add_argument("--only", default="",
                         help="one model by name (bench/bench_gpu_model.py "
                              "times nenya-124m or nenya-1.3b alone)")
+    parser.add_argument("--compile-flag", action="append", default=[],
+                        help="a gdn-compile flag for every model (repeat "
+                             "for more), e.g. --compile-flag="
+                             "--cuda-merge-launches")
     args = parser.parse_args()
     names = [name for name, _, _ in models() + BENCH_ONLY]
     if args.only and args.only not in names:
@@ -164,12 +169,12 @@ def main():
                      f"{args.only!r}")
     chosen = models() + [m for m in BENCH_ONLY if m[0] == args.only]
     manifest = {name: build(args.compiler, args.out, name, config, seed,
-                            args.target)
+                            args.target, args.compile_flag)
                 for name, config, seed in chosen
                 if args.only in ("", name)}
     for name in CHECKPOINTS if not args.only else ():
         manifest[name] = build_checkpoint(args.compiler, args.out, name,
-                                          args.target)
+                                          args.target, args.compile_flag)
     with open(os.path.join(args.out, MANIFEST), "w") as f:
         json.dump(manifest, f, indent=1)
 
