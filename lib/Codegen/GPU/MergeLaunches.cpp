@@ -101,9 +101,10 @@ bool isMergeable(gpu::LaunchOp launch) {
     return memref && gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(memref);
   };
   WalkResult result = launch.getBody().walk([&](Operation *op) {
+    // A call may reach buffers that are not its operands.
     if (isa<gpu::BlockIdOp, gpu::GridDimOp, gpu::GlobalIdOp, gpu::ClusterIdOp,
             gpu::ClusterDimOp, gpu::ClusterBlockIdOp, gpu::ClusterDimBlocksOp,
-            gpu::DynamicSharedMemoryOp, LLVM::IntToPtrOp>(op))
+            gpu::DynamicSharedMemoryOp, LLVM::IntToPtrOp, CallOpInterface>(op))
       return WalkResult::interrupt();
     StringRef name = op->getName().getStringRef();
     if (name.starts_with("nvvm.read.ptx.sreg.ctaid") ||
@@ -126,6 +127,8 @@ std::optional<Footprint> launchFootprint(gpu::LaunchOp launch) {
   Footprint footprint;
   Region &body = launch.getBody();
   WalkResult result = body.walk([&](Operation *op) {
+    if (isa<CallOpInterface>(op))
+      return WalkResult::interrupt();
     if (isa<ViewLikeOpInterface>(op))
       return WalkResult::advance();
     for (OpOperand &operand : op->getOpOperands()) {

@@ -244,3 +244,32 @@ func.func @refused(%x: memref<?xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// A kernel that calls a function may touch buffers it is not given.
+
+// CHECK-LABEL: func.func @call_in_kernel
+// CHECK-COUNT-2: gpu.launch blocks
+// CHECK-NOT: scf.if
+func.func private @device_helper()
+func.func @call_in_kernel(%x: memref<?xf32>, %n: index) {
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %a = memref.alloc(%n) : memref<?xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%bx] : memref<?xf32>
+    memref.store %v, %a[%bx] : memref<?xf32>
+    gpu.terminator
+  }
+  %b = memref.alloc(%n) : memref<?xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    func.call @device_helper() : () -> ()
+    %v = memref.load %x[%bx] : memref<?xf32>
+    memref.store %v, %b[%bx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -157,8 +157,9 @@ def GdnGPUMergeLaunchesPass : Pass<"gdn-gpu-merge-launches",
 
     Each launch, in order, takes in earlier launches of its block, nearest
     first and at most `window` launches back, when both have the same
-    block size and one block in their body, neither uses workgroup memory
-    or reads its block index other than through the launch's arguments,
+    block size and one block in their body, neither uses workgroup memory,
+    calls a function or reads its block index other than through the
+    launch's arguments,
     neither writes a buffer the other touches, and the earlier one can
     move down to the later: no op in between writes a buffer it touches or
     touches a buffer it writes. Buffers are followed through views to
