@@ -55,6 +55,9 @@ using Footprint = llvm::SmallDenseMap<Value, Access, 8>;
 /// overlap no other argument.
 constexpr StringLiteral kInPlaceArguments = "gdn.in_place_arguments";
 
+/// NVVM's address space of workgroup (shared) memory.
+constexpr unsigned kSharedAddressSpace = 3;
+
 bool isAllocation(Value buffer) {
   return buffer.getDefiningOp<memref::AllocOp>() ||
          buffer.getDefiningOp<memref::AllocaOp>() ||
@@ -104,7 +107,8 @@ bool isMergeable(gpu::LaunchOp launch) {
     // A call may reach buffers that are not its operands.
     if (isa<gpu::BlockIdOp, gpu::GridDimOp, gpu::GlobalIdOp, gpu::ClusterIdOp,
             gpu::ClusterDimOp, gpu::ClusterBlockIdOp, gpu::ClusterDimBlocksOp,
-            gpu::DynamicSharedMemoryOp, LLVM::IntToPtrOp, CallOpInterface>(op))
+            gpu::DynamicSharedMemoryOp, LLVM::IntToPtrOp, LLVM::InlineAsmOp,
+            CallOpInterface>(op))
       return WalkResult::interrupt();
     StringRef name = op->getName().getStringRef();
     if (name.starts_with("nvvm.read.ptx.sreg.ctaid") ||
@@ -126,8 +130,14 @@ bool isMergeable(gpu::LaunchOp launch) {
 std::optional<Footprint> launchFootprint(gpu::LaunchOp launch) {
   Footprint footprint;
   Region &body = launch.getBody();
+  auto isGlobalPointer = [](Type type) {
+    auto pointer = dyn_cast<LLVM::LLVMPointerType>(type);
+    return pointer && pointer.getAddressSpace() != kSharedAddressSpace;
+  };
   WalkResult result = body.walk([&](Operation *op) {
-    if (isa<CallOpInterface>(op))
+    // Memory reached other than through memref operands is not followed.
+    if (isa<CallOpInterface, LLVM::IntToPtrOp, LLVM::InlineAsmOp>(op) ||
+        llvm::any_of(op->getOperandTypes(), isGlobalPointer))
       return WalkResult::interrupt();
     if (isa<ViewLikeOpInterface>(op))
       return WalkResult::advance();
@@ -152,7 +162,8 @@ std::optional<Footprint> launchFootprint(gpu::LaunchOp launch) {
 }
 
 /// The footprint of a host op a launch may move past; nullopt where it is
-/// not known (a call, a loop, an op with effects on nothing in particular).
+/// not known (a call, a loop, an effect on no buffer in particular or
+/// through a pointer).
 std::optional<Footprint> hostFootprint(Operation *op) {
   if (auto launch = dyn_cast<gpu::LaunchOp>(op))
     return launchFootprint(launch);
@@ -161,35 +172,38 @@ std::optional<Footprint> hostFootprint(Operation *op) {
   if (op->getNumRegions() != 0 || isa<CallOpInterface>(op))
     return std::nullopt;
   Footprint footprint;
-  bool anyMemref = false;
-  for (OpOperand &operand : op->getOpOperands()) {
-    if (!isa<MemRefType>(operand.get().getType()) ||
-        isa<ViewLikeOpInterface>(op))
-      continue;
-    anyMemref = true;
-    addAccess(op, operand, footprint);
-  }
   if (auto effects = dyn_cast<MemoryEffectOpInterface>(op)) {
-    // Effects on no value (a global resource) are not modelled.
     SmallVector<MemoryEffects::EffectInstance> instances;
     effects.getEffects(instances);
-    for (const MemoryEffects::EffectInstance &instance : instances)
-      if (!instance.getValue() &&
-          !isa<MemoryEffects::Allocate>(instance.getEffect()))
+    for (const MemoryEffects::EffectInstance &instance : instances) {
+      if (isa<MemoryEffects::Allocate>(instance.getEffect()))
+        continue;
+      Value on = instance.getValue();
+      if (!on || !isa<MemRefType>(on.getType()))
         return std::nullopt;
+      Access &access = footprint[bufferOf(on)];
+      if (isa<MemoryEffects::Read>(instance.getEffect()))
+        access.read = true;
+      else
+        access.write = true;
+    }
     return footprint;
   }
-  // An op that says nothing of its effects is only understood through its
-  // buffer operands (gpu.launch_func: a kernel reaches what it is given).
-  if (!anyMemref && !isa<gpu::LaunchFuncOp>(op))
+  // A kernel launched by name reaches the buffers it is given, when they
+  // are all given as memrefs.
+  if (!isa<gpu::LaunchFuncOp>(op) ||
+      llvm::any_of(op->getOperandTypes(), llvm::IsaPred<LLVM::LLVMPointerType>))
     return std::nullopt;
+  for (OpOperand &operand : op->getOpOperands())
+    if (isa<MemRefType>(operand.get().getType()))
+      addAccess(op, operand, footprint);
   return footprint;
 }
 
 /// Which buffers may be the same memory.
 class BufferAliases {
 public:
-  explicit BufferAliases(func::FuncOp func) {
+  explicit BufferAliases(func::FuncOp func) : entry(&func.front()) {
     if (auto list = func->getAttrOfType<DenseI64ArrayAttr>(kInPlaceArguments))
       for (int64_t index : list.asArrayRef())
         if (index >= 0 && index < func.getNumArguments())
@@ -198,6 +212,10 @@ public:
 
   bool mayAlias(Value a, Value b) const {
     if (a == b)
+      return true;
+    // A buffer that is neither an allocation nor an argument (a select of
+    // two, a loop's iteration argument) may be any of them.
+    if (!isKnownBuffer(a) || !isKnownBuffer(b))
       return true;
     if (isAllocation(a) || isAllocation(b))
       return false;
@@ -213,6 +231,12 @@ public:
   }
 
 private:
+  bool isKnownBuffer(Value buffer) const {
+    auto arg = dyn_cast<BlockArgument>(buffer);
+    return isAllocation(buffer) || (arg && arg.getOwner() == entry);
+  }
+
+  Block *entry;
   llvm::SmallDenseSet<Value, 16> distinctArguments;
 };
 

@@ -273,3 +273,33 @@ func.func @call_in_kernel(%x: memref<?xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// A buffer chosen at run time (a select of an allocation and an argument)
+// may be either: the kernel that reads it stays after the one that writes
+// the allocation.
+
+// CHECK-LABEL: func.func @selected_buffer
+// CHECK-COUNT-2: gpu.launch blocks
+// CHECK-NOT: scf.if
+func.func @selected_buffer(%x: memref<?xf32>, %n: index, %which: i1) {
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %f = arith.constant 1.0 : f32
+  %a = memref.alloc(%n) : memref<?xf32>
+  %b = memref.alloc(%n) : memref<?xf32>
+  %s = arith.select %which, %a, %x : memref<?xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    memref.store %f, %a[%bx] : memref<?xf32>
+    gpu.terminator
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %v = memref.load %s[%bx] : memref<?xf32>
+    memref.store %v, %b[%bx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -167,8 +167,12 @@ def GdnGPUMergeLaunchesPass : Pass<"gdn-gpu-merge-launches",
     other and from arguments; an argument listed in the function's
     `gdn.in_place_arguments` (a cache updated in place) overlaps no other
     argument, by the C ABI's contract; any other two arguments may be the
-    same memory. A search back stops at an op whose effects are unknown
-    (a call, a loop).
+    same memory, and so may a buffer that is neither (a select, a loop's
+    argument) with anything. A search back stops at an op whose effects
+    are unknown (a call, a loop, an effect through a pointer or on nothing
+    in particular), and a kernel that reaches memory other than through
+    its memref operands (a call, a pointer made from an integer, inline
+    assembly) is never moved and stops it too.
   }];
   let options = [
     Option<"window", "window", "unsigned", /*default=*/"32",
