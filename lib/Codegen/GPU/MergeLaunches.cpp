@@ -64,6 +64,16 @@ bool isAllocation(Value buffer) {
          buffer.getDefiningOp<gpu::AllocOp>();
 }
 
+/// Records `effect` (a read, or anything else as a write) on `buffer`.
+void record(Footprint &footprint, Value buffer,
+            const MemoryEffects::EffectInstance &effect) {
+  Access &access = footprint[buffer];
+  if (isa<MemoryEffects::Read>(effect.getEffect()))
+    access.read = true;
+  else
+    access.write = true;
+}
+
 /// Adds what `op` does to `operand` (a memref) to `footprint`; an op that
 /// says nothing of its effects reads and writes it.
 void addAccess(Operation *op, OpOperand &operand, Footprint &footprint) {
@@ -80,13 +90,8 @@ void addAccess(Operation *op, OpOperand &operand, Footprint &footprint) {
     if (isa<MemoryEffects::Allocate>(instance.getEffect()))
       continue;
     Value on = instance.getValue();
-    if (on && on != operand.get())
-      continue;
-    Access &access = footprint[buffer];
-    if (isa<MemoryEffects::Read>(instance.getEffect()))
-      access.read = true;
-    else
-      access.write = true;
+    if (!on || on == operand.get())
+      record(footprint, buffer, instance);
   }
 }
 
@@ -181,11 +186,7 @@ std::optional<Footprint> hostFootprint(Operation *op) {
       Value on = instance.getValue();
       if (!on || !isa<MemRefType>(on.getType()))
         return std::nullopt;
-      Access &access = footprint[bufferOf(on)];
-      if (isa<MemoryEffects::Read>(instance.getEffect()))
-        access.read = true;
-      else
-        access.write = true;
+      record(footprint, bufferOf(on), instance);
     }
     return footprint;
   }
