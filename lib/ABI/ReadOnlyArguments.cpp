@@ -15,8 +15,6 @@ using namespace mlir::gdn;
 namespace {
 /// The argument attribute of a cache the function appends to in place.
 constexpr StringLiteral kInPlace = "gdn.in_place";
-/// The function attribute that lists them after bufferization.
-constexpr StringLiteral kInPlaceArguments = "gdn.in_place_arguments";
 
 struct GdnReadOnlyArgumentsPass
     : gdn::impl::GdnReadOnlyArgumentsPassBase<GdnReadOnlyArgumentsPass> {
@@ -44,7 +42,7 @@ struct GdnReadOnlyArgumentsPass
     // list for gdn-results-to-out-params, which gives a result that returns
     // one of these buffers no out-parameter.
     if (!inPlaceArguments.empty())
-      func->setAttr(kInPlaceArguments,
+      func->setAttr(kInPlaceArgumentsAttrName,
                     DenseI64ArrayAttr::get(&getContext(), inPlaceArguments));
   }
 };

@@ -20,10 +20,6 @@ using namespace mlir::gdn;
 namespace {
 constexpr StringLiteral kInternalSuffix = "_returning_buffers";
 
-/// The function attribute of gdn-read-only-arguments that lists the
-/// arguments updated in place (marked gdn.in_place).
-constexpr StringLiteral kInPlaceArguments = "gdn.in_place_arguments";
-
 /// Drops the results of `func` that return one of its arguments updated in
 /// place (after casts): that buffer is already the caller's, and an
 /// out-parameter for it would only take a copy of it. A read-only argument
@@ -32,7 +28,8 @@ void dropArgumentResults(func::FuncOp func) {
   // The list stays for the passes after this one (gdn-gpu-merge-launches:
   // by the C ABI, such a buffer overlaps no other argument); out-parameters
   // come after the arguments, so their numbers hold.
-  auto inPlace = func->getAttrOfType<DenseI64ArrayAttr>(kInPlaceArguments);
+  auto inPlace =
+      func->getAttrOfType<DenseI64ArrayAttr>(kInPlaceArgumentsAttrName);
   // A private copy for internal callers keeps its results.
   if (!inPlace || !func.isPublic() || !func.getBody().hasOneBlock())
     return;
@@ -94,7 +91,7 @@ struct GdnResultsToOutParamsPass
       copy.setPrivate();
       copy->removeAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName());
       // Internal callers make no promise about overlapping buffers.
-      copy->removeAttr(kInPlaceArguments);
+      copy->removeAttr(kInPlaceArgumentsAttrName);
       // Renamed on a clash with an existing symbol.
       symbols.insert(copy, Block::iterator(func));
       for (func::CallOp call : calls)

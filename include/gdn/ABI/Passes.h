@@ -15,6 +15,12 @@
 
 namespace mlir::gdn {
 
+/// The function attribute in which gdn-read-only-arguments lists the
+/// arguments updated in place (marked `gdn.in_place`); by the C ABI their
+/// buffers overlap no other argument.
+inline constexpr StringLiteral kInPlaceArgumentsAttrName =
+    "gdn.in_place_arguments";
+
 #define GEN_PASS_DECL
 #include "gdn/ABI/Passes.h.inc"
 

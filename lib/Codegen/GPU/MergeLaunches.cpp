@@ -16,6 +16,8 @@
 
 #include "gdn/Codegen/GPU/Passes.h"
 
+#include "gdn/ABI/Passes.h"
+
 #include "BufferViews.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -50,11 +52,6 @@ struct Access {
 /// says nothing of its effects).
 using Footprint = llvm::SmallDenseMap<Value, Access, 8>;
 
-/// The function argument attribute list of caches that are updated in
-/// place (gdn-read-only-arguments): by the C ABI's contract their buffers
-/// overlap no other argument.
-constexpr StringLiteral kInPlaceArguments = "gdn.in_place_arguments";
-
 /// NVVM's address space of workgroup (shared) memory.
 constexpr unsigned kSharedAddressSpace = 3;
 
@@ -74,6 +71,17 @@ void record(Footprint &footprint, Value buffer,
     access.write = true;
 }
 
+/// The effects of `op` that touch memory (allocating a buffer touches none).
+SmallVector<MemoryEffects::EffectInstance>
+accessEffects(MemoryEffectOpInterface op) {
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  op.getEffects(instances);
+  llvm::erase_if(instances, [](const MemoryEffects::EffectInstance &instance) {
+    return isa<MemoryEffects::Allocate>(instance.getEffect());
+  });
+  return instances;
+}
+
 /// Adds what `op` does to `operand` (a memref) to `footprint`; an op that
 /// says nothing of its effects reads and writes it.
 void addAccess(Operation *op, OpOperand &operand, Footprint &footprint) {
@@ -84,11 +92,7 @@ void addAccess(Operation *op, OpOperand &operand, Footprint &footprint) {
     access.read = access.write = true;
     return;
   }
-  SmallVector<MemoryEffects::EffectInstance> instances;
-  effects.getEffects(instances);
-  for (const MemoryEffects::EffectInstance &instance : instances) {
-    if (isa<MemoryEffects::Allocate>(instance.getEffect()))
-      continue;
+  for (const MemoryEffects::EffectInstance &instance : accessEffects(effects)) {
     Value on = instance.getValue();
     if (!on || on == operand.get())
       record(footprint, buffer, instance);
@@ -178,11 +182,8 @@ std::optional<Footprint> hostFootprint(Operation *op) {
     return std::nullopt;
   Footprint footprint;
   if (auto effects = dyn_cast<MemoryEffectOpInterface>(op)) {
-    SmallVector<MemoryEffects::EffectInstance> instances;
-    effects.getEffects(instances);
-    for (const MemoryEffects::EffectInstance &instance : instances) {
-      if (isa<MemoryEffects::Allocate>(instance.getEffect()))
-        continue;
+    for (const MemoryEffects::EffectInstance &instance :
+         accessEffects(effects)) {
       Value on = instance.getValue();
       if (!on || !isa<MemRefType>(on.getType()))
         return std::nullopt;
@@ -205,7 +206,8 @@ std::optional<Footprint> hostFootprint(Operation *op) {
 class BufferAliases {
 public:
   explicit BufferAliases(func::FuncOp func) : entry(&func.front()) {
-    if (auto list = func->getAttrOfType<DenseI64ArrayAttr>(kInPlaceArguments))
+    if (auto list =
+            func->getAttrOfType<DenseI64ArrayAttr>(kInPlaceArgumentsAttrName))
       for (int64_t index : list.asArrayRef())
         if (index >= 0 && index < func.getNumArguments())
           distinctArguments.insert(func.getArgument(index));
