@@ -822,10 +822,10 @@ std::optional<Scores> matchScores(linalg::GenericOp op) {
   Value queries = op.getDpsInputs()[0], keys = op.getDpsInputs()[1];
   Value scores = op.getDpsInits()[0];
   // The keys may be a view (a cache whose rows per sequence exceed the
-  // keys): loadFour reads them element by element.
-  for (Value v : {queries, scores})
-    if (!isDense(cast<MemRefType>(v.getType())))
-      return std::nullopt;
+  // keys), and so may the queries (the RoPE part of each head's query, a
+  // slice of its row): loadFour reads them element by element.
+  if (!isDense(cast<MemRefType>(scores.getType())))
+    return std::nullopt;
   int64_t depth = cast<MemRefType>(queries.getType()).getDimSize(3);
   if (ShapedType::isDynamic(depth) || depth % kStep != 0 ||
       cast<MemRefType>(keys.getType()).getDimSize(2) != depth)

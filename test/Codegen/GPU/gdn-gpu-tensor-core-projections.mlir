@@ -512,3 +512,23 @@ func.func @attended_partials(%p: memref<?x12x?x?x32xf32>, %l: memref<?x?x32x64xf
   }
   return
 }
+
+// -----
+
+// The RoPE part of the scores: the queries are a slice of each head's
+// row (a strided view), read element by element like the cached keys.
+// CHECK-LABEL: func.func @rope_scores
+// CHECK-SAME: (%[[Q:.*]]: memref<?x?x12x64xf32, strided<[?, 1152, 96, 1], offset: 32>>,
+// CHECK: gpu.launch
+// CHECK-COUNT-4: memref.load %[[Q]]
+// CHECK: nvvm.mma.sync
+// CHECK: gdn.tensor_core_projection
+func.func @rope_scores(%q: memref<?x?x12x64xf32, strided<[?, 1152, 96, 1], offset: 32>>, %k: memref<?x?x64xf32, strided<[?, 64, 1]>>, %s: memref<?x12x?x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, n, t, s, r) -> (b, t, n, r)>, affine_map<(b, n, t, s, r) -> (b, s, r)>, affine_map<(b, n, t, s, r) -> (b, n, t, s)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : memref<?x?x12x64xf32, strided<[?, 1152, 96, 1], offset: 32>>, memref<?x?x64xf32, strided<[?, 64, 1]>>) outs(%s : memref<?x12x?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %p : f32
+    linalg.yield %sum : f32
+  }
+  return
+}

@@ -342,8 +342,9 @@ def GdnGPUTensorCoreProjectionsPass
     With `attention-scores`, the same kernel computes MLA's absorbed
     attention scores, `scores[b, n, t, s] += sum_r q[b, t, n, r] keys[b,
     s, r]` (a generic over (b, n, t, s, r), f32, R a multiple of 16, dense
-    queries and scores; keys that are a strided view, such as a cache, are
-    read element by element): one product per sequence and head (the grid's depth), the
+    scores; queries and keys that are strided views, such as the RoPE
+    part of each head's query and a cache, are read element by element):
+    one product per sequence and head (the grid's depth), the
     keys split like the queries, the query rows after the last whole
     block left to the generic on views.
 
