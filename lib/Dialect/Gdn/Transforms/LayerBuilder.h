@@ -55,20 +55,30 @@ public:
   }
 
   /// x [B, T, I] times weight^T ([O, I], PyTorch layout), plus bias [O]:
-  /// one linalg.contract (getProjectionIndexingMaps).
+  /// one linalg.contract (getProjectionIndexingMaps) from zeros, the bias
+  /// added after it. The bias is not the contraction's initial value: a
+  /// broadcast into the accumulator would be a kernel of its own on the
+  /// GPU, where the add after the sum runs in the projection's kernel (an
+  /// epilogue, gdn-gpu-map-parallel-loops).
   Value linear(Value x, Value weight, Value bias) {
     int64_t outputs = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-    Value init = emptyRows(x, outputs);
-    if (bias)
-      init = buildElementwise(
-          b, loc, bias, init, map(3, {2}),
-          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
-    else
-      init = fillWith(b, loc, init, 0.0f);
-    return linalg::ContractOp::create(b, loc, TypeRange{init.getType()},
-                                      ValueRange{x, weight}, ValueRange{init},
-                                      getProjectionIndexingMaps(b.getContext()))
-        .getResult(0);
+    Value init = fillWith(b, loc, emptyRows(x, outputs), 0.0f);
+    Value product =
+        linalg::ContractOp::create(b, loc, TypeRange{init.getType()},
+                                   ValueRange{x, weight}, ValueRange{init},
+                                   getProjectionIndexingMaps(b.getContext()))
+            .getResult(0);
+    return bias ? addBias(product, bias) : product;
+  }
+
+  /// x [..., C] plus bias [C] along the last dimension, in place.
+  Value addBias(Value x, Value bias) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    return buildElementwise(
+        b, loc, ValueRange{bias}, x, {map(rank, {rank - 1})},
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          return arith::AddFOp::create(nb, nl, args[1], args[0]).getResult();
+        });
   }
 
   Value sigmoid(OpBuilder &nb, Location nl, Value z) {
@@ -175,13 +185,10 @@ public:
                      })
               .getResult(0);
         });
-    Value init =
-        bias ? buildElementwise(b, loc, bias, createEmpty(b, loc, sizes, f32),
-                                map(3, {2}),
-                                [](OpBuilder &, Location, ValueRange args) {
-                                  return args[0];
-                                })
-             : createZeros(b, loc, sizes, f32);
+    // The taps are summed from zeros and the bias added with the SiLU: on
+    // the GPU both run in the convolution's kernel (an epilogue), where a
+    // bias broadcast into the accumulator would be a kernel of its own.
+    Value init = createZeros(b, loc, sizes, f32);
     AffineExpr c = b.getAffineDimExpr(2), j = b.getAffineDimExpr(3);
     AffineMap taps = AffineMap::get(4, 0, {c, b.getAffineConstantExpr(0), j},
                                     b.getContext());
@@ -198,10 +205,18 @@ public:
           return arith::AddFOp::create(nb, nl, args[1], product).getResult();
         });
     Value activated =
-        buildElementwise(b, loc, ValueRange{}, conv, {},
-                         [&](OpBuilder &nb, Location nl, ValueRange args) {
-                           return silu(nb, nl, args[0]);
-                         });
+        bias ? buildElementwise(
+                   b, loc, ValueRange{bias}, conv, {map(3, {2})},
+                   [&](OpBuilder &nb, Location nl, ValueRange args) {
+                     return silu(nb, nl,
+                                 arith::AddFOp::create(nb, nl, args[1], args[0])
+                                     .getResult());
+                   })
+             : buildElementwise(b, loc, ValueRange{}, conv, {},
+                                [&](OpBuilder &nb, Location nl,
+                                    ValueRange args) {
+                                  return silu(nb, nl, args[0]);
+                                });
     return {activated, nextHistory};
   }
 
@@ -322,31 +337,52 @@ public:
         });
   }
 
-  /// g = -exp(log_alpha) * softplus(a), with PyTorch's softplus (identity
-  /// above 20), for a [B, T, H].
-  Value logForgetGate(Value a, Value logAlpha) {
+  /// g = -exp(log_alpha) * softplus(a + bias), with PyTorch's softplus
+  /// (identity above 20), for a [B, T, H] and bias [H] (none when null).
+  /// The bias is added here, not by the projection that makes `a`: on the
+  /// GPU this op is the projection's epilogue, and a second one would be a
+  /// kernel of its own.
+  Value logForgetGate(Value a, Value logAlpha, Value bias = Value()) {
     Value threshold = constant(20.0f);
+    SmallVector<Value> inputs = {a, logAlpha};
+    SmallVector<AffineMap> maps = {map(3, {0, 1, 2}), map(3, {2})};
+    if (bias) {
+      inputs.push_back(bias);
+      maps.push_back(map(3, {2}));
+    }
     return buildElementwise(
-        b, loc, ValueRange{a, logAlpha}, createEmptyLike(b, loc, a, f32),
-        {map(3, {0, 1, 2}), map(3, {2})},
+        b, loc, inputs, createEmptyLike(b, loc, a, f32), maps,
         [&](OpBuilder &nb, Location nl, ValueRange args) {
-          Value e = math::ExpOp::create(nb, nl, args[0]);
+          Value x = bias ? arith::AddFOp::create(nb, nl, args[0], args[2])
+                               .getResult()
+                         : args[0];
+          Value e = math::ExpOp::create(nb, nl, x);
           Value soft = math::Log1pOp::create(nb, nl, e);
           Value large = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
-                                              args[0], threshold);
-          Value softplus =
-              arith::SelectOp::create(nb, nl, large, args[0], soft);
+                                              x, threshold);
+          Value softplus = arith::SelectOp::create(nb, nl, large, x, soft);
           Value rate = math::ExpOp::create(nb, nl, args[1]);
           Value product = arith::MulFOp::create(nb, nl, rate, softplus);
           return arith::NegFOp::create(nb, nl, product).getResult();
         });
   }
 
-  Value sigmoidTensor(Value z) {
-    return buildElementwise(b, loc, ValueRange{}, z, {},
-                            [&](OpBuilder &nb, Location nl, ValueRange args) {
-                              return sigmoid(nb, nl, args[0]);
-                            });
+  /// sigmoid(z + bias) in place, for z [..., C] and bias [C] (none when
+  /// null); the bias added here for the reason logForgetGate gives.
+  Value sigmoidTensor(Value z, Value bias = Value()) {
+    if (!bias)
+      return buildElementwise(b, loc, ValueRange{}, z, {},
+                              [&](OpBuilder &nb, Location nl, ValueRange args) {
+                                return sigmoid(nb, nl, args[0]);
+                              });
+    unsigned rank = cast<RankedTensorType>(z.getType()).getRank();
+    return buildElementwise(
+        b, loc, ValueRange{bias}, z, {map(rank, {rank - 1})},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          return sigmoid(
+              nb, nl,
+              arith::AddFOp::create(nb, nl, args[1], args[0]).getResult());
+        });
   }
 
   /// o * silu(gate), element-wise on tensors of one shape.

@@ -62,10 +62,11 @@ struct GatedDeltaNetDecomposition
                          norm, eps);
 
     Value g = lb.logForgetGate(
-        lb.linear(x, op.getWeight(W::AlphaWeight), op.getWeight(W::AlphaBias)),
-        op.getWeight(W::LogAlpha));
-    Value beta = lb.sigmoidTensor(
-        lb.linear(x, op.getWeight(W::BetaWeight), op.getWeight(W::BetaBias)));
+        lb.linear(x, op.getWeight(W::AlphaWeight), Value()),
+        op.getWeight(W::LogAlpha), op.getWeight(W::AlphaBias));
+    Value beta =
+        lb.sigmoidTensor(lb.linear(x, op.getWeight(W::BetaWeight), Value()),
+                         op.getWeight(W::BetaBias));
 
     auto oType = cast<RankedTensorType>(v.getType());
     auto stateType = cast<RankedTensorType>(op.getFinalState().getType());

@@ -71,15 +71,6 @@ public:
     return tensor::CollapseShapeOp::create(b, loc, x, groups);
   }
 
-  /// x + bias[c] on [B, T, C].
-  Value addBias(Value x, Value bias) {
-    return buildElementwise(
-        b, loc, ValueRange{bias}, x, {map(3, {2})},
-        [](OpBuilder &nb, Location nl, ValueRange args) {
-          return arith::AddFOp::create(nb, nl, args[1], args[0]).getResult();
-        });
-  }
-
   /// o * sigmoid(gate), element-wise on [B, T, C].
   Value sigmoidGated(Value o, Value gate) {
     return buildElementwise(
@@ -155,13 +146,14 @@ struct QwenGatedDeltaNetDecomposition
 
     // The conv input [q | k | v], the output gate z and the gate inputs b
     // and a (with dt_bias) for each layout.
-    Value qkv, z, bInput, aInput;
+    Value qkv, z, bInput, aInput, dtBias;
     unsigned next;
     if (op.getLayout() == ProjectionLayout::split) {
       qkv = qb.linear(x, w[0], Value());
       z = qb.linear(x, w[1], Value());
       bInput = qb.linear(x, w[2], Value());
-      aInput = qb.linear(x, w[3], w[5]);
+      aInput = qb.linear(x, w[3], Value());
+      dtBias = w[5];
       next = 4;
     } else {
       // Per key head: q [Dk], k [Dk], v [group Dv], z [group Dv].
@@ -175,7 +167,8 @@ struct QwenGatedDeltaNetDecomposition
       // Per key head: b, then a, of its value heads.
       Value ba = qb.splitLast(qb.linear(x, w[1], Value()), hk);
       bInput = qb.mergeLast(qb.sliceLast(ba, 0, group));
-      aInput = qb.addBias(qb.mergeLast(qb.sliceLast(ba, group, group)), w[3]);
+      aInput = qb.mergeLast(qb.sliceLast(ba, group, group));
+      dtBias = w[3];
       next = 2;
     }
     Value convWeight = w[next], logA = w[next + 2], norm = w[next + 3],
@@ -189,7 +182,7 @@ struct QwenGatedDeltaNetDecomposition
         qb.splitHeads(qb.sliceLast(mixed, hk * dk, hk * dk), hk),
         kQwenL2NormEps);
     Value v = qb.splitHeads(qb.sliceLast(mixed, 2 * hk * dk, hv * dv), hv);
-    Value g = qb.logForgetGate(aInput, logA);
+    Value g = qb.logForgetGate(aInput, logA, dtBias);
     Value beta = qb.sigmoidTensor(bInput);
 
     auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
