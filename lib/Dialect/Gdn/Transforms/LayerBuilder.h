@@ -73,11 +73,26 @@ public:
 
   /// x [..., C] plus bias [C] along the last dimension, in place.
   Value addBias(Value x, Value bias) {
+    return mapPlusBias(x, bias, [](OpBuilder &, Location, Value sum) {
+      return sum;
+    });
+  }
+
+  /// f(x + bias) in place, element-wise, for x [..., C] and bias [C] along
+  /// the last dimension (f(x) where the bias is null).
+  Value mapPlusBias(Value x, Value bias,
+                    function_ref<Value(OpBuilder &, Location, Value)> f) {
+    if (!bias)
+      return buildElementwise(b, loc, ValueRange{}, x, {},
+                              [&](OpBuilder &nb, Location nl, ValueRange args) {
+                                return f(nb, nl, args[0]);
+                              });
     unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
     return buildElementwise(
         b, loc, ValueRange{bias}, x, {map(rank, {rank - 1})},
-        [](OpBuilder &nb, Location nl, ValueRange args) {
-          return arith::AddFOp::create(nb, nl, args[1], args[0]).getResult();
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          return f(nb, nl,
+                   arith::AddFOp::create(nb, nl, args[1], args[0]).getResult());
         });
   }
 
@@ -204,19 +219,9 @@ public:
           Value product = arith::MulFOp::create(nb, nl, tap, args[0]);
           return arith::AddFOp::create(nb, nl, args[1], product).getResult();
         });
-    Value activated =
-        bias ? buildElementwise(
-                   b, loc, ValueRange{bias}, conv, {map(3, {2})},
-                   [&](OpBuilder &nb, Location nl, ValueRange args) {
-                     return silu(nb, nl,
-                                 arith::AddFOp::create(nb, nl, args[1], args[0])
-                                     .getResult());
-                   })
-             : buildElementwise(b, loc, ValueRange{}, conv, {},
-                                [&](OpBuilder &nb, Location nl,
-                                    ValueRange args) {
-                                  return silu(nb, nl, args[0]);
-                                });
+    Value activated = mapPlusBias(
+        conv, bias,
+        [&](OpBuilder &nb, Location nl, Value z) { return silu(nb, nl, z); });
     return {activated, nextHistory};
   }
 
@@ -370,19 +375,9 @@ public:
   /// sigmoid(z + bias) in place, for z [..., C] and bias [C] (none when
   /// null); the bias added here for the reason logForgetGate gives.
   Value sigmoidTensor(Value z, Value bias = Value()) {
-    if (!bias)
-      return buildElementwise(b, loc, ValueRange{}, z, {},
-                              [&](OpBuilder &nb, Location nl, ValueRange args) {
-                                return sigmoid(nb, nl, args[0]);
-                              });
-    unsigned rank = cast<RankedTensorType>(z.getType()).getRank();
-    return buildElementwise(
-        b, loc, ValueRange{bias}, z, {map(rank, {rank - 1})},
-        [&](OpBuilder &nb, Location nl, ValueRange args) {
-          return sigmoid(
-              nb, nl,
-              arith::AddFOp::create(nb, nl, args[1], args[0]).getResult());
-        });
+    return mapPlusBias(z, bias, [&](OpBuilder &nb, Location nl, Value x) {
+      return sigmoid(nb, nl, x);
+    });
   }
 
   /// o * silu(gate), element-wise on tensors of one shape.
