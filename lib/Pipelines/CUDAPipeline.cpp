@@ -229,6 +229,7 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
     projectionOptions.smallRowBlocks = options.projectionSmallRowBlocks;
     projectionOptions.smallRowMinOutputs =
         options.projectionSmallRowMinOutputs;
+    projectionOptions.stagedTiles = options.projectionStagedTiles;
     pm.addNestedPass<func::FuncOp>(
         createGdnGPUTensorCoreProjectionsPass(projectionOptions));
   }

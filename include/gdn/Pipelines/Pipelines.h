@@ -313,6 +313,12 @@ struct CUDAPipelineOptions
                      "projection does not)"),
       llvm::cl::init(
           GdnGPUTensorCoreProjectionsPassOptions().smallRowMinOutputs)};
+  Option<bool> projectionStagedTiles{
+      *this, "projection-staged-tiles",
+      llvm::cl::desc("Projections' whole tensor-core blocks stage their "
+                     "tiles in workgroup memory by cp.async "
+                     "(gdn-gpu-tensor-core-projections staged-tiles)"),
+      llvm::cl::init(GdnGPUTensorCoreProjectionsPassOptions().stagedTiles)};
   Option<bool> managedHostBuffers{
       *this, kManagedHostBuffersOption,
       llvm::cl::desc("Host buffers in managed memory, reachable by kernels "

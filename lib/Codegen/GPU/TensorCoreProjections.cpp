@@ -50,6 +50,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -169,7 +170,21 @@ struct TileOperands {
   /// loads clamped to the last row, their C neither read nor written);
   /// null where every block's rows exist.
   Value rowCount;
+  /// Set for dense A [M, K] f32 and B [N, K] bf16 with K a multiple of
+  /// kStageDepth, in whole blocks: the blocks then stage their tiles in
+  /// workgroup memory by cp.async (stagedTileBytes of it), and the
+  /// fragments come from there.
+  Value stagedA, stagedB;
 };
+
+/// The reduction columns of one staged tile (two steps), and the tiles in
+/// flight: the next tile's copies overlap the products of this one.
+constexpr int64_t kStageDepth = 2 * kStep, kStages = 2;
+/// Bytes of workgroup memory of a block of staged tiles: A's f32 rows,
+/// then B's bf16 rows, for each stage.
+constexpr int64_t kStagedABytes = kStages * kBlockRows * kStageDepth * 4;
+constexpr int64_t kStagedTileBytes =
+    kStagedABytes + kStages * kBlockCols * kStageDepth * 2;
 
 /// Builds the body of a launch that computes C += A B^T for the rows
 /// [0, wholeRows) of A and C (see the file comment for the tiles).
@@ -228,6 +243,25 @@ private:
   void step(OpBuilder &nb, Location nl, Value k, MutableArrayRef<Value> acc,
             Value limit = {});
 
+  /// The reduction over K with the fragments loaded from A and B where
+  /// they are. Returns the sums.
+  SmallVector<Value> directReduction(ValueRange init);
+
+  /// Four elements of this lane's row `localRow` of the staged A (f32)
+  /// or B (bf16) tile of `stage`, from `column` on.
+  Value loadStagedA(OpBuilder &nb, Location nl, Value localRow, Value column);
+  Value loadStagedB(OpBuilder &nb, Location nl, Value localRow, Value column);
+  /// Starts the cp.async copies of the tile of A and B from reduction
+  /// column `first` into stage `slot`.
+  void copyTileAsync(OpBuilder &nb, Location nl, Value first, Value slot,
+                     Value blockFirstRow, Value blockFirstCol);
+
+  /// The reduction over K through workgroup memory (`ops.stagedA`): each
+  /// block's next tile of A and B copied by cp.async while the warps
+  /// multiply the one before. Returns the sums.
+  SmallVector<Value> stagedReduction(Value blockFirstRow, Value blockFirstCol,
+                                     ValueRange init);
+
   /// Four elements of a row from `column` on, those at `limit` and after
   /// zero (never read).
   static Value maskedFour(OpBuilder &nb, Location nl,
@@ -245,6 +279,11 @@ private:
   /// reduction column 4 t.
   SmallVector<Value> rows, aRows, bRows;
   Value laneColumn;
+  /// Staged: the tiles in workgroup memory ([stage, row, column]), the
+  /// stage that `step` reads, and this lane's rows in them (its A fragment
+  /// rows, then its B fragment rows).
+  Value aTiles, bTiles, stage;
+  SmallVector<Value> localARows, localBRows;
 };
 
 Value TileProduct::maskedFour(OpBuilder &nb, Location nl,
@@ -273,11 +312,17 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
   Value column = arith::AddIOp::create(nb, nl, k, laneColumn);
   Type f32 = nb.getF32Type();
   Type bType = ops.floatB ? f32 : nb.getBF16Type();
-  auto loadA = [&](Value row) {
+  auto loadA = [&](int64_t index) {
+    Value row = aRows[index];
+    if (aTiles)
+      return loadStagedA(nb, nl, localARows[index], column);
     return limit ? maskedFour(nb, nl, ops.elementA, f32, row, column, limit)
                  : ops.loadA(nb, nl, row, column);
   };
-  auto loadB = [&](Value row) {
+  auto loadB = [&](int64_t index) {
+    Value row = bRows[index];
+    if (bTiles)
+      return loadStagedB(nb, nl, localBRows[index], column);
     return limit ? maskedFour(nb, nl, ops.elementB, bType, row, column, limit)
                  : ops.loadB(nb, nl, row, column);
   };
@@ -288,7 +333,7 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
   for (int64_t i = 0; i < rowTiles; ++i) {
     SmallVector<Value> hiWords(4), loWords(4);
     for (int64_t half = 0; half < 2; ++half) {
-      Value values = loadA(aRows[2 * i + half]);
+      Value values = loadA(2 * i + half);
       auto [hi, lo] = splitPairs(nb, nl, values, split);
       hiWords[half] = hi.first;
       hiWords[2 + half] = hi.second;
@@ -299,7 +344,7 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
     low[i] = loWords;
   }
   for (int64_t j = 0; j < kColTiles; ++j) {
-    Value values = loadB(bRows[j]);
+    Value values = loadB(j);
     SmallVector<Value> fragment, fragmentLow;
     if (ops.floatB) {
       auto [hi, lo] = splitPairs(nb, nl, values, split);
@@ -322,6 +367,180 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
   }
 }
 
+// The staged tiles' rows are 128 bytes (A, 32 f32) and 64 bytes (B, 32
+// bf16). A lane reads 16 bytes of A at column 4 t of rows g and g + 8, so
+// eight lanes (one phase of the load) read two neighbouring rows at the
+// same columns; and 8 bytes of B at column 4 t of row g, so sixteen
+// lanes read four neighbouring rows. Stored plainly, those rows' words
+// fall in the same banks; the 16-byte units of odd A rows, and of B rows
+// 2 and 3 of every four, are stored swapped with the unit 16 elements
+// away (column XOR 16), which puts every phase's reads in distinct banks
+// while the cp.async writes, 16 contiguous bytes each, stay whole.
+static Value swizzled(OpBuilder &nb, Location nl, Value localRow, Value column,
+                      int64_t rowBit, int64_t shift) {
+  Value bit = arith::AndIOp::create(
+      nb, nl, localRow, arith::ConstantIndexOp::create(nb, nl, rowBit));
+  Value flip = arith::ShLIOp::create(
+      nb, nl, bit, arith::ConstantIndexOp::create(nb, nl, shift));
+  return arith::XOrIOp::create(nb, nl, column, flip);
+}
+static Value swizzledA(OpBuilder &nb, Location nl, Value row, Value column) {
+  return swizzled(nb, nl, row, column, /*rowBit=*/1, /*shift=*/4);
+}
+static Value swizzledB(OpBuilder &nb, Location nl, Value row, Value column) {
+  return swizzled(nb, nl, row, column, /*rowBit=*/2, /*shift=*/3);
+}
+
+Value TileProduct::loadStagedA(OpBuilder &nb, Location nl, Value localRow,
+                               Value column) {
+  return vector::LoadOp::create(
+      nb, nl, VectorType::get({4}, nb.getF32Type()), aTiles,
+      ValueRange{stage, localRow, swizzledA(nb, nl, localRow, column)}, false,
+      llvm::Align(16));
+}
+
+Value TileProduct::loadStagedB(OpBuilder &nb, Location nl, Value localRow,
+                               Value column) {
+  return vector::LoadOp::create(
+      nb, nl, VectorType::get({4}, nb.getBF16Type()), bTiles,
+      ValueRange{stage, localRow, swizzledB(nb, nl, localRow, column)}, false,
+      llvm::Align(8));
+}
+
+void TileProduct::copyTileAsync(OpBuilder &nb, Location nl, Value first,
+                                Value slot, Value blockFirstRow,
+                                Value blockFirstCol) {
+  auto k = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, nl, v); };
+  auto plus = [&](Value l, Value r) {
+    return arith::AddIOp::create(nb, nl, l, r).getResult();
+  };
+  auto times = [&](Value l, int64_t r) {
+    return arith::MulIOp::create(nb, nl, l, k(r)).getResult();
+  };
+  Type token = nvgpu::DeviceAsyncTokenType::get(nb.getContext());
+  int64_t threads = shape.warps() * 32;
+  Value tid = gpu::ThreadIdOp::create(nb, nl, gpu::Dimension::x);
+  // A: eight threads per row, four f32 each.
+  constexpr int64_t aUnits = kStageDepth / 4, bUnits = kStageDepth / 8;
+  Value aRow = arith::DivUIOp::create(nb, nl, tid, k(aUnits));
+  Value aColumn = times(arith::RemUIOp::create(nb, nl, tid, k(aUnits)), 4);
+  for (int64_t r = 0; r < shape.block; r += threads / aUnits) {
+    Value row = plus(aRow, k(r));
+    nvgpu::DeviceAsyncCopyOp::create(
+        nb, nl, token, aTiles,
+        ValueRange{slot, row, swizzledA(nb, nl, row, aColumn)}, ops.stagedA,
+        ValueRange{plus(blockFirstRow, row), plus(first, aColumn)},
+        nb.getIndexAttr(4), Value(), nb.getUnitAttr());
+  }
+  // B: four threads per row, eight bf16 each; rows past N read the last
+  // one (their columns of C are not stored).
+  Value lastColumn = arith::SubIOp::create(nb, nl, ops.columns, k(1));
+  Value bRow = arith::DivUIOp::create(nb, nl, tid, k(bUnits));
+  Value bColumn = times(arith::RemUIOp::create(nb, nl, tid, k(bUnits)), 8);
+  for (int64_t r = 0; r < kBlockCols; r += threads / bUnits) {
+    Value row = plus(bRow, k(r));
+    Value source =
+        arith::MinUIOp::create(nb, nl, plus(blockFirstCol, row), lastColumn);
+    nvgpu::DeviceAsyncCopyOp::create(
+        nb, nl, token, bTiles,
+        ValueRange{slot, row, swizzledB(nb, nl, row, bColumn)}, ops.stagedB,
+        ValueRange{source, plus(first, bColumn)}, nb.getIndexAttr(8), Value(),
+        nb.getUnitAttr());
+  }
+}
+
+SmallVector<Value> TileProduct::stagedReduction(Value blockFirstRow,
+                                                Value blockFirstCol,
+                                                ValueRange init) {
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value memory = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+  auto tileType = [&](int64_t rows, Type element) {
+    return MemRefType::get({kStages, rows, kStageDepth}, element,
+                           MemRefLayoutAttrInterface(), workgroup);
+  };
+  aTiles = memref::ViewOp::create(b, loc, tileType(shape.block, b.getF32Type()),
+                                  memory, c(0), ValueRange{});
+  bTiles = memref::ViewOp::create(b, loc, tileType(kBlockCols, b.getBF16Type()),
+                                  memory, c(kStagedABytes), ValueRange{});
+  Type token = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  int64_t tiles = ops.depth / kStageDepth;
+  copyTileAsync(b, loc, c(0), c(0), blockFirstRow, blockFirstCol);
+  nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, ValueRange{});
+  auto loop = scf::ForOp::create(
+      b, loc, c(0), c(tiles), c(1), init,
+      [&](OpBuilder &nb, Location nl, Value tile, ValueRange carried) {
+        auto k = [&](int64_t v) {
+          return arith::ConstantIndexOp::create(nb, nl, v);
+        };
+        Value slot = arith::RemUIOp::create(nb, nl, tile, k(kStages));
+        Value next = arith::AddIOp::create(nb, nl, tile, k(1));
+        scf::IfOp::create(
+            nb, nl,
+            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, next,
+                                  k(tiles)),
+            [&](OpBuilder &ib, Location il) {
+              copyTileAsync(ib, il,
+                            arith::MulIOp::create(ib, il, next, k(kStageDepth)),
+                            arith::SubIOp::create(ib, il, k(1), slot),
+                            blockFirstRow, blockFirstCol);
+              scf::YieldOp::create(ib, il);
+            });
+        // The group's token only orders the IR: cp.async.wait_group counts
+        // the thread's groups, and leaves the next tile's in flight.
+        Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
+            nb, nl, token, ValueRange{});
+        nvgpu::DeviceAsyncWaitOp::create(nb, nl, group,
+                                         nb.getI32IntegerAttr(kStages - 1));
+        // Every thread's copies of this tile have landed.
+        gpu::BarrierOp::create(nb, nl);
+        stage = slot;
+        SmallVector<Value> acc(carried);
+        for (int64_t k0 = 0; k0 < kStageDepth; k0 += kStep)
+          step(nb, nl, k(k0), acc);
+        // Every warp is done with the slot that the next copies refill.
+        gpu::BarrierOp::create(nb, nl);
+        scf::YieldOp::create(nb, nl, acc);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> TileProduct::directReduction(ValueRange init) {
+  // Two reduction steps per iteration where they divide the row: the
+  // second step's loads can be in flight during the first one's products.
+  bool dynamic = ShapedType::isDynamic(ops.depth);
+  int64_t unroll = !dynamic && ops.depth % (2 * kStep) == 0 ? 2 : 1;
+  // A dynamic K: the whole steps, then the one that crosses K, masked.
+  Value wholeDepth =
+      dynamic ? mul(arith::DivUIOp::create(b, loc, ops.dynamicDepth, c(kStep)),
+                    c(kStep))
+              : c(ops.depth);
+  auto loop = scf::ForOp::create(
+      b, loc, c(0), wholeDepth, c(unroll * kStep), init,
+      [&](OpBuilder &nb, Location nl, Value k, ValueRange carried) {
+        SmallVector<Value> acc(carried);
+        for (int64_t u = 0; u < unroll; ++u)
+          step(nb, nl, arith::AddIOp::create(nb, nl, k, c(u * kStep)), acc);
+        scf::YieldOp::create(nb, nl, acc);
+      });
+  if (!dynamic)
+    return SmallVector<Value>(loop.getResults());
+  auto tail = scf::IfOp::create(
+        b, loc, lessThan(wholeDepth, ops.dynamicDepth),
+        [&](OpBuilder &nb, Location nl) {
+          SmallVector<Value> acc(loop.getResults());
+          step(nb, nl, wholeDepth, acc, ops.dynamicDepth);
+          scf::YieldOp::create(nb, nl, acc);
+        },
+        [&](OpBuilder &nb, Location nl) {
+          scf::YieldOp::create(nb, nl, loop.getResults());
+        });
+  return SmallVector<Value>(tail.getResults());
+}
+
 void TileProduct::build(gpu::LaunchOp launch, Value wholeRows,
                         Value firstBlockRow) {
   Value tid = launch.getThreadIds().x;
@@ -331,12 +550,12 @@ void TileProduct::build(gpu::LaunchOp launch, Value wholeRows,
   Value quad = arith::RemUIOp::create(b, loc, lane, c(4));
   Value warpRow = arith::DivUIOp::create(b, loc, warp, c(2));
   Value warpCol = arith::RemUIOp::create(b, loc, warp, c(2));
-  Value firstRow = add(mul(launch.getBlockIds().y, c(shape.block)),
-                       mul(warpRow, c(shape.warp)));
+  Value blockFirstRow = mul(launch.getBlockIds().y, c(shape.block));
   if (firstBlockRow)
-    firstRow = add(firstBlockRow, firstRow);
-  Value firstCol = add(mul(launch.getBlockIds().x, c(kBlockCols)),
-                       mul(warpCol, c(kWarpCols)));
+    blockFirstRow = add(firstBlockRow, blockFirstRow);
+  Value blockFirstCol = mul(launch.getBlockIds().x, c(kBlockCols));
+  Value firstCol = add(blockFirstCol, mul(warpCol, c(kWarpCols)));
+  Value firstRow = add(blockFirstRow, mul(warpRow, c(shape.warp)));
   laneColumn = mul(quad, c(4));
 
   // Rows past the whole blocks are the contract's on views (the grid has
@@ -360,6 +579,18 @@ void TileProduct::build(gpu::LaunchOp launch, Value wholeRows,
   for (int64_t j = 0; j < kColTiles; ++j)
     bRows.push_back(arith::MinUIOp::create(
         b, loc, add(firstCol, add(group, c(j * kTileCols))), lastColumn));
+  if (ops.stagedA) {
+    assert(shape.block == kWholeRows.block && !ops.rowCount &&
+           ops.depth % kStageDepth == 0 && "staged tiles are whole blocks");
+    Value warpFirstRow = mul(warpRow, c(shape.warp));
+    for (int64_t i = 0; i < rowTiles; ++i)
+      for (int64_t half = 0; half < 2; ++half)
+        localARows.push_back(
+            add(warpFirstRow, add(group, c(i * kTileRows + 8 * half))));
+    Value warpFirstCol = mul(warpCol, c(kWarpCols));
+    for (int64_t j = 0; j < kColTiles; ++j)
+      localBRows.push_back(add(warpFirstCol, add(group, c(j * kTileCols))));
+  }
 
   // Accumulator element e of tile (i, j): row g (+ 8 for e >= 2), column
   // 2 t (+ 1 for odd e), as the m16n8k16 layout deals them.
@@ -403,38 +634,10 @@ void TileProduct::build(gpu::LaunchOp launch, Value wholeRows,
         init.push_back(arith::SelectOp::create(b, loc, inside, value, zero));
       }
 
-  // Two reduction steps per iteration where they divide the row: the
-  // second step's loads can be in flight during the first one's products.
-  bool dynamic = ShapedType::isDynamic(ops.depth);
-  int64_t unroll = !dynamic && ops.depth % (2 * kStep) == 0 ? 2 : 1;
-  // A dynamic K: the whole steps, then the one that crosses K, masked.
-  Value wholeDepth =
-      dynamic ? mul(arith::DivUIOp::create(b, loc, ops.dynamicDepth, c(kStep)),
-                    c(kStep))
-              : c(ops.depth);
-  auto loop = scf::ForOp::create(
-      b, loc, c(0), wholeDepth, c(unroll * kStep), init,
-      [&](OpBuilder &nb, Location nl, Value k, ValueRange carried) {
-        SmallVector<Value> acc(carried);
-        for (int64_t u = 0; u < unroll; ++u)
-          step(nb, nl, arith::AddIOp::create(nb, nl, k, c(u * kStep)), acc);
-        scf::YieldOp::create(nb, nl, acc);
-      });
-  ValueRange sums = loop.getResults();
-  scf::IfOp tail;
-  if (dynamic) {
-    tail = scf::IfOp::create(
-        b, loc, lessThan(wholeDepth, ops.dynamicDepth),
-        [&](OpBuilder &nb, Location nl) {
-          SmallVector<Value> acc(loop.getResults());
-          step(nb, nl, wholeDepth, acc, ops.dynamicDepth);
-          scf::YieldOp::create(nb, nl, acc);
-        },
-        [&](OpBuilder &nb, Location nl) {
-          scf::YieldOp::create(nb, nl, loop.getResults());
-        });
-    sums = tail.getResults();
-  }
+  SmallVector<Value> sums = ops.stagedA
+                                ? stagedReduction(blockFirstRow, blockFirstCol,
+                                                  init)
+                                : directReduction(init);
 
   for (int64_t i = 0; i < rowTiles; ++i)
     for (int64_t j = 0; j < kColTiles; ++j)
@@ -479,14 +682,22 @@ Value loadFour(OpBuilder &b, Location loc, Value memory, ValueRange indices) {
 
 /// The launch attribute that records the kernel's tiles.
 DictionaryAttr tilesAttr(Builder &b, bool splitActivations,
-                         RowShape shape = kWholeRows) {
-  return b.getDictionaryAttr({
+                         RowShape shape = kWholeRows, bool staged = false) {
+  SmallVector<NamedAttribute> entries{
       b.getNamedAttr("block",
                      b.getDenseI64ArrayAttr({shape.block, kBlockCols})),
       b.getNamedAttr("warp", b.getDenseI64ArrayAttr({shape.warp, kWarpCols})),
       b.getNamedAttr("mma", b.getStringAttr("m16n8k16.bf16")),
       b.getNamedAttr("split_activations", b.getBoolAttr(splitActivations)),
-  });
+  };
+  // Staged tiles: `stages` tiles of `stage_depth` reduction columns in
+  // workgroup memory, copied by cp.async.
+  if (staged) {
+    entries.push_back(b.getNamedAttr("stages", b.getI64IntegerAttr(kStages)));
+    entries.push_back(
+        b.getNamedAttr("stage_depth", b.getI64IntegerAttr(kStageDepth)));
+  }
+  return b.getDictionaryAttr(entries);
 }
 
 /// [B, T, C] as [B T, C] (dense, so the rows collapse).
@@ -520,13 +731,18 @@ Value rowsFrom(OpBuilder &b, Location loc, Value rows, Value first) {
 gpu::LaunchOp launchTiles(OpBuilder &b, Location loc, Value columnBlocks,
                           Value rowBlocks, Value batches,
                           bool splitActivations,
-                          RowShape shape = kWholeRows) {
+                          RowShape shape = kWholeRows, bool staged = false) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value sharedBytes;
+  if (staged)
+    sharedBytes = arith::ConstantOp::create(
+        b, loc, b.getI32IntegerAttr(kStagedTileBytes));
   auto launch = gpu::LaunchOp::create(
       b, loc, columnBlocks, rowBlocks, batches,
-      arith::ConstantIndexOp::create(b, loc, 32 * shape.warps()), one, one);
+      arith::ConstantIndexOp::create(b, loc, 32 * shape.warps()), one, one,
+      sharedBytes);
   launch->setAttr("gdn.tensor_core_projection",
-                  tilesAttr(b, splitActivations, shape));
+                  tilesAttr(b, splitActivations, shape, staged));
   return launch;
 }
 
@@ -622,8 +838,8 @@ constexpr RowShape kLeftoverRows{64, 16};
 
 void rewriteProjection(linalg::ContractOp op, const Projection &p,
                        bool splitActivations, bool fuseEpilogues,
-                       int64_t smallRowBlocksFrom,
-                       int64_t smallRowMinOutputs) {
+                       int64_t smallRowBlocksFrom, int64_t smallRowMinOutputs,
+                       bool stagedTiles) {
   // The element-wise op after the projection runs in its kernels: as the
   // tiles store C, and after the rest rows' reduction.
   linalg::LinalgOp epilogue = fuseEpilogues ? findEpilogue(op) : nullptr;
@@ -656,8 +872,15 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
   // (below `bound`); `rowCount` masks a last block that ends past them.
   auto tiles = [&](OpBuilder &hb, Value blocks, Value bound, Value first,
                    Value rowCount, RowShape shape) {
+    // Whole blocks of a bf16 weight stage their tiles (the rest rows'
+    // blocks are a decode batch's few rows: bound by the weight reads).
+    bool floatB = cast<MemRefType>(p.weight.getType()).getElementType().isF32();
+    bool staged = stagedTiles && !rowCount && !floatB &&
+                  shape.block == kWholeRows.block &&
+                  p.inputs % kStageDepth == 0 &&
+                  isDense(cast<MemRefType>(x.getType()));
     gpu::LaunchOp launch = launchTiles(hb, loc, colBlocks, blocks, one,
-                                       splitActivations, shape);
+                                       splitActivations, shape, staged);
     OpBuilder kb(op->getContext());
     kb.setInsertionPointToStart(&launch.getBody().front());
     TileOperands ops;
@@ -681,8 +904,12 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
     ops.columns = arith::ConstantIndexOp::create(kb, loc, p.outputs);
     ops.raggedColumns = p.outputs % kBlockCols != 0;
     ops.depth = p.inputs;
-    ops.floatB = cast<MemRefType>(p.weight.getType()).getElementType().isF32();
+    ops.floatB = floatB;
     ops.rowCount = rowCount;
+    if (staged) {
+      ops.stagedA = x;
+      ops.stagedB = p.weight;
+    }
     TileProduct(kb, loc, ops, splitActivations, shape)
         .build(launch, bound, first);
     return launch;
@@ -1329,7 +1556,7 @@ struct GdnGPUTensorCoreProjectionsPass
       if (p.copyX)
         copyInputDense(op, p);
       rewriteProjection(op, p, splitActivations, fuseEpilogues,
-                        smallRowBlocks, smallRowMinOutputs);
+                        smallRowBlocks, smallRowMinOutputs, stagedTiles);
     }
     for (auto &[op, s] : scores)
       rewriteScores(op, s, splitActivations, smallRowBlocks);

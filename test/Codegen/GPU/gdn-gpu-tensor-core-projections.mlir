@@ -1,4 +1,5 @@
-// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections))' | FileCheck %s
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{staged-tiles=false}))' | FileCheck %s
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections),cse)' | FileCheck %s --check-prefix=STAGED
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{split-activations=false}))' | FileCheck %s --check-prefix=ROUNDED
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections))' | FileCheck %s --check-prefix=COUNT
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{f32-weights=true}))' | FileCheck %s --check-prefix=F32
@@ -13,6 +14,37 @@
 // A projection with a bf16 weight: the rows of whole 128-row blocks on
 // tensor cores (100 outputs: two column blocks, the second ragged), the
 // rest a contract on views of the same buffers.
+// Without staged-tiles, the fragments are loaded from global memory.
+// With them (the default), the whole blocks stage tiles of 32 reduction columns in
+// workgroup memory (A's f32 rows, then B's bf16 rows, two of each), by
+// cp.async of 16 bytes: eight copies of A and two of B per thread for a
+// tile. The next tile's copies are issued before the wait for this one's
+// (one group left in flight), and the fragments come from the tiles.
+// STAGED-LABEL: func.func @projection
+// STAGED-SAME: (%[[X:.*]]: memref<?x?x64xf32>, %[[W:.*]]: memref<100x64xbf16>,
+// STAGED: %[[XR:.*]] = memref.collapse_shape %[[X]]
+// STAGED: gpu.launch {{.*}} dynamic_shared_memory_size %c40960_i32
+// STAGED: %[[MEM:.*]] = gpu.dynamic_shared_memory
+// STAGED: %[[A:.*]] = memref.view %[[MEM]][%c0][] {{.*}} to memref<2x128x32xf32, #gpu.address_space<workgroup>>
+// STAGED: %[[B:.*]] = memref.view %[[MEM]][%c32768][] {{.*}} to memref<2x64x32xbf16, #gpu.address_space<workgroup>>
+// STAGED-COUNT-8: nvgpu.device_async_copy %[[XR]][{{.*}}], %[[A]][%c0, {{.*}}], 4 {bypassL1}
+// STAGED-COUNT-2: nvgpu.device_async_copy %[[W]][{{.*}}], %[[B]][%c0, {{.*}}], 8 {bypassL1}
+// STAGED: nvgpu.device_async_create_group
+// STAGED: scf.for %[[TILE:.*]] = %c0 to %c2 step %c1 iter_args
+// STAGED: %[[SLOT:.*]] = arith.remui %[[TILE]], %c2
+// STAGED: scf.if
+// STAGED: %[[NEXT:.*]] = arith.subi %c1, %[[SLOT]]
+// STAGED-COUNT-8: nvgpu.device_async_copy %[[XR]][{{.*}}], %[[A]][%[[NEXT]], {{.*}}], 4 {bypassL1}
+// STAGED-COUNT-2: nvgpu.device_async_copy %[[W]][{{.*}}], %[[B]][%[[NEXT]], {{.*}}], 8 {bypassL1}
+// STAGED: %[[GROUP:.*]] = nvgpu.device_async_create_group
+// STAGED: nvgpu.device_async_wait %[[GROUP]] {numGroups = 1 : i32}
+// STAGED-NEXT: gpu.barrier
+// STAGED-COUNT-8: vector.load %[[A]][%[[SLOT]], {{.*}} : memref<2x128x32xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// STAGED: vector.load %[[B]][%[[SLOT]], {{.*}} : memref<2x64x32xbf16, #gpu.address_space<workgroup>>, vector<4xbf16>
+// STAGED-NOT: vector.load %[[XR]]
+// STAGED: gpu.barrier
+// STAGED-NEXT: scf.yield
+// STAGED: gdn.tensor_core_projection = {block = array<i64: 128, 64>, mma = "m16n8k16.bf16", split_activations = true, stage_depth = 32 : i64, stages = 2 : i64, warp = array<i64: 64, 32>}
 // CHECK-LABEL: func.func @projection
 // CHECK-SAME: (%[[X:.*]]: memref<?x?x64xf32>, %[[W:.*]]: memref<100x64xbf16>, %[[Y:.*]]: memref<?x?x100xf32>)
 // CHECK-DAG: %[[XR:.*]] = memref.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : memref<?x?x64xf32> into memref<?x64xf32>
@@ -70,7 +102,8 @@
 // SMALL: %[[CEIL:.*]] = arith.ceildivui %[[LEFT]], %c64
 // SMALL: %[[SMALLBLOCKS:.*]] = arith.select %[[ENOUGH]], %[[CEIL]], %c0
 // SMALL: gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %[[SMALLBLOCKS]], {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
-// SMALL: %[[FIRST:.*]] = arith.addi %[[WHOLE]], %{{.*}} : index
+// SMALL: %[[BLOCKFIRST:.*]] = arith.addi %[[WHOLE]], %{{.*}} : index
+// SMALL: %[[FIRST:.*]] = arith.addi %[[BLOCKFIRST]], %{{.*}} : index
 // SMALL: %[[LIVE:.*]] = arith.cmpi ult, %[[FIRST]], %[[M]]
 // SMALL: scf.if %[[LIVE]] {
 // SMALL: %[[LAST:.*]] = arith.subi %[[M]], %c1

@@ -402,12 +402,18 @@ def GdnGPUTensorCoreProjectionsPass
            "rows small-row-blocks takes (one row of 64-column blocks "
            "would leave most multiprocessors idle; measured on an H100: "
            "768 outputs at B = 8 took 133 us in 12 blocks)">,
+    Option<"stagedTiles", "staged-tiles", "bool", /*default=*/"true",
+           "Whole 128-row blocks of a projection with a bf16 weight and a "
+           "reduction of a multiple of 32 stage their tiles of x and the "
+           "weight in workgroup memory (cp.async, two tiles in flight) "
+           "instead of loading each warp's fragments from global memory">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
