@@ -126,9 +126,10 @@ def main():
                         "--context")
     parser.add_argument("--variant", action="append", default=[],
                         metavar="LABEL=DIR",
-                        help="also time the decode cases with the library "
-                        "in DIR (the same model compiled with other "
-                        "options), as rows labelled LABEL; repeatable")
+                        help="also time the prompts and the decode cases "
+                        "with the library in DIR (the same model compiled "
+                        "with other options), as rows labelled LABEL; "
+                        "repeatable")
     args = parser.parse_args()
     variants = []
     for spec in args.variant:
@@ -184,6 +185,16 @@ def main():
         rows.append((f"prefill T={tokens}", gdn_ms, torch_ms, floor_ms,
                      f"{tokens / gdn_ms * 1e3:.0f} / "
                      f"{tokens / torch_ms * 1e3:.0f} tokens/s"))
+        for label, library in variants:
+            variant = CompiledModel(config_path, weights_path,
+                                    library_path=library)
+            variant_ms = wall_ms(
+                lambda: variant.prefill(ids, last_only=True), 2)
+            rows.append((f"prefill T={tokens}, {label}", variant_ms,
+                         torch_ms, floor_ms,
+                         f"{tokens / variant_ms * 1e3:.0f} / "
+                         f"{tokens / torch_ms * 1e3:.0f} tokens/s"))
+            del variant
 
     if args.decode_cases:
         cases = [tuple(int(x) for x in case.split("@"))
