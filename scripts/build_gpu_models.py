@@ -175,7 +175,12 @@ def main():
     for name in CHECKPOINTS if not args.only else ():
         manifest[name] = build_checkpoint(args.compiler, args.out, name,
                                           args.target, args.compile_flag)
-    with open(os.path.join(args.out, MANIFEST), "w") as f:
+    # One model built on request joins the models already in the folder.
+    path = os.path.join(args.out, MANIFEST)
+    if args.only and os.path.exists(path):
+        with open(path) as f:
+            manifest = {**json.load(f), **manifest}
+    with open(path, "w") as f:
         json.dump(manifest, f, indent=1)
 
 

@@ -136,6 +136,11 @@ mlir::gdn::verifyCUDAPipelineOptions(const CUDAPipelineOptions &options) {
     return llvm::createStringError(
         "projection-small-row-min-outputs: expected 0 or more outputs, got " +
         llvm::Twine(options.projectionSmallRowMinOutputs));
+  if (options.projectionTileStages != 0 &&
+      (options.projectionTileStages < 2 || options.projectionTileStages > 4))
+    return llvm::createStringError(
+        "projection-tile-stages: expected 0 (off) or 2..4 tiles, got " +
+        llvm::Twine(options.projectionTileStages));
   if (options.bf16ScanMinTokens < 1)
     return llvm::createStringError(
         "bf16-scan-min-tokens: expected at least 1 token, got " +
@@ -229,7 +234,7 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
     projectionOptions.smallRowBlocks = options.projectionSmallRowBlocks;
     projectionOptions.smallRowMinOutputs =
         options.projectionSmallRowMinOutputs;
-    projectionOptions.stagedTiles = options.projectionStagedTiles;
+    projectionOptions.tileStages = options.projectionTileStages;
     pm.addNestedPass<func::FuncOp>(
         createGdnGPUTensorCoreProjectionsPass(projectionOptions));
   }

@@ -313,12 +313,13 @@ struct CUDAPipelineOptions
                      "projection does not)"),
       llvm::cl::init(
           GdnGPUTensorCoreProjectionsPassOptions().smallRowMinOutputs)};
-  Option<bool> projectionStagedTiles{
-      *this, "projection-staged-tiles",
-      llvm::cl::desc("Projections' whole tensor-core blocks stage their "
-                     "tiles in workgroup memory by cp.async "
-                     "(gdn-gpu-tensor-core-projections staged-tiles)"),
-      llvm::cl::init(GdnGPUTensorCoreProjectionsPassOptions().stagedTiles)};
+  Option<int64_t> projectionTileStages{
+      *this, "projection-tile-stages",
+      llvm::cl::desc("Tiles in flight in workgroup memory for the "
+                     "projections' whole tensor-core blocks (2 to 4, copied "
+                     "by cp.async; gdn-gpu-tensor-core-projections "
+                     "tile-stages); 0: fragments loaded from global memory"),
+      llvm::cl::init(GdnGPUTensorCoreProjectionsPassOptions().tileStages)};
   Option<bool> managedHostBuffers{
       *this, kManagedHostBuffersOption,
       llvm::cl::desc("Host buffers in managed memory, reachable by kernels "

@@ -172,19 +172,21 @@ struct TileOperands {
   Value rowCount;
   /// Set for dense A [M, K] f32 and B [N, K] bf16 with K a multiple of
   /// kStageDepth, in whole blocks: the blocks then stage their tiles in
-  /// workgroup memory by cp.async (stagedTileBytes of it), and the
-  /// fragments come from there.
+  /// workgroup memory by cp.async, `stages` tiles deep
+  /// (stagedTileBytes(stages) of it), and the fragments come from there.
   Value stagedA, stagedB;
+  int64_t stages = 0;
 };
 
-/// The reduction columns of one staged tile (two steps), and the tiles in
-/// flight: the next tile's copies overlap the products of this one.
-constexpr int64_t kStageDepth = 2 * kStep, kStages = 2;
-/// Bytes of workgroup memory of a block of staged tiles: A's f32 rows,
-/// then B's bf16 rows, for each stage.
-constexpr int64_t kStagedABytes = kStages * kBlockRows * kStageDepth * 4;
-constexpr int64_t kStagedTileBytes =
-    kStagedABytes + kStages * kBlockCols * kStageDepth * 2;
+/// The reduction columns of one staged tile (two steps).
+constexpr int64_t kStageDepth = 2 * kStep;
+/// Bytes of workgroup memory of the staged tiles of one stage: A's f32
+/// rows and B's bf16 rows. A block holds `stages` of them, A's first.
+constexpr int64_t kStagedABytes = kBlockRows * kStageDepth * 4;
+constexpr int64_t kStagedBBytes = kBlockCols * kStageDepth * 2;
+constexpr int64_t stagedTileBytes(int64_t stages) {
+  return stages * (kStagedABytes + kStagedBBytes);
+}
 
 /// Builds the body of a launch that computes C += A B^T for the rows
 /// [0, wholeRows) of A and C (see the file comment for the tiles).
@@ -459,25 +461,33 @@ SmallVector<Value> TileProduct::stagedReduction(Value blockFirstRow,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
   auto tileType = [&](int64_t rows, Type element) {
-    return MemRefType::get({kStages, rows, kStageDepth}, element,
+    return MemRefType::get({ops.stages, rows, kStageDepth}, element,
                            MemRefLayoutAttrInterface(), workgroup);
   };
   aTiles = memref::ViewOp::create(b, loc, tileType(shape.block, b.getF32Type()),
                                   memory, c(0), ValueRange{});
   bTiles = memref::ViewOp::create(b, loc, tileType(kBlockCols, b.getBF16Type()),
-                                  memory, c(kStagedABytes), ValueRange{});
+                                  memory, c(ops.stages * kStagedABytes),
+                                  ValueRange{});
   Type token = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   int64_t tiles = ops.depth / kStageDepth;
-  copyTileAsync(b, loc, c(0), c(0), blockFirstRow, blockFirstCol);
-  nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, ValueRange{});
+  // The first stages - 1 tiles in flight, a group each (an empty group
+  // past the last tile, so that every wait counts the same groups).
+  for (int64_t t = 0; t + 1 < ops.stages; ++t) {
+    if (t < tiles)
+      copyTileAsync(b, loc, c(t * kStageDepth), c(t), blockFirstRow,
+                    blockFirstCol);
+    nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, ValueRange{});
+  }
   auto loop = scf::ForOp::create(
       b, loc, c(0), c(tiles), c(1), init,
       [&](OpBuilder &nb, Location nl, Value tile, ValueRange carried) {
         auto k = [&](int64_t v) {
           return arith::ConstantIndexOp::create(nb, nl, v);
         };
-        Value slot = arith::RemUIOp::create(nb, nl, tile, k(kStages));
-        Value next = arith::AddIOp::create(nb, nl, tile, k(1));
+        Value slot = arith::RemUIOp::create(nb, nl, tile, k(ops.stages));
+        // The tile stages - 1 ahead goes into the slot read last.
+        Value next = arith::AddIOp::create(nb, nl, tile, k(ops.stages - 1));
         scf::IfOp::create(
             nb, nl,
             arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, next,
@@ -485,16 +495,16 @@ SmallVector<Value> TileProduct::stagedReduction(Value blockFirstRow,
             [&](OpBuilder &ib, Location il) {
               copyTileAsync(ib, il,
                             arith::MulIOp::create(ib, il, next, k(kStageDepth)),
-                            arith::SubIOp::create(ib, il, k(1), slot),
+                            arith::RemUIOp::create(ib, il, next, k(ops.stages)),
                             blockFirstRow, blockFirstCol);
               scf::YieldOp::create(ib, il);
             });
         // The group's token only orders the IR: cp.async.wait_group counts
-        // the thread's groups, and leaves the next tile's in flight.
+        // the thread's groups, and leaves the next tiles' in flight.
         Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
             nb, nl, token, ValueRange{});
         nvgpu::DeviceAsyncWaitOp::create(nb, nl, group,
-                                         nb.getI32IntegerAttr(kStages - 1));
+                                         nb.getI32IntegerAttr(ops.stages - 1));
         // Every thread's copies of this tile have landed.
         gpu::BarrierOp::create(nb, nl);
         stage = slot;
@@ -682,7 +692,7 @@ Value loadFour(OpBuilder &b, Location loc, Value memory, ValueRange indices) {
 
 /// The launch attribute that records the kernel's tiles.
 DictionaryAttr tilesAttr(Builder &b, bool splitActivations,
-                         RowShape shape = kWholeRows, bool staged = false) {
+                         RowShape shape = kWholeRows, int64_t stages = 0) {
   SmallVector<NamedAttribute> entries{
       b.getNamedAttr("block",
                      b.getDenseI64ArrayAttr({shape.block, kBlockCols})),
@@ -692,8 +702,8 @@ DictionaryAttr tilesAttr(Builder &b, bool splitActivations,
   };
   // Staged tiles: `stages` tiles of `stage_depth` reduction columns in
   // workgroup memory, copied by cp.async.
-  if (staged) {
-    entries.push_back(b.getNamedAttr("stages", b.getI64IntegerAttr(kStages)));
+  if (stages) {
+    entries.push_back(b.getNamedAttr("stages", b.getI64IntegerAttr(stages)));
     entries.push_back(
         b.getNamedAttr("stage_depth", b.getI64IntegerAttr(kStageDepth)));
   }
@@ -731,18 +741,18 @@ Value rowsFrom(OpBuilder &b, Location loc, Value rows, Value first) {
 gpu::LaunchOp launchTiles(OpBuilder &b, Location loc, Value columnBlocks,
                           Value rowBlocks, Value batches,
                           bool splitActivations,
-                          RowShape shape = kWholeRows, bool staged = false) {
+                          RowShape shape = kWholeRows, int64_t stages = 0) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value sharedBytes;
-  if (staged)
+  if (stages)
     sharedBytes = arith::ConstantOp::create(
-        b, loc, b.getI32IntegerAttr(kStagedTileBytes));
+        b, loc, b.getI32IntegerAttr(stagedTileBytes(stages)));
   auto launch = gpu::LaunchOp::create(
       b, loc, columnBlocks, rowBlocks, batches,
       arith::ConstantIndexOp::create(b, loc, 32 * shape.warps()), one, one,
       sharedBytes);
   launch->setAttr("gdn.tensor_core_projection",
-                  tilesAttr(b, splitActivations, shape, staged));
+                  tilesAttr(b, splitActivations, shape, stages));
   return launch;
 }
 
@@ -839,7 +849,7 @@ constexpr RowShape kLeftoverRows{64, 16};
 void rewriteProjection(linalg::ContractOp op, const Projection &p,
                        bool splitActivations, bool fuseEpilogues,
                        int64_t smallRowBlocksFrom, int64_t smallRowMinOutputs,
-                       bool stagedTiles) {
+                       int64_t tileStages) {
   // The element-wise op after the projection runs in its kernels: as the
   // tiles store C, and after the rest rows' reduction.
   linalg::LinalgOp epilogue = fuseEpilogues ? findEpilogue(op) : nullptr;
@@ -875,12 +885,13 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
     // Whole blocks of a bf16 weight stage their tiles (the rest rows'
     // blocks are a decode batch's few rows: bound by the weight reads).
     bool floatB = cast<MemRefType>(p.weight.getType()).getElementType().isF32();
-    bool staged = stagedTiles && !rowCount && !floatB &&
+    bool staged = tileStages > 0 && !rowCount && !floatB &&
                   shape.block == kWholeRows.block &&
                   p.inputs % kStageDepth == 0 &&
                   isDense(cast<MemRefType>(x.getType()));
     gpu::LaunchOp launch = launchTiles(hb, loc, colBlocks, blocks, one,
-                                       splitActivations, shape, staged);
+                                       splitActivations, shape,
+                                       staged ? tileStages : 0);
     OpBuilder kb(op->getContext());
     kb.setInsertionPointToStart(&launch.getBody().front());
     TileOperands ops;
@@ -909,6 +920,7 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
     if (staged) {
       ops.stagedA = x;
       ops.stagedB = p.weight;
+      ops.stages = tileStages;
     }
     TileProduct(kb, loc, ops, splitActivations, shape)
         .build(launch, bound, first);
@@ -1517,6 +1529,13 @@ struct GdnGPUTensorCoreProjectionsPass
   using Base::Base;
 
   void runOnOperation() override {
+    if (tileStages != 0 && (tileStages < 2 || tileStages > 4)) {
+      getOperation().emitError()
+          << "gdn-gpu-tensor-core-projections: tile-stages must be 0 (no "
+             "staging) or 2 to 4, got "
+          << static_cast<int64_t>(tileStages);
+      return signalPassFailure();
+    }
     if (smallRowBlocks < 0 || smallRowMinOutputs < 0) {
       getOperation().emitError()
           << "gdn-gpu-tensor-core-projections: small-row-blocks and "
@@ -1556,7 +1575,7 @@ struct GdnGPUTensorCoreProjectionsPass
       if (p.copyX)
         copyInputDense(op, p);
       rewriteProjection(op, p, splitActivations, fuseEpilogues,
-                        smallRowBlocks, smallRowMinOutputs, stagedTiles);
+                        smallRowBlocks, smallRowMinOutputs, tileStages);
     }
     for (auto &[op, s] : scores)
       rewriteScores(op, s, splitActivations, smallRowBlocks);

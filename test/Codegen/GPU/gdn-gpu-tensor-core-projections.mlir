@@ -1,4 +1,4 @@
-// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{staged-tiles=false}))' | FileCheck %s
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{tile-stages=0}))' | FileCheck %s
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections),cse)' | FileCheck %s --check-prefix=STAGED
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{split-activations=false}))' | FileCheck %s --check-prefix=ROUNDED
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections))' | FileCheck %s --check-prefix=COUNT
@@ -6,6 +6,8 @@
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=8 small-row-min-outputs=64}))' | FileCheck %s --check-prefix=SMALL
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=8}))' | FileCheck %s --check-prefix=FEW-OUTPUTS
 // RUN: not gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=-1}))' 2>&1 | FileCheck %s --check-prefix=BAD-SMALL
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{tile-stages=3}),cse)' | FileCheck %s --check-prefix=STAGES3
+// RUN: not gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{tile-stages=1}))' 2>&1 | FileCheck %s --check-prefix=BAD-STAGES
 
 #x = affine_map<(b, t, o, i) -> (b, t, i)>
 #w = affine_map<(b, t, o, i) -> (o, i)>
@@ -14,7 +16,7 @@
 // A projection with a bf16 weight: the rows of whole 128-row blocks on
 // tensor cores (100 outputs: two column blocks, the second ragged), the
 // rest a contract on views of the same buffers.
-// Without staged-tiles, the fragments are loaded from global memory.
+// With tile-stages=0, the fragments are loaded from global memory.
 // With them (the default), the whole blocks stage tiles of 32 reduction columns in
 // workgroup memory (A's f32 rows, then B's bf16 rows, two of each), by
 // cp.async of 16 bytes: eight copies of A and two of B per thread for a
@@ -32,8 +34,9 @@
 // STAGED: nvgpu.device_async_create_group
 // STAGED: scf.for %[[TILE:.*]] = %c0 to %c2 step %c1 iter_args
 // STAGED: %[[SLOT:.*]] = arith.remui %[[TILE]], %c2
+// STAGED: %[[AHEAD:.*]] = arith.addi %[[TILE]], %c1
 // STAGED: scf.if
-// STAGED: %[[NEXT:.*]] = arith.subi %c1, %[[SLOT]]
+// STAGED: %[[NEXT:.*]] = arith.remui %[[AHEAD]], %c2
 // STAGED-COUNT-8: nvgpu.device_async_copy %[[XR]][{{.*}}], %[[A]][%[[NEXT]], {{.*}}], 4 {bypassL1}
 // STAGED-COUNT-2: nvgpu.device_async_copy %[[W]][{{.*}}], %[[B]][%[[NEXT]], {{.*}}], 8 {bypassL1}
 // STAGED: %[[GROUP:.*]] = nvgpu.device_async_create_group
@@ -45,6 +48,22 @@
 // STAGED: gpu.barrier
 // STAGED-NEXT: scf.yield
 // STAGED: gdn.tensor_core_projection = {block = array<i64: 128, 64>, mma = "m16n8k16.bf16", split_activations = true, stage_depth = 32 : i64, stages = 2 : i64, warp = array<i64: 64, 32>}
+// Three stages (60 KiB): both tiles of this 64-deep reduction copied
+// before the loop, a group each, and two groups left in flight at the
+// wait; the tile two ahead would go to slot (tile + 2) mod 3.
+// STAGES3-LABEL: func.func @projection
+// STAGES3: gpu.launch {{.*}} dynamic_shared_memory_size %c61440_i32
+// STAGES3: memref.view {{.*}} to memref<3x128x32xf32, #gpu.address_space<workgroup>>
+// STAGES3: memref.view %{{.*}}[%c49152][] {{.*}} to memref<3x64x32xbf16, #gpu.address_space<workgroup>>
+// STAGES3-COUNT-10: nvgpu.device_async_copy {{.*}}[%c0,
+// STAGES3: nvgpu.device_async_create_group
+// STAGES3-COUNT-10: nvgpu.device_async_copy {{.*}}[%c1,
+// STAGES3: nvgpu.device_async_create_group
+// STAGES3: scf.for
+// STAGES3: arith.remui %{{.*}}, %c3
+// STAGES3: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// STAGES3: stages = 3 : i64
+// BAD-STAGES: error: gdn-gpu-tensor-core-projections: tile-stages must be 0 (no staging) or 2 to 4, got 1
 // CHECK-LABEL: func.func @projection
 // CHECK-SAME: (%[[X:.*]]: memref<?x?x64xf32>, %[[W:.*]]: memref<100x64xbf16>, %[[Y:.*]]: memref<?x?x100xf32>)
 // CHECK-DAG: %[[XR:.*]] = memref.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : memref<?x?x64xf32> into memref<?x64xf32>

@@ -402,11 +402,12 @@ def GdnGPUTensorCoreProjectionsPass
            "rows small-row-blocks takes (one row of 64-column blocks "
            "would leave most multiprocessors idle; measured on an H100: "
            "768 outputs at B = 8 took 133 us in 12 blocks)">,
-    Option<"stagedTiles", "staged-tiles", "bool", /*default=*/"true",
+    Option<"tileStages", "tile-stages", "int64_t", /*default=*/"2",
            "Whole 128-row blocks of a projection with a bf16 weight and a "
            "reduction of a multiple of 32 stage their tiles of x and the "
-           "weight in workgroup memory (cp.async, two tiles in flight) "
-           "instead of loading each warp's fragments from global memory">,
+           "weight in workgroup memory by cp.async, this many tiles deep "
+           "(2 to 4, 20 KiB each); 0: each warp loads its fragments from "
+           "global memory">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
