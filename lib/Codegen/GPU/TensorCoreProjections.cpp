@@ -250,9 +250,9 @@ private:
   SmallVector<Value> directReduction(ValueRange init);
 
   /// Four elements of this lane's row `localRow` of the staged A (f32)
-  /// or B (bf16) tile of `stage`, from `column` on.
-  Value loadStagedA(OpBuilder &nb, Location nl, Value localRow, Value column);
-  Value loadStagedB(OpBuilder &nb, Location nl, Value localRow, Value column);
+  /// or, unless `fromA`, B (bf16) tile of `stage`, from `column` on.
+  Value loadStaged(OpBuilder &nb, Location nl, bool fromA, Value localRow,
+                   Value column);
   /// Starts the cp.async copies of the tile of A and B from reduction
   /// column `first` into stage `slot`.
   void copyTileAsync(OpBuilder &nb, Location nl, Value first, Value slot,
@@ -317,14 +317,14 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
   auto loadA = [&](int64_t index) {
     Value row = aRows[index];
     if (aTiles)
-      return loadStagedA(nb, nl, localARows[index], column);
+      return loadStaged(nb, nl, /*fromA=*/true, localARows[index], column);
     return limit ? maskedFour(nb, nl, ops.elementA, f32, row, column, limit)
                  : ops.loadA(nb, nl, row, column);
   };
   auto loadB = [&](int64_t index) {
     Value row = bRows[index];
     if (bTiles)
-      return loadStagedB(nb, nl, localBRows[index], column);
+      return loadStaged(nb, nl, /*fromA=*/false, localBRows[index], column);
     return limit ? maskedFour(nb, nl, ops.elementB, bType, row, column, limit)
                  : ops.loadB(nb, nl, row, column);
   };
@@ -393,20 +393,15 @@ static Value swizzledB(OpBuilder &nb, Location nl, Value row, Value column) {
   return swizzled(nb, nl, row, column, /*rowBit=*/2, /*shift=*/3);
 }
 
-Value TileProduct::loadStagedA(OpBuilder &nb, Location nl, Value localRow,
-                               Value column) {
+Value TileProduct::loadStaged(OpBuilder &nb, Location nl, bool fromA,
+                              Value localRow, Value column) {
+  Type element = fromA ? nb.getF32Type() : nb.getBF16Type();
+  Value at = fromA ? swizzledA(nb, nl, localRow, column)
+                   : swizzledB(nb, nl, localRow, column);
   return vector::LoadOp::create(
-      nb, nl, VectorType::get({4}, nb.getF32Type()), aTiles,
-      ValueRange{stage, localRow, swizzledA(nb, nl, localRow, column)}, false,
-      llvm::Align(16));
-}
-
-Value TileProduct::loadStagedB(OpBuilder &nb, Location nl, Value localRow,
-                               Value column) {
-  return vector::LoadOp::create(
-      nb, nl, VectorType::get({4}, nb.getBF16Type()), bTiles,
-      ValueRange{stage, localRow, swizzledB(nb, nl, localRow, column)}, false,
-      llvm::Align(8));
+      nb, nl, VectorType::get({4}, element), fromA ? aTiles : bTiles,
+      ValueRange{stage, localRow, at}, false,
+      llvm::Align(4 * element.getIntOrFloatBitWidth() / 8));
 }
 
 void TileProduct::copyTileAsync(OpBuilder &nb, Location nl, Value first,
