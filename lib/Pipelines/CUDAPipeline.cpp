@@ -235,6 +235,7 @@ void mlir::gdn::buildGdnGPUToLLVMPipeline(OpPassManager &pm,
     projectionOptions.smallRowMinOutputs =
         options.projectionSmallRowMinOutputs;
     projectionOptions.tileStages = options.projectionTileStages;
+    projectionOptions.splitOnce = options.projectionSplitOnce;
     pm.addNestedPass<func::FuncOp>(
         createGdnGPUTensorCoreProjectionsPass(projectionOptions));
   }

@@ -320,6 +320,12 @@ struct CUDAPipelineOptions
                      "by cp.async; gdn-gpu-tensor-core-projections "
                      "tile-stages); 0: fragments loaded from global memory"),
       llvm::cl::init(GdnGPUTensorCoreProjectionsPassOptions().tileStages)};
+  Option<bool> projectionSplitOnce{
+      *this, "projection-split-once",
+      llvm::cl::desc("Staged projection tiles turn x into bf16 terms once "
+                     "per block in workgroup memory "
+                     "(gdn-gpu-tensor-core-projections split-once)"),
+      llvm::cl::init(GdnGPUTensorCoreProjectionsPassOptions().splitOnce)};
   Option<bool> managedHostBuffers{
       *this, kManagedHostBuffersOption,
       llvm::cl::desc("Host buffers in managed memory, reachable by kernels "

@@ -176,6 +176,10 @@ struct TileOperands {
   /// (stagedTileBytes(stages) of it), and the fragments come from there.
   Value stagedA, stagedB;
   int64_t stages = 0;
+  /// Staged: each thread turns the A elements it copied into their bf16
+  /// terms in workgroup memory once per tile, and the warps load those
+  /// (instead of each warp converting the f32 fragments it loads).
+  bool splitOnce = false;
 };
 
 /// The reduction columns of one staged tile (two steps).
@@ -184,8 +188,11 @@ constexpr int64_t kStageDepth = 2 * kStep;
 /// rows and B's bf16 rows. A block holds `stages` of them, A's first.
 constexpr int64_t kStagedABytes = kBlockRows * kStageDepth * 4;
 constexpr int64_t kStagedBBytes = kBlockCols * kStageDepth * 2;
-constexpr int64_t stagedTileBytes(int64_t stages) {
-  return stages * (kStagedABytes + kStagedBBytes);
+/// Bytes of A's bf16 terms (hi, then lo) where the block splits A once.
+constexpr int64_t kSplitABytes = 2 * kBlockRows * kStageDepth * 2;
+constexpr int64_t stagedTileBytes(int64_t stages, bool splitOnce) {
+  return stages * (kStagedABytes + kStagedBBytes) +
+         (splitOnce ? kSplitABytes : 0);
 }
 
 /// Builds the body of a launch that computes C += A B^T for the rows
@@ -258,6 +265,10 @@ private:
   void copyTileAsync(OpBuilder &nb, Location nl, Value first, Value slot,
                      Value blockFirstRow, Value blockFirstCol);
 
+  /// Split once: this thread's copied A elements of stage `slot` as
+  /// their bf16 terms into `aHigh` and `aLow`.
+  void splitOwnElements(OpBuilder &nb, Location nl, Value slot);
+
   /// The reduction over K through workgroup memory (`ops.stagedA`): each
   /// block's next tile of A and B copied by cp.async while the warps
   /// multiply the one before. Returns the sums.
@@ -285,8 +296,34 @@ private:
   /// stage that `step` reads, and this lane's rows in them (its A fragment
   /// rows, then its B fragment rows).
   Value aTiles, bTiles, stage;
+  /// Split once: A's bf16 terms of the tile being multiplied.
+  Value aHigh, aLow;
   SmallVector<Value> localARows, localBRows;
 };
+
+// The staged tiles' rows are 128 bytes (A, 32 f32) and 64 bytes (B, 32
+// bf16). A lane reads 16 bytes of A at column 4 t of rows g and g + 8, so
+// eight lanes (one phase of the load) read two neighbouring rows at the
+// same columns; and 8 bytes of B at column 4 t of row g, so sixteen
+// lanes read four neighbouring rows. Stored plainly, those rows' words
+// fall in the same banks; the 16-byte units of odd A rows, and of B rows
+// 2 and 3 of every four, are stored swapped with the unit 16 elements
+// away (column XOR 16), which puts every phase's reads in distinct banks
+// while the cp.async writes, 16 contiguous bytes each, stay whole.
+static Value swizzled(OpBuilder &nb, Location nl, Value localRow, Value column,
+                      int64_t rowBit, int64_t shift) {
+  Value bit = arith::AndIOp::create(
+      nb, nl, localRow, arith::ConstantIndexOp::create(nb, nl, rowBit));
+  Value flip = arith::ShLIOp::create(
+      nb, nl, bit, arith::ConstantIndexOp::create(nb, nl, shift));
+  return arith::XOrIOp::create(nb, nl, column, flip);
+}
+static Value swizzledA(OpBuilder &nb, Location nl, Value row, Value column) {
+  return swizzled(nb, nl, row, column, /*rowBit=*/1, /*shift=*/4);
+}
+static Value swizzledB(OpBuilder &nb, Location nl, Value row, Value column) {
+  return swizzled(nb, nl, row, column, /*rowBit=*/2, /*shift=*/3);
+}
 
 Value TileProduct::maskedFour(OpBuilder &nb, Location nl,
                               const TileOperands::Load &element, Type type,
@@ -335,8 +372,24 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
   for (int64_t i = 0; i < rowTiles; ++i) {
     SmallVector<Value> hiWords(4), loWords(4);
     for (int64_t half = 0; half < 2; ++half) {
-      Value values = loadA(2 * i + half);
-      auto [hi, lo] = splitPairs(nb, nl, values, split);
+      std::pair<std::pair<Value, Value>, std::pair<Value, Value>> terms;
+      if (aHigh) {
+        Value row = localARows[2 * i + half];
+        auto termsAt = [&](Value tile) {
+          return registerPair(
+              nb, nl,
+              vector::LoadOp::create(
+                  nb, nl, VectorType::get({4}, nb.getBF16Type()), tile,
+                  ValueRange{row, swizzledB(nb, nl, row, column)}, false,
+                  llvm::Align(8)));
+        };
+        terms.first = termsAt(aHigh);
+        if (split)
+          terms.second = termsAt(aLow);
+      } else {
+        terms = splitPairs(nb, nl, loadA(2 * i + half), split);
+      }
+      auto [hi, lo] = terms;
       hiWords[half] = hi.first;
       hiWords[2 + half] = hi.second;
       loWords[half] = lo.first;
@@ -367,30 +420,6 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
       multiplyAccumulateBf16(nb, nl, high[i], fragment, tile);
     }
   }
-}
-
-// The staged tiles' rows are 128 bytes (A, 32 f32) and 64 bytes (B, 32
-// bf16). A lane reads 16 bytes of A at column 4 t of rows g and g + 8, so
-// eight lanes (one phase of the load) read two neighbouring rows at the
-// same columns; and 8 bytes of B at column 4 t of row g, so sixteen
-// lanes read four neighbouring rows. Stored plainly, those rows' words
-// fall in the same banks; the 16-byte units of odd A rows, and of B rows
-// 2 and 3 of every four, are stored swapped with the unit 16 elements
-// away (column XOR 16), which puts every phase's reads in distinct banks
-// while the cp.async writes, 16 contiguous bytes each, stay whole.
-static Value swizzled(OpBuilder &nb, Location nl, Value localRow, Value column,
-                      int64_t rowBit, int64_t shift) {
-  Value bit = arith::AndIOp::create(
-      nb, nl, localRow, arith::ConstantIndexOp::create(nb, nl, rowBit));
-  Value flip = arith::ShLIOp::create(
-      nb, nl, bit, arith::ConstantIndexOp::create(nb, nl, shift));
-  return arith::XOrIOp::create(nb, nl, column, flip);
-}
-static Value swizzledA(OpBuilder &nb, Location nl, Value row, Value column) {
-  return swizzled(nb, nl, row, column, /*rowBit=*/1, /*shift=*/4);
-}
-static Value swizzledB(OpBuilder &nb, Location nl, Value row, Value column) {
-  return swizzled(nb, nl, row, column, /*rowBit=*/2, /*shift=*/3);
 }
 
 Value TileProduct::loadStaged(OpBuilder &nb, Location nl, bool fromA,
@@ -446,6 +475,40 @@ void TileProduct::copyTileAsync(OpBuilder &nb, Location nl, Value first,
   }
 }
 
+void TileProduct::splitOwnElements(OpBuilder &nb, Location nl, Value slot) {
+  auto k = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, nl, v); };
+  int64_t threads = shape.warps() * 32;
+  constexpr int64_t aUnits = kStageDepth / 4;
+  Value tid = gpu::ThreadIdOp::create(nb, nl, gpu::Dimension::x);
+  Value aRow = arith::DivUIOp::create(nb, nl, tid, k(aUnits));
+  Value aColumn = arith::MulIOp::create(
+      nb, nl, arith::RemUIOp::create(nb, nl, tid, k(aUnits)), k(4));
+  // The elements this thread copied (copyTileAsync's dealing): visible to
+  // it once its copies are waited for, before any barrier.
+  for (int64_t r = 0; r < shape.block; r += threads / aUnits) {
+    Value row = arith::AddIOp::create(nb, nl, aRow, k(r));
+    Value values = vector::LoadOp::create(
+        nb, nl, VectorType::get({4}, nb.getF32Type()), aTiles,
+        ValueRange{slot, row, swizzledA(nb, nl, row, aColumn)}, false,
+        llvm::Align(16));
+    auto halves = VectorType::get({4}, nb.getBF16Type());
+    Value hi = arith::TruncFOp::create(nb, nl, halves, values);
+    // Stored as the warps' loads read them (the weight tiles' layout).
+    Value at = swizzledB(nb, nl, row, aColumn);
+    vector::StoreOp::create(nb, nl, hi, aHigh, ValueRange{row, at}, false,
+                            llvm::Align(8));
+    if (!split)
+      continue;
+    Value rest = arith::SubFOp::create(
+        nb, nl, values,
+        arith::ExtFOp::create(nb, nl, VectorType::get({4}, nb.getF32Type()),
+                              hi));
+    vector::StoreOp::create(nb, nl,
+                            arith::TruncFOp::create(nb, nl, halves, rest),
+                            aLow, ValueRange{row, at}, false, llvm::Align(8));
+  }
+}
+
 SmallVector<Value> TileProduct::stagedReduction(Value blockFirstRow,
                                                 Value blockFirstCol,
                                                 ValueRange init) {
@@ -464,6 +527,16 @@ SmallVector<Value> TileProduct::stagedReduction(Value blockFirstRow,
   bTiles = memref::ViewOp::create(b, loc, tileType(kBlockCols, b.getBF16Type()),
                                   memory, c(ops.stages * kStagedABytes),
                                   ValueRange{});
+  if (ops.splitOnce) {
+    auto termsType = MemRefType::get({shape.block, kStageDepth},
+                                     b.getBF16Type(),
+                                     MemRefLayoutAttrInterface(), workgroup);
+    int64_t first = ops.stages * (kStagedABytes + kStagedBBytes);
+    aHigh = memref::ViewOp::create(b, loc, termsType, memory, c(first),
+                                   ValueRange{});
+    aLow = memref::ViewOp::create(b, loc, termsType, memory,
+                                  c(first + kSplitABytes / 2), ValueRange{});
+  }
   Type token = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   int64_t tiles = ops.depth / kStageDepth;
   // The first stages - 1 tiles in flight, a group each (an empty group
@@ -500,7 +573,9 @@ SmallVector<Value> TileProduct::stagedReduction(Value blockFirstRow,
             nb, nl, token, ValueRange{});
         nvgpu::DeviceAsyncWaitOp::create(nb, nl, group,
                                          nb.getI32IntegerAttr(ops.stages - 1));
-        // Every thread's copies of this tile have landed.
+        if (aHigh)
+          splitOwnElements(nb, nl, slot);
+        // Every thread's copies (and terms) of this tile have landed.
         gpu::BarrierOp::create(nb, nl);
         stage = slot;
         SmallVector<Value> acc(carried);
@@ -687,7 +762,8 @@ Value loadFour(OpBuilder &b, Location loc, Value memory, ValueRange indices) {
 
 /// The launch attribute that records the kernel's tiles.
 DictionaryAttr tilesAttr(Builder &b, bool splitActivations,
-                         RowShape shape = kWholeRows, int64_t stages = 0) {
+                         RowShape shape = kWholeRows, int64_t stages = 0,
+                         bool splitOnce = false) {
   SmallVector<NamedAttribute> entries{
       b.getNamedAttr("block",
                      b.getDenseI64ArrayAttr({shape.block, kBlockCols})),
@@ -701,6 +777,8 @@ DictionaryAttr tilesAttr(Builder &b, bool splitActivations,
     entries.push_back(b.getNamedAttr("stages", b.getI64IntegerAttr(stages)));
     entries.push_back(
         b.getNamedAttr("stage_depth", b.getI64IntegerAttr(kStageDepth)));
+    if (splitOnce)
+      entries.push_back(b.getNamedAttr("split_once", b.getUnitAttr()));
   }
   return b.getDictionaryAttr(entries);
 }
@@ -736,18 +814,19 @@ Value rowsFrom(OpBuilder &b, Location loc, Value rows, Value first) {
 gpu::LaunchOp launchTiles(OpBuilder &b, Location loc, Value columnBlocks,
                           Value rowBlocks, Value batches,
                           bool splitActivations,
-                          RowShape shape = kWholeRows, int64_t stages = 0) {
+                          RowShape shape = kWholeRows, int64_t stages = 0,
+                          bool splitOnce = false) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value sharedBytes;
   if (stages)
     sharedBytes = arith::ConstantOp::create(
-        b, loc, b.getI32IntegerAttr(stagedTileBytes(stages)));
+        b, loc, b.getI32IntegerAttr(stagedTileBytes(stages, splitOnce)));
   auto launch = gpu::LaunchOp::create(
       b, loc, columnBlocks, rowBlocks, batches,
       arith::ConstantIndexOp::create(b, loc, 32 * shape.warps()), one, one,
       sharedBytes);
   launch->setAttr("gdn.tensor_core_projection",
-                  tilesAttr(b, splitActivations, shape, stages));
+                  tilesAttr(b, splitActivations, shape, stages, splitOnce));
   return launch;
 }
 
@@ -844,7 +923,7 @@ constexpr RowShape kLeftoverRows{64, 16};
 void rewriteProjection(linalg::ContractOp op, const Projection &p,
                        bool splitActivations, bool fuseEpilogues,
                        int64_t smallRowBlocksFrom, int64_t smallRowMinOutputs,
-                       int64_t tileStages) {
+                       int64_t tileStages, bool splitOnce) {
   // The element-wise op after the projection runs in its kernels: as the
   // tiles store C, and after the rest rows' reduction.
   linalg::LinalgOp epilogue = fuseEpilogues ? findEpilogue(op) : nullptr;
@@ -886,7 +965,8 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
                   isDense(cast<MemRefType>(x.getType()));
     gpu::LaunchOp launch = launchTiles(hb, loc, colBlocks, blocks, one,
                                        splitActivations, shape,
-                                       staged ? tileStages : 0);
+                                       staged ? tileStages : 0,
+                                       staged && splitOnce);
     OpBuilder kb(op->getContext());
     kb.setInsertionPointToStart(&launch.getBody().front());
     TileOperands ops;
@@ -916,6 +996,7 @@ void rewriteProjection(linalg::ContractOp op, const Projection &p,
       ops.stagedA = x;
       ops.stagedB = p.weight;
       ops.stages = tileStages;
+      ops.splitOnce = splitOnce;
     }
     TileProduct(kb, loc, ops, splitActivations, shape)
         .build(launch, bound, first);
@@ -1570,7 +1651,8 @@ struct GdnGPUTensorCoreProjectionsPass
       if (p.copyX)
         copyInputDense(op, p);
       rewriteProjection(op, p, splitActivations, fuseEpilogues,
-                        smallRowBlocks, smallRowMinOutputs, tileStages);
+                        smallRowBlocks, smallRowMinOutputs, tileStages,
+                        splitOnce);
     }
     for (auto &[op, s] : scores)
       rewriteScores(op, s, splitActivations, smallRowBlocks);

@@ -7,6 +7,7 @@
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=8}))' | FileCheck %s --check-prefix=FEW-OUTPUTS
 // RUN: not gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=-1}))' 2>&1 | FileCheck %s --check-prefix=BAD-SMALL
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{tile-stages=3}),cse)' | FileCheck %s --check-prefix=STAGES3
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{split-once=1}),cse)' | FileCheck %s --check-prefix=SPLIT-ONCE
 // RUN: not gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{tile-stages=1}))' 2>&1 | FileCheck %s --check-prefix=BAD-STAGES
 
 #x = affine_map<(b, t, o, i) -> (b, t, i)>
@@ -63,6 +64,22 @@
 // STAGES3: arith.remui %{{.*}}, %c3
 // STAGES3: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
 // STAGES3: stages = 3 : i64
+// Split once (56 KiB): after the wait, each thread writes the bf16
+// terms of the x elements it copied (eight rows of four) into two tiles
+// after the weight's, and the warps load their A fragments from those.
+// SPLIT-ONCE-LABEL: func.func @projection
+// SPLIT-ONCE: gpu.launch {{.*}} dynamic_shared_memory_size %c57344_i32
+// SPLIT-ONCE: %[[HI:.*]] = memref.view %{{.*}}[%c40960][] {{.*}} to memref<128x32xbf16, #gpu.address_space<workgroup>>
+// SPLIT-ONCE: %[[LO:.*]] = memref.view %{{.*}}[%c49152][] {{.*}} to memref<128x32xbf16, #gpu.address_space<workgroup>>
+// SPLIT-ONCE: nvgpu.device_async_wait
+// SPLIT-ONCE-COUNT-16: vector.store {{.*}}, %{{.*}}[{{.*}}] {alignment = 8 : i64} : memref<128x32xbf16
+// SPLIT-ONCE-NEXT: gpu.barrier
+// SPLIT-ONCE-NOT: arith.truncf
+// SPLIT-ONCE: vector.load %[[HI]]
+// SPLIT-ONCE: vector.load %[[LO]]
+// SPLIT-ONCE: nvvm.mma.sync
+// SPLIT-ONCE: gpu.barrier
+// SPLIT-ONCE: split_once
 // BAD-STAGES: error: gdn-gpu-tensor-core-projections: tile-stages must be 0 (no staging) or 2 to 4, got 1
 // CHECK-LABEL: func.func @projection
 // CHECK-SAME: (%[[X:.*]]: memref<?x?x64xf32>, %[[W:.*]]: memref<100x64xbf16>, %[[Y:.*]]: memref<?x?x100xf32>)

@@ -408,6 +408,11 @@ def GdnGPUTensorCoreProjectionsPass
            "weight in workgroup memory by cp.async, this many tiles deep "
            "(2 to 4, 20 KiB each); 0: each warp loads its fragments from "
            "global memory">,
+    Option<"splitOnce", "split-once", "bool", /*default=*/"false",
+           "With staged tiles, each block turns its tile of x into bf16 "
+           "terms once in workgroup memory (16 KiB more), which the warps "
+           "load, instead of every warp converting the f32 fragments it "
+           "loads">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
