@@ -1,5 +1,5 @@
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{tile-stages=0}))' | FileCheck %s
-// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections),cse)' | FileCheck %s --check-prefix=STAGED
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{tile-stages=2}),cse)' | FileCheck %s --check-prefix=STAGED
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{split-activations=false}))' | FileCheck %s --check-prefix=ROUNDED
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections))' | FileCheck %s --check-prefix=COUNT
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{f32-weights=true}))' | FileCheck %s --check-prefix=F32
@@ -7,7 +7,7 @@
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=8}))' | FileCheck %s --check-prefix=FEW-OUTPUTS
 // RUN: not gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{small-row-blocks=-1}))' 2>&1 | FileCheck %s --check-prefix=BAD-SMALL
 // RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{tile-stages=3}),cse)' | FileCheck %s --check-prefix=STAGES3
-// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{split-once=1}),cse)' | FileCheck %s --check-prefix=SPLIT-ONCE
+// RUN: gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{tile-stages=2 split-once=1}),cse)' | FileCheck %s --check-prefix=SPLIT-ONCE
 // RUN: not gdn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(gdn-gpu-tensor-core-projections{tile-stages=1}))' 2>&1 | FileCheck %s --check-prefix=BAD-STAGES
 
 #x = affine_map<(b, t, o, i) -> (b, t, i)>
@@ -18,7 +18,7 @@
 // tensor cores (100 outputs: two column blocks, the second ragged), the
 // rest a contract on views of the same buffers.
 // With tile-stages=0, the fragments are loaded from global memory.
-// With them (the default), the whole blocks stage tiles of 32 reduction columns in
+// With tile-stages=2, the whole blocks stage tiles of 32 reduction columns in
 // workgroup memory (A's f32 rows, then B's bf16 rows, two of each), by
 // cp.async of 16 bytes: eight copies of A and two of B per thread for a
 // tile. The next tile's copies are issued before the wait for this one's

@@ -402,12 +402,13 @@ def GdnGPUTensorCoreProjectionsPass
            "rows small-row-blocks takes (one row of 64-column blocks "
            "would leave most multiprocessors idle; measured on an H100: "
            "768 outputs at B = 8 took 133 us in 12 blocks)">,
-    Option<"tileStages", "tile-stages", "int64_t", /*default=*/"2",
+    Option<"tileStages", "tile-stages", "int64_t", /*default=*/"0",
            "Whole 128-row blocks of a projection with a bf16 weight and a "
            "reduction of a multiple of 32 stage their tiles of x and the "
            "weight in workgroup memory by cp.async, this many tiles deep "
-           "(2 to 4, 20 KiB each); 0: each warp loads its fragments from "
-           "global memory">,
+           "(2 to 4, 20 KiB each); 0 (the default until the GPU model check "
+           "and the sanitizers have run on it): each warp loads its "
+           "fragments from global memory">,
     Option<"splitOnce", "split-once", "bool", /*default=*/"false",
            "With staged tiles, each block turns its tile of x into bf16 "
            "terms once in workgroup memory (16 KiB more), which the warps "
