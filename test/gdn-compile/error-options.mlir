@@ -38,6 +38,8 @@
 // RUN: not gdn-compile %s --target=cuda --cuda-context-segments=3 -o %t.out 2>&1 | FileCheck %s --check-prefix=SEGMENTS
 // RUN: not test -e %t.out
 // RUN: not gdn-compile %s --target=cuda --cuda-projection-row-group=17 -o %t.out 2>&1 | FileCheck %s --check-prefix=ROWGROUP
+// RUN: not gdn-compile %s --target=cuda --cuda-projection-tile-stages=1 -o %t.out 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: not test -e %t.out
 // RUN: not test -e %t.out
 // RUN: not gdn-opt %s --gdn-lower-to-cpu=chunk-size=0 2>&1 | FileCheck %s --check-prefix=PIPELINE-CHUNK
 // RUN: not gdn-opt %s --gdn-lower-to-cpu=matmul-tile-n=20 2>&1 | FileCheck %s --check-prefix=PIPELINE-TILE
@@ -46,6 +48,7 @@
 // COLUMNS: gdn-compile: error: --cuda-block-columns must be in [1, 1024], but got 0{{$}}
 // SEGMENTS: gdn-compile: error: --cuda-context-segments must be 0 (chosen from the shapes) or a power of two in [1, 64], but got 3{{$}}
 // ROWGROUP: gdn-compile: error: --cuda-projection-row-group: row-group must be in 1..16, but got 17{{$}}
+// STAGES: gdn-compile: error: --cuda-projection-tile-stages: expected 0 (off) or 2..4 tiles, got 1{{$}}
 // BLOCKS: gdn-compile: error: --cuda-shared-memory-per-multiprocessor must be positive, reserved-per-block non-negative and max-blocks at least 1{{$}}
 // PIPELINE-CHUNK: gdn-lower-to-cpu: chunk-size must be 1..1024, but got 0{{$}}
 // PIPELINE-TILE: gdn-lower-to-cpu: matmul-tile-m must be positive and matmul-tile-n a multiple of 16, but got 8 and 20{{$}}
