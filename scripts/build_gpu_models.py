@@ -74,11 +74,13 @@ COMPILE_FLAGS = {
                            "--cuda-projection-small-row-min-outputs=64"]}
 
 
-def build(compiler, out, name, config, seed, target, extra=()):
+def build(compiler, out, name, config, seed, target, extra=(),
+          timed_only=None):
     """The model's folder; the weights in f32 and in bf16 (one library
     loads either). A timed-only model keeps no weights in the folder (they
     are too large to carry): the check makes them again from the seed."""
-    timed_only = name in TIMED_ONLY
+    if timed_only is None:
+        timed_only = name in TIMED_ONLY
     folder = os.path.join(out, name)
     os.makedirs(folder, exist_ok=True)
     config_path = os.path.join(folder, "model.json")
@@ -162,7 +164,25 @@ def main():
                         help="a gdn-compile flag for every model (repeat "
                              "for more), e.g. --compile-flag="
                              "--cuda-merge-launches")
+    parser.add_argument("--variant", action="append", default=[],
+                        metavar="LABEL=FLAGS",
+                        help="also build nenya-tiny and nenya-124m with "
+                             "these gdn-compile flags (comma-separated) as "
+                             "nenya-tiny-LABEL (checked) and "
+                             "nenya-124m-LABEL (timed; bench_gpu_model.py "
+                             "--variant LABEL=.../nenya-124m-LABEL/compiled)"
+                             ", e.g. --variant stages3="
+                             "--cuda-projection-tile-stages=3; repeatable")
     args = parser.parse_args()
+    variants = []
+    for spec in args.variant:
+        label, sep, flags = spec.partition("=")
+        if not sep or not label or not flags or not label.replace(
+                "-", "").isalnum():
+            parser.error(f"--variant: expected LABEL=FLAG[,FLAG...] with a "
+                         f"label of letters, digits and dashes, got "
+                         f"{spec!r}")
+        variants.append((label, flags.split(",")))
     names = [name for name, _, _ in models() + BENCH_ONLY]
     if args.only and args.only not in names:
         parser.error(f"--only: expected one of {', '.join(names)}, got "
@@ -172,6 +192,16 @@ def main():
                             args.target, args.compile_flag)
                 for name, config, seed in chosen
                 if args.only in ("", name)}
+    # The variants of the two models that the check runs and times.
+    for label, flags in variants:
+        for name, config, seed in models():
+            if name not in ("nenya-tiny", "nenya-124m") or \
+                    args.only not in ("", name):
+                continue
+            manifest[f"{name}-{label}"] = build(
+                args.compiler, args.out, f"{name}-{label}", config, seed,
+                args.target, args.compile_flag + flags,
+                timed_only=name in TIMED_ONLY)
     for name in CHECKPOINTS if not args.only else ():
         manifest[name] = build_checkpoint(args.compiler, args.out, name,
                                           args.target, args.compile_flag)
