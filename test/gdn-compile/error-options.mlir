@@ -40,7 +40,6 @@
 // RUN: not gdn-compile %s --target=cuda --cuda-projection-row-group=17 -o %t.out 2>&1 | FileCheck %s --check-prefix=ROWGROUP
 // RUN: not gdn-compile %s --target=cuda --cuda-projection-tile-stages=1 -o %t.out 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not test -e %t.out
-// RUN: not test -e %t.out
 // RUN: not gdn-opt %s --gdn-lower-to-cpu=chunk-size=0 2>&1 | FileCheck %s --check-prefix=PIPELINE-CHUNK
 // RUN: not gdn-opt %s --gdn-lower-to-cpu=matmul-tile-n=20 2>&1 | FileCheck %s --check-prefix=PIPELINE-TILE
 // RUN: not gdn-opt %s --gdn-lower-to-cuda='binary-format=isa value-tile=12' 2>&1 | FileCheck %s --check-prefix=PIPELINE-VTILE

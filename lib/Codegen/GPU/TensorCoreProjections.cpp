@@ -23,7 +23,8 @@
 // blocks of 128 rows x 64 columns, four warps of 64 x 32 (4 x 4 tiles of
 // 16 x 8, 64 accumulators per lane), and the reduction in steps of 16. The
 // fragments come straight from global memory (L1 and L2 give the reuse
-// between warps; there is no workgroup memory to stage or synchronize): the
+// between warps), or, with tile-stages, from tiles of x and the weight that
+// the block stages in workgroup memory by cp.async (see copyTileAsync). The
 // sum is the same under any order of its terms, so each lane takes four
 // consecutive elements of a row for the two element pairs that the
 // m16n8k16 layout gives it (columns 2t, 2t + 1 and 2t + 8, 2t + 9 of the
@@ -173,7 +174,7 @@ struct TileOperands {
   /// Set for dense A [M, K] f32 and B [N, K] bf16 with K a multiple of
   /// kStageDepth, in whole blocks: the blocks then stage their tiles in
   /// workgroup memory by cp.async, `stages` tiles deep
-  /// (stagedTileBytes(stages) of it), and the fragments come from there.
+  /// (stagedTileBytes of it), and the fragments come from there.
   Value stagedA, stagedB;
   int64_t stages = 0;
   /// Staged: each thread turns the A elements it copied into their bf16
