@@ -189,11 +189,13 @@ constexpr int64_t kStageDepth = 2 * kStep;
 /// rows and B's bf16 rows. A block holds `stages` of them, A's first.
 constexpr int64_t kStagedABytes = kBlockRows * kStageDepth * 4;
 constexpr int64_t kStagedBBytes = kBlockCols * kStageDepth * 2;
-/// Bytes of A's bf16 terms (hi, then lo) where the block splits A once.
-constexpr int64_t kSplitABytes = 2 * kBlockRows * kStageDepth * 2;
-constexpr int64_t stagedTileBytes(int64_t stages, bool splitOnce) {
+/// Bytes of one tile of A's bf16 terms where the block splits A once: hi,
+/// then (with split activations) lo.
+constexpr int64_t kTermTileBytes = kBlockRows * kStageDepth * 2;
+constexpr int64_t stagedTileBytes(int64_t stages, bool splitOnce,
+                                  bool split) {
   return stages * (kStagedABytes + kStagedBBytes) +
-         (splitOnce ? kSplitABytes : 0);
+         (splitOnce ? (split ? 2 : 1) * kTermTileBytes : 0);
 }
 
 /// Builds the body of a launch that computes C += A B^T for the rows
@@ -535,8 +537,9 @@ SmallVector<Value> TileProduct::stagedReduction(Value blockFirstRow,
     int64_t first = ops.stages * (kStagedABytes + kStagedBBytes);
     aHigh = memref::ViewOp::create(b, loc, termsType, memory, c(first),
                                    ValueRange{});
-    aLow = memref::ViewOp::create(b, loc, termsType, memory,
-                                  c(first + kSplitABytes / 2), ValueRange{});
+    if (split)
+      aLow = memref::ViewOp::create(b, loc, termsType, memory,
+                                    c(first + kTermTileBytes), ValueRange{});
   }
   Type token = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   int64_t tiles = ops.depth / kStageDepth;
@@ -821,7 +824,9 @@ gpu::LaunchOp launchTiles(OpBuilder &b, Location loc, Value columnBlocks,
   Value sharedBytes;
   if (stages)
     sharedBytes = arith::ConstantOp::create(
-        b, loc, b.getI32IntegerAttr(stagedTileBytes(stages, splitOnce)));
+        b, loc,
+        b.getI32IntegerAttr(
+            stagedTileBytes(stages, splitOnce, splitActivations)));
   auto launch = gpu::LaunchOp::create(
       b, loc, columnBlocks, rowBlocks, batches,
       arith::ConstantIndexOp::create(b, loc, 32 * shape.warps()), one, one,
