@@ -9,7 +9,9 @@ prefills a prompt of random ids and decodes greedily. The floor of a
 decode step is the bytes it must read, (weight bytes + state and cache
 bytes), over the memory bandwidth measured in the same run: a copy of 512
 MiB by one thread, and by as many threads as the model runs (the larger
-of the two gives the floor).
+of the two gives the floor). A copy's rate counts its reads and its
+writes; the read floor takes the same bytes over the rate of sums that
+only read, as the step does.
 
     OMP_NUM_THREADS=2 /usr/bin/python3 bench/bench_cpu_decode.py
     /usr/bin/python3 bench/bench_cpu_decode.py --context 2048 --steps 32
@@ -50,6 +52,23 @@ def copy_bandwidth(threads):
     return best
 
 
+def read_bandwidth(threads):
+    """Bytes per second read by `threads` numpy sums of 512 MiB of f32 side
+    by side, best of 3: a stream that only reads, as a decode step's
+    weights are read (a copy's rate counts its writes too, and this machine
+    writes and reads at once faster than it only reads)."""
+    size = (128 << 20) // threads
+    arrays = [np.ones(size, np.float32) for _ in range(threads)]
+    best = 0.0
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        for _ in range(3):
+            start = time.perf_counter()
+            list(pool.map(np.sum, arrays))
+            seconds = time.perf_counter() - start
+            best = max(best, 4 * size * threads / seconds)
+    return best
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "out",
@@ -86,14 +105,19 @@ def main():
     many = copy_bandwidth(threads) if threads > 1 else one
     bandwidth = max(one, many)
     floor_ms = (weight_bytes + cache_bytes) / bandwidth * 1e3
+    read = max(read_bandwidth(1),
+               read_bandwidth(threads) if threads > 1 else 0.0)
+    read_floor_ms = (weight_bytes + cache_bytes) / read * 1e3
     print(run.stdout.strip())
     print(f"\n| model | threads | context | decode ms/token | weight + cache "
-          "MB | copy GB/s (1 thread / all) | bytes floor ms | decode / floor |")
-    print("|---|---|---|---|---|---|---|---|")
+          "MB | copy GB/s (1 thread / all) | bytes floor ms | decode / floor "
+          "| read GB/s | read floor ms | decode / read floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print(f"| nenya-124m (bf16) | {threads} | {args.context} | "
           f"{decode_ms:.2f} | {(weight_bytes + cache_bytes) / 1e6:.1f} | "
           f"{one / 1e9:.1f} / {many / 1e9:.1f} | {floor_ms:.2f} | "
-          f"{decode_ms / floor_ms:.2f}x |")
+          f"{decode_ms / floor_ms:.2f}x | {read / 1e9:.1f} | "
+          f"{read_floor_ms:.2f} | {decode_ms / read_floor_ms:.2f}x |")
 
 
 if __name__ == "__main__":
