@@ -32,6 +32,7 @@ gpuOptionsOf(const CUDAPipelineOptions &options) {
   gpuOptions.blockColumns = options.blockColumns;
   gpuOptions.keySplits = options.keySplits;
   gpuOptions.splitAttentionOperands = options.splitActivations;
+  gpuOptions.attentionVectorRows = options.attentionVectorRows;
   return gpuOptions;
 }
 

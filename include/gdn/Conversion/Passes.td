@@ -107,6 +107,11 @@ def ConvertGdnToGPUPass : Pass<"convert-gdn-to-gpu", "func::FuncOp"> {
            /*default=*/"true",
            "The tensor-core attention kernel splits each f32 operand into "
            "two bf16 terms instead of rounding it to bf16">,
+    Option<"attentionVectorRows", "attention-vector-rows", "bool",
+           /*default=*/"false",
+           "The tensor-core attention kernel stages rows of q, k and v whose "
+           "head dimension is a multiple of 8 by 16-byte loads instead of "
+           "one load per element">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -313,6 +313,13 @@ struct CUDAPipelineOptions
                      "projection does not)"),
       llvm::cl::init(
           GdnGPUTensorCoreProjectionsPassOptions().smallRowMinOutputs)};
+  Option<bool> attentionVectorRows{
+      *this, "attention-vector-rows",
+      llvm::cl::desc("Prompts' fused attention stages its q, k and v rows "
+                     "by 16-byte loads where the head dimension is a "
+                     "multiple of 8 (convert-gdn-to-gpu "
+                     "attention-vector-rows)"),
+      llvm::cl::init(ConvertGdnToGPUPassOptions().attentionVectorRows)};
   Option<int64_t> projectionTileStages{
       *this, "projection-tile-stages",
       llvm::cl::desc("Tiles in flight in workgroup memory for the "

@@ -57,6 +57,9 @@ struct AttentionShape {
   int64_t qkDim, valueDim, qkWidth, valueWidth;
   int64_t groupSize;
   bool split;
+  /// Rows of q, k and v read 8 elements at a time (two 16-byte loads)
+  /// where the head dimension is a multiple of 8 and needs no padding.
+  bool vectorRows = false;
 
   int64_t valueTiles() const { return valueWidth / 8; }
   /// Hi (and lo) bf16 tiles of the queries, the keys and the values.
@@ -203,6 +206,25 @@ void AttentionKernel::stage(const SplitTile &tile, Value source, Value head,
     Value inside = lessThan(token, limit);
     Value real = ragged ? lessThan(index, c(vectors)) : Value();
     Value safeToken = arith::MinUIOp::create(b, loc, token, lastRow);
+    if (s.vectorRows && dim % 8 == 0 && width == dim) {
+      // Rows of a multiple of 8 f32 in a dense [B, T, H, D] buffer start
+      // 32-byte aligned: two aligned 16-byte loads instead of eight.
+      auto quad = VectorType::get({4}, f32);
+      auto loadQuad = [&](Value column) {
+        return vector::LoadOp::create(
+            b, loc, quad, source, ValueRange{batch, safeToken, head, column},
+            false, llvm::Align(16));
+      };
+      Value both = vector::ShuffleOp::create(
+          b, loc, loadQuad(col), loadQuad(add(col, c(4))),
+          ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+      Value zeros = arith::ConstantOp::create(
+          b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+      staged.push_back(
+          {row, col, arith::SelectOp::create(b, loc, inside, both, zeros),
+           real});
+      continue;
+    }
     SmallVector<Value> elements;
     for (int64_t e = 0; e < 8; ++e) {
       Value column = add(col, c(e));
@@ -442,9 +464,10 @@ void AttentionKernel::build(gpu::LaunchOp launch, Value q, Value k, Value v,
 }
 
 struct CausalAttentionToGPU : OpRewritePattern<CausalAttentionOp> {
-  CausalAttentionToGPU(MLIRContext *context, bool split)
-      : OpRewritePattern<CausalAttentionOp>(context), split(split) {}
-  bool split;
+  CausalAttentionToGPU(MLIRContext *context, bool split, bool vectorRows)
+      : OpRewritePattern<CausalAttentionOp>(context), split(split),
+        vectorRows(vectorRows) {}
+  bool split, vectorRows;
 
   LogicalResult matchAndRewrite(CausalAttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -461,6 +484,7 @@ struct CausalAttentionToGPU : OpRewritePattern<CausalAttentionOp> {
     shape.valueWidth = roundUp(shape.valueDim, 8);
     shape.groupSize = qType.getDimSize(2) / kType.getDimSize(2);
     shape.split = split;
+    shape.vectorRows = vectorRows;
 
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
@@ -493,6 +517,7 @@ struct CausalAttentionToGPU : OpRewritePattern<CausalAttentionOp> {
             b.getNamedAttr("warps", b.getI64IntegerAttr(kWarps)),
             b.getNamedAttr("mma", b.getStringAttr("m16n8k16.bf16")),
             b.getNamedAttr("split", b.getBoolAttr(split)),
+            b.getNamedAttr("vector_rows", b.getBoolAttr(vectorRows)),
         }));
     {
       OpBuilder::InsertionGuard guard(b);
@@ -510,6 +535,8 @@ struct CausalAttentionToGPU : OpRewritePattern<CausalAttentionOp> {
 } // namespace
 
 void mlir::gdn::populateGdnToGPUAttentionPatterns(RewritePatternSet &patterns,
-                                                  bool splitOperands) {
-  patterns.add<CausalAttentionToGPU>(patterns.getContext(), splitOperands);
+                                                  bool splitOperands,
+                                                  bool vectorRows) {
+  patterns.add<CausalAttentionToGPU>(patterns.getContext(), splitOperands,
+                                     vectorRows);
 }

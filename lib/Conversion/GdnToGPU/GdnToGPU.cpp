@@ -484,7 +484,8 @@ struct ConvertGdnToGPUPass
     RewritePatternSet patterns(&getContext());
     populateGdnToGPURecurrencePatterns(patterns, blockColumns, keySplits);
     populateGdnToGPUChunkedScanPatterns(patterns, blockColumns, keySplits);
-    populateGdnToGPUAttentionPatterns(patterns, splitAttentionOperands);
+    populateGdnToGPUAttentionPatterns(patterns, splitAttentionOperands,
+                                      attentionVectorRows);
     // The walk driver neither folds nor hoists constants: the greedy driver
     // would move the kernel's index constants into the host function.
     walkAndApplyPatterns(getOperation(), std::move(patterns));

@@ -1,6 +1,7 @@
 // RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu | FileCheck %s
 // RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu=split-attention-operands=false | FileCheck %s --check-prefix=ROUNDED
 // RUN: gdn-opt %s -split-input-file --pass-pipeline='builtin.module(gdn-lower-to-cuda{binary-format=isa})' | FileCheck %s --check-prefix=PTX
+// RUN: gdn-opt %s -split-input-file -convert-gdn-to-gpu=attention-vector-rows=1 | FileCheck %s --check-prefix=VECTOR
 
 // MLA's heads (96 query/key elements: 64 nope + 32 rope; 64 values),
 // grouped: one launch over (query blocks of 64, heads, sequences) of four
@@ -36,7 +37,7 @@
 // CHECK: scf.if
 // CHECK: memref.store %{{.+}}, %[[O]]
 // CHECK: gpu.terminator
-// CHECK: } {gdn.tensor_core_attention = {key_block = 64 : i64, mma = "m16n8k16.bf16", query_block = 64 : i64, split = true, warps = 4 : i64}}
+// CHECK: } {gdn.tensor_core_attention = {key_block = 64 : i64, mma = "m16n8k16.bf16", query_block = 64 : i64, split = true, vector_rows = false, warps = 4 : i64}}
 // No T x S buffer.
 // CHECK-NOT: memref.alloc
 // CHECK: return
@@ -56,6 +57,22 @@ func.func @grouped(%q: tensor<?x?x4x96xf32>, %k: tensor<?x?x2x96xf32>, %v: tenso
 // Heads that are not multiples of the steps (16 query/key, 12 values) are
 // zero-padded in the tiles: V's columns are masked as they are staged, and
 // only the 12 real output columns are stored.
+// With attention-vector-rows, rows of 96 and 64 f32 are staged 8
+// elements at a time by two aligned 16-byte loads, the rows past the
+// tokens zeroed by one select; no element loads.
+// VECTOR-LABEL: func.func @grouped
+// VECTOR-NOT: memref.load
+// VECTOR: %[[LO:.+]] = vector.load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] {alignment = 16 : i64} : memref<?x?x4x96xf32>, vector<4xf32>
+// VECTOR: %[[HI:.+]] = vector.load %{{.+}} {alignment = 16 : i64} : memref<?x?x4x96xf32>, vector<4xf32>
+// VECTOR: %[[ROW:.+]] = vector.shuffle %[[LO]], %[[HI]] [0, 1, 2, 3, 4, 5, 6, 7]
+// VECTOR: arith.select %{{.+}}, %[[ROW]], %{{.+}} : vector<8xf32>
+// VECTOR: vector.load %{{.+}} : memref<?x?x2x64xf32>, vector<4xf32>
+// VECTOR-NOT: memref.load %{{.+}} : memref<?x?x2x{{.+}}xf32>
+// VECTOR: vector_rows = true
+// Values of 12 elements, padded to 16, keep the loads of one element.
+// VECTOR-LABEL: func.func @padded
+// VECTOR: vector.load %{{.+}} : memref<2x70x2x16xf32>, vector<4xf32>
+// VECTOR: memref.load %{{.+}} : memref<2x100x2x12xf32>
 // CHECK-LABEL: func.func @padded
 // CHECK: gpu.launch
 // CHECK: %[[E:.+]] = arith.constant 12 : index

@@ -35,9 +35,11 @@ void populateGdnToGPUChunkedScanPatterns(RewritePatternSet &patterns,
 /// Adds the pattern that rewrites gdn.causal_attention whose heads fit
 /// (CausalAttentionOp::fitsTensorCoreKernel) into one tensor-core kernel
 /// with an online softmax (AttentionToGPU.cpp); with `splitOperands`, each
-/// f32 operand is two bf16 terms.
+/// f32 operand is two bf16 terms; with `vectorRows`, rows whose head
+/// dimension is a multiple of 8 are staged by 16-byte loads.
 void populateGdnToGPUAttentionPatterns(RewritePatternSet &patterns,
-                                       bool splitOperands);
+                                       bool splitOperands,
+                                       bool vectorRows = false);
 
 /// The column recurrence of `op` as one launch that writes o into `om` and
 /// the final state into `sm`.
