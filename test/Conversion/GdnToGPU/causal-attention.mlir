@@ -66,6 +66,9 @@ func.func @grouped(%q: tensor<?x?x4x96xf32>, %k: tensor<?x?x2x96xf32>, %v: tenso
 // VECTOR: %[[HI:.+]] = vector.load %{{.+}} {alignment = 16 : i64} : memref<?x?x4x96xf32>, vector<4xf32>
 // VECTOR: %[[ROW:.+]] = vector.shuffle %[[LO]], %[[HI]] [0, 1, 2, 3, 4, 5, 6, 7]
 // VECTOR: arith.select %{{.+}}, %[[ROW]], %{{.+}} : vector<8xf32>
+// VECTOR-NOT: memref.load
+// VECTOR: vector.load %{{.+}} : memref<?x?x2x96xf32>, vector<4xf32>
+// VECTOR-NOT: memref.load
 // VECTOR: vector.load %{{.+}} : memref<?x?x2x64xf32>, vector<4xf32>
 // VECTOR-NOT: memref.load %{{.+}} : memref<?x?x2x{{.+}}xf32>
 // VECTOR: vector_rows = true
