@@ -2,12 +2,22 @@
 
 #include "gdn/Utils/TensorCoreBuilders.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
+
+Value mlir::gdn::dynamicWorkgroupMemory(OpBuilder &b, Location loc) {
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  return gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+}
 
 void mlir::gdn::multiplyAccumulate(OpBuilder &b, Location loc, Type operand,
                                    ArrayRef<Value> a, ArrayRef<Value> bFragment,

@@ -1,7 +1,7 @@
 //===- TensorCoreBuilders.h - mma.sync for tensor cores ---------*- C++ -*-===//
 //
 // The one warp-level product that the chunked scan's kernels and the
-// tensor-core projections share.
+// tensor-core projections share, and the workgroup memory they stage in.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +24,9 @@ inline void multiplyAccumulateBf16(OpBuilder &b, Location loc,
                                    MutableArrayRef<Value> acc) {
   multiplyAccumulate(b, loc, b.getBF16Type(), a, bFragment, acc);
 }
+
+/// The block's dynamic workgroup memory, as bytes to carve views from.
+Value dynamicWorkgroupMemory(OpBuilder &b, Location loc);
 
 /// ldmatrix of `count` 8 x 8 16-bit matrices of the workgroup-memory tile
 /// `tile` (transposed with `transpose`), this lane giving the address

@@ -228,19 +228,27 @@ private:
             vector::ExtractOp::create(nb, nl, words, 1)};
   }
 
-  /// Four f32 as bf16 register pairs: hi = bf16(x) and, split, lo = bf16(x -
-  /// hi) (null otherwise).
-  static std::pair<std::pair<Value, Value>, std::pair<Value, Value>>
-  splitPairs(OpBuilder &nb, Location nl, Value values, bool split) {
+  /// Four f32 as four bf16: hi = bf16(x) and, split, lo = bf16(x - hi)
+  /// (null otherwise).
+  static std::pair<Value, Value> splitTerms(OpBuilder &nb, Location nl,
+                                            Value values, bool split) {
     auto floats = VectorType::get({4}, nb.getF32Type());
     auto halves = VectorType::get({4}, nb.getBF16Type());
     Value hi = arith::TruncFOp::create(nb, nl, halves, values);
+    if (!split)
+      return {hi, Value()};
+    Value rest = arith::SubFOp::create(
+        nb, nl, values, arith::ExtFOp::create(nb, nl, floats, hi));
+    return {hi, arith::TruncFOp::create(nb, nl, halves, rest)};
+  }
+
+  /// Four f32 as bf16 register pairs: splitTerms' hi and lo.
+  static std::pair<std::pair<Value, Value>, std::pair<Value, Value>>
+  splitPairs(OpBuilder &nb, Location nl, Value values, bool split) {
+    auto [hi, lo] = splitTerms(nb, nl, values, split);
     std::pair<Value, Value> low;
-    if (split) {
-      Value rest = arith::SubFOp::create(
-          nb, nl, values, arith::ExtFOp::create(nb, nl, floats, hi));
-      low = registerPair(nb, nl, arith::TruncFOp::create(nb, nl, halves, rest));
-    }
+    if (lo)
+      low = registerPair(nb, nl, lo);
     return {registerPair(nb, nl, hi), low};
   }
 
@@ -263,6 +271,10 @@ private:
   /// or, unless `fromA`, B (bf16) tile of `stage`, from `column` on.
   Value loadStaged(OpBuilder &nb, Location nl, bool fromA, Value localRow,
                    Value column);
+  /// Calls `body` with each (row, column) of A's staged tile whose four
+  /// f32 this thread copies: eight threads per row.
+  void forEachOwnARow(OpBuilder &nb, Location nl,
+                      function_ref<void(Value row, Value column)> body);
   /// Starts the cp.async copies of the tile of A and B from reduction
   /// column `first` into stage `slot`.
   void copyTileAsync(OpBuilder &nb, Location nl, Value first, Value slot,
@@ -328,6 +340,16 @@ static Value swizzledB(OpBuilder &nb, Location nl, Value row, Value column) {
   return swizzled(nb, nl, row, column, /*rowBit=*/2, /*shift=*/3);
 }
 
+/// Four elements of a workgroup-memory tile at `indices`, aligned to
+/// their size (the tiles' rows and units keep them so).
+static Value loadFourAt(OpBuilder &nb, Location nl, Value tile,
+                        ValueRange indices) {
+  Type element = cast<MemRefType>(tile.getType()).getElementType();
+  return vector::LoadOp::create(
+      nb, nl, VectorType::get({4}, element), tile, indices, false,
+      llvm::Align(4 * element.getIntOrFloatBitWidth() / 8));
+}
+
 Value TileProduct::maskedFour(OpBuilder &nb, Location nl,
                               const TileOperands::Load &element, Type type,
                               Value row, Value column, Value limit) {
@@ -381,10 +403,8 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
         auto termsAt = [&](Value tile) {
           return registerPair(
               nb, nl,
-              vector::LoadOp::create(
-                  nb, nl, VectorType::get({4}, nb.getBF16Type()), tile,
-                  ValueRange{row, swizzledB(nb, nl, row, column)}, false,
-                  llvm::Align(8)));
+              loadFourAt(nb, nl, tile,
+                         ValueRange{row, swizzledB(nb, nl, row, column)}));
         };
         terms.first = termsAt(aHigh);
         if (split)
@@ -427,13 +447,24 @@ void TileProduct::step(OpBuilder &nb, Location nl, Value k,
 
 Value TileProduct::loadStaged(OpBuilder &nb, Location nl, bool fromA,
                               Value localRow, Value column) {
-  Type element = fromA ? nb.getF32Type() : nb.getBF16Type();
   Value at = fromA ? swizzledA(nb, nl, localRow, column)
                    : swizzledB(nb, nl, localRow, column);
-  return vector::LoadOp::create(
-      nb, nl, VectorType::get({4}, element), fromA ? aTiles : bTiles,
-      ValueRange{stage, localRow, at}, false,
-      llvm::Align(4 * element.getIntOrFloatBitWidth() / 8));
+  return loadFourAt(nb, nl, fromA ? aTiles : bTiles,
+                    ValueRange{stage, localRow, at});
+}
+
+void TileProduct::forEachOwnARow(
+    OpBuilder &nb, Location nl,
+    function_ref<void(Value row, Value column)> body) {
+  auto k = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, nl, v); };
+  constexpr int64_t units = kStageDepth / 4;
+  int64_t threads = shape.warps() * 32;
+  Value tid = gpu::ThreadIdOp::create(nb, nl, gpu::Dimension::x);
+  Value firstRow = arith::DivUIOp::create(nb, nl, tid, k(units));
+  Value column = arith::MulIOp::create(
+      nb, nl, arith::RemUIOp::create(nb, nl, tid, k(units)), k(4));
+  for (int64_t r = 0; r < shape.block; r += threads / units)
+    body(arith::AddIOp::create(nb, nl, firstRow, k(r)), column);
 }
 
 void TileProduct::copyTileAsync(OpBuilder &nb, Location nl, Value first,
@@ -447,22 +478,18 @@ void TileProduct::copyTileAsync(OpBuilder &nb, Location nl, Value first,
     return arith::MulIOp::create(nb, nl, l, k(r)).getResult();
   };
   Type token = nvgpu::DeviceAsyncTokenType::get(nb.getContext());
-  int64_t threads = shape.warps() * 32;
-  Value tid = gpu::ThreadIdOp::create(nb, nl, gpu::Dimension::x);
-  // A: eight threads per row, four f32 each.
-  constexpr int64_t aUnits = kStageDepth / 4, bUnits = kStageDepth / 8;
-  Value aRow = arith::DivUIOp::create(nb, nl, tid, k(aUnits));
-  Value aColumn = times(arith::RemUIOp::create(nb, nl, tid, k(aUnits)), 4);
-  for (int64_t r = 0; r < shape.block; r += threads / aUnits) {
-    Value row = plus(aRow, k(r));
+  forEachOwnARow(nb, nl, [&](Value row, Value column) {
     nvgpu::DeviceAsyncCopyOp::create(
         nb, nl, token, aTiles,
-        ValueRange{slot, row, swizzledA(nb, nl, row, aColumn)}, ops.stagedA,
-        ValueRange{plus(blockFirstRow, row), plus(first, aColumn)},
+        ValueRange{slot, row, swizzledA(nb, nl, row, column)}, ops.stagedA,
+        ValueRange{plus(blockFirstRow, row), plus(first, column)},
         nb.getIndexAttr(4), Value(), nb.getUnitAttr());
-  }
+  });
   // B: four threads per row, eight bf16 each; rows past N read the last
   // one (their columns of C are not stored).
+  int64_t threads = shape.warps() * 32;
+  Value tid = gpu::ThreadIdOp::create(nb, nl, gpu::Dimension::x);
+  constexpr int64_t bUnits = kStageDepth / 8;
   Value lastColumn = arith::SubIOp::create(nb, nl, ops.columns, k(1));
   Value bRow = arith::DivUIOp::create(nb, nl, tid, k(bUnits));
   Value bColumn = times(arith::RemUIOp::create(nb, nl, tid, k(bUnits)), 8);
@@ -479,37 +506,20 @@ void TileProduct::copyTileAsync(OpBuilder &nb, Location nl, Value first,
 }
 
 void TileProduct::splitOwnElements(OpBuilder &nb, Location nl, Value slot) {
-  auto k = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, nl, v); };
-  int64_t threads = shape.warps() * 32;
-  constexpr int64_t aUnits = kStageDepth / 4;
-  Value tid = gpu::ThreadIdOp::create(nb, nl, gpu::Dimension::x);
-  Value aRow = arith::DivUIOp::create(nb, nl, tid, k(aUnits));
-  Value aColumn = arith::MulIOp::create(
-      nb, nl, arith::RemUIOp::create(nb, nl, tid, k(aUnits)), k(4));
-  // The elements this thread copied (copyTileAsync's dealing): visible to
-  // it once its copies are waited for, before any barrier.
-  for (int64_t r = 0; r < shape.block; r += threads / aUnits) {
-    Value row = arith::AddIOp::create(nb, nl, aRow, k(r));
-    Value values = vector::LoadOp::create(
-        nb, nl, VectorType::get({4}, nb.getF32Type()), aTiles,
-        ValueRange{slot, row, swizzledA(nb, nl, row, aColumn)}, false,
-        llvm::Align(16));
-    auto halves = VectorType::get({4}, nb.getBF16Type());
-    Value hi = arith::TruncFOp::create(nb, nl, halves, values);
+  // The elements this thread copied: visible to it once its copies are
+  // waited for, before any barrier.
+  forEachOwnARow(nb, nl, [&](Value row, Value column) {
+    Value values = loadFourAt(
+        nb, nl, aTiles, ValueRange{slot, row, swizzledA(nb, nl, row, column)});
+    auto [hi, lo] = splitTerms(nb, nl, values, split);
     // Stored as the warps' loads read them (the weight tiles' layout).
-    Value at = swizzledB(nb, nl, row, aColumn);
+    Value at = swizzledB(nb, nl, row, column);
     vector::StoreOp::create(nb, nl, hi, aHigh, ValueRange{row, at}, false,
                             llvm::Align(8));
-    if (!split)
-      continue;
-    Value rest = arith::SubFOp::create(
-        nb, nl, values,
-        arith::ExtFOp::create(nb, nl, VectorType::get({4}, nb.getF32Type()),
-                              hi));
-    vector::StoreOp::create(nb, nl,
-                            arith::TruncFOp::create(nb, nl, halves, rest),
-                            aLow, ValueRange{row, at}, false, llvm::Align(8));
-  }
+    if (lo)
+      vector::StoreOp::create(nb, nl, lo, aLow, ValueRange{row, at}, false,
+                              llvm::Align(8));
+  });
 }
 
 SmallVector<Value> TileProduct::stagedReduction(Value blockFirstRow,
@@ -517,10 +527,7 @@ SmallVector<Value> TileProduct::stagedReduction(Value blockFirstRow,
                                                 ValueRange init) {
   auto workgroup =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  Value memory = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                      MemRefLayoutAttrInterface(), workgroup));
+  Value memory = dynamicWorkgroupMemory(b, loc);
   auto tileType = [&](int64_t rows, Type element) {
     return MemRefType::get({ops.stages, rows, kStageDepth}, element,
                            MemRefLayoutAttrInterface(), workgroup);
@@ -613,15 +620,15 @@ SmallVector<Value> TileProduct::directReduction(ValueRange init) {
   if (!dynamic)
     return SmallVector<Value>(loop.getResults());
   auto tail = scf::IfOp::create(
-        b, loc, lessThan(wholeDepth, ops.dynamicDepth),
-        [&](OpBuilder &nb, Location nl) {
-          SmallVector<Value> acc(loop.getResults());
-          step(nb, nl, wholeDepth, acc, ops.dynamicDepth);
-          scf::YieldOp::create(nb, nl, acc);
-        },
-        [&](OpBuilder &nb, Location nl) {
-          scf::YieldOp::create(nb, nl, loop.getResults());
-        });
+      b, loc, lessThan(wholeDepth, ops.dynamicDepth),
+      [&](OpBuilder &nb, Location nl) {
+        SmallVector<Value> acc(loop.getResults());
+        step(nb, nl, wholeDepth, acc, ops.dynamicDepth);
+        scf::YieldOp::create(nb, nl, acc);
+      },
+      [&](OpBuilder &nb, Location nl) {
+        scf::YieldOp::create(nb, nl, loop.getResults());
+      });
   return SmallVector<Value>(tail.getResults());
 }
 

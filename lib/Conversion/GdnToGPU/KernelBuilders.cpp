@@ -103,15 +103,6 @@ mlir::gdn::MmaLane mlir::gdn::mmaLaneOf(OpBuilder &b, Location loc, Value tid) {
   return lane;
 }
 
-Value mlir::gdn::dynamicWorkgroupMemory(OpBuilder &b, Location loc) {
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  return gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                      MemRefLayoutAttrInterface(), workgroup));
-}
-
 Value mlir::gdn::indexConstant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }

@@ -3,6 +3,8 @@
 #ifndef GDN_LIB_CONVERSION_GDNTOGPU_KERNELBUILDERS_H
 #define GDN_LIB_CONVERSION_GDNTOGPU_KERNELBUILDERS_H
 
+#include "gdn/Utils/TensorCoreBuilders.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 
@@ -46,9 +48,6 @@ struct MmaLane {
   Value warp, group, quad, matrixRow, matrixColumn, matrixHalf;
 };
 MmaLane mmaLaneOf(OpBuilder &b, Location loc, Value tid);
-
-/// The block's dynamic workgroup memory, as bytes to carve views from.
-Value dynamicWorkgroupMemory(OpBuilder &b, Location loc);
 
 /// Makes the built body of `launch` run only where `condition` (a host i1,
 /// the same for every thread) holds; otherwise the kernel returns at once.
