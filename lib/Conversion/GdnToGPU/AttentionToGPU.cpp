@@ -208,7 +208,8 @@ void AttentionKernel::stage(const SplitTile &tile, Value source, Value head,
     Value safeToken = arith::MinUIOp::create(b, loc, token, lastRow);
     if (s.vectorRows && dim % 8 == 0 && width == dim) {
       // Rows of a multiple of 8 f32 in a dense [B, T, H, D] buffer start
-      // 32-byte aligned: two aligned 16-byte loads instead of eight.
+      // at multiples of 32 bytes from its (16-byte aligned) base: two
+      // aligned 16-byte loads instead of eight.
       auto quad = VectorType::get({4}, f32);
       auto loadQuad = [&](Value column) {
         return vector::LoadOp::create(
