@@ -36,21 +36,17 @@ fi
 CSV=${OUT:-$DIR}
 PYTHON=${PYTHON:-python3}
 
-# The variants' labels, from the manifest.
-mapfile -t TINY < <($PYTHON - "$DIR/models/models.json" <<'PY'
+# The variants' names, from the manifest.
+variants_of() {
+  $PYTHON - "$DIR/models/models.json" "$1-" <<'PY'
 import json, sys
 for name in json.load(open(sys.argv[1])):
-    if name.startswith("nenya-tiny-"):
+    if name.startswith(sys.argv[2]):
         print(name)
 PY
-)
-mapfile -t LARGE < <($PYTHON - "$DIR/models/models.json" <<'PY'
-import json, sys
-for name in json.load(open(sys.argv[1])):
-    if name.startswith("nenya-124m-"):
-        print(name)
-PY
-)
+}
+mapfile -t TINY < <(variants_of nenya-tiny)
+mapfile -t LARGE < <(variants_of nenya-124m)
 
 run() {
   local limit=$1
